@@ -1,0 +1,58 @@
+# Two commands do everything on a machine that has only Python 3.10+:
+#   make book   set up .venv, execute every chapter, render _build/html
+#   make test   set up .venv, run the unit tests and the nbval regression of every chapter
+# See README.md for the other targets.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+CHAPTERS := $(shell ls book/*.ipynb 2>/dev/null)
+
+# Progress bars vary run to run; they stay out of executed reference outputs.
+QUIET := TQDM_DISABLE=1 PYTHONWARNINGS=ignore::DeprecationWarning
+
+.PHONY: venv book test unit nbval test-book browser refresh run bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# The CPU build of torch lies on disk here; an unpinned torch would pull several GB of CUDA.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[book,test]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+book: venv
+	$(QUIET) $(PY) -m htlib.book build
+
+test: unit nbval
+
+unit: venv
+	$(QUIET) $(PY) -m pytest tests/ -m "not browser"
+
+nbval: venv
+	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS)
+
+# The rendered book, opened page by page in headless Chromium (Debian's package).
+test-book: book browser
+
+browser: venv
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	$(PY) -m pytest tests/test_browser.py -m browser
+
+# The one deliberate way to update committed reference outputs: NB=book/x.ipynb, or all chapters.
+refresh: venv
+	$(QUIET) $(PY) -m htlib.book refresh $(NB)
+
+# Rerun a chapter with your own parameters: make run NB=book/one_step_adam.ipynb ARGS='-p seeds 2'
+run: venv
+	$(PY) -m htlib.run $(NB) $(ARGS)
+
+bench: venv
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf _build runs .pytest_cache

@@ -1,0 +1,18 @@
+"""htlib: the numerical library behind the companion book on neural-network spectra.
+
+Modules, one domain each:
+
+- ``htlib.spectra``        ESDs, power-law fits, Marchenko-Pastur law, spikes, the 5+1 phases.
+- ``htlib.teacher_student`` the single-index teacher and its data sets (paper 003).
+- ``htlib.two_layer``      the two-layer student, GD / FB-Adam steps, ridge readout, trajectories.
+- ``htlib.htmp``           the high-temperature Marchenko-Pastur family (paper 001).
+- ``htlib.linear``         exact Hessian/GGN spectra and bounds of linear networks (paper 004).
+- ``htlib.datasets``       local loaders (digits, MNIST/FashionMNIST IDX, CIFAR-10); nothing is downloaded.
+- ``htlib.cache``          the on-disk result cache, keyed by config and by htlib's own source.
+- ``htlib.sweep``          parameter sweeps over any ``concurrent.futures.Executor``.
+- ``htlib.plotting``       the one plotting style shared by every chapter.
+- ``htlib.run``            papermill reruns of a chapter with validated parameters.
+- ``htlib.book``           book build helpers (execution-cache keys, reference-output refresh).
+"""
+
+__version__ = "0.1.0"

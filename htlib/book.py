@@ -1,0 +1,209 @@
+"""Book build helpers: reference-output refresh and the execution-cache key.
+
+- :func:`refresh` is the one deliberate way to update a chapter's committed
+  reference outputs: it executes the chapter with papermill into a temporary
+  file and, only if every cell succeeded, writes it back with images and
+  run-specific metadata stripped (the rendered book regenerates figures).
+- :func:`execution_cache_path` puts Jupyter Book's execution cache in a folder
+  named after :func:`htlib.cache.source_hash`.  Jupyter Book keys its cache on
+  code cells only, so without this an edit to htlib would leave stale figures.
+- :func:`build` renders the book with that cache and fails on any cell error.
+
+Command line::
+
+    python -m htlib.book refresh book/mp_baseline.ipynb [...]
+    python -m htlib.book build
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from htlib.cache import source_hash
+
+__all__ = ["strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Run-specific notebook metadata that would make every refresh a diff.
+_VOLATILE_NB_META = ("papermill", "widgets")
+_VOLATILE_CELL_META = ("papermill", "execution", "ExecuteTime", "collapsed", "scrolled")
+
+
+def chapters(root: Path = REPO_ROOT) -> list[Path]:
+    """The executable chapters, in table-of-contents order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files: list[str] = []
+
+    def walk(entries: list[dict]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections", []))
+
+    for part in toc.get("parts", [{"chapters": toc.get("chapters", [])}]):
+        walk(part.get("chapters", []))
+    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
+
+
+def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` without images, widget state or run-specific metadata.
+
+    Text outputs (``text/plain`` of figures included) stay: they are what nbval
+    compares.
+    """
+    nb = copy.deepcopy(nb)
+    for key in _VOLATILE_NB_META:
+        nb.metadata.pop(key, None)
+    for cell in nb.cells:
+        for key in _VOLATILE_CELL_META:
+            cell.metadata.pop(key, None)
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data is not None:
+                for mime in [m for m in data if m.startswith("image/") or "widget" in m]:
+                    del data[mime]
+                if not data:  # an image-only output: drop it entirely
+                    continue
+                out["metadata"] = {}
+            kept.append(out)
+        cell.outputs = kept
+    return nb
+
+
+def refresh(path: str | Path, *, timeout: int = 1800) -> None:
+    """Re-execute chapter ``path`` and write it back as the new reference.
+
+    Nothing is written if any cell fails; the failed run is kept next to the
+    system's temp files and its location is printed.
+    """
+    import papermill as pm
+
+    path = Path(path).resolve()
+    if not path.exists():
+        raise FileNotFoundError(f"no such chapter: {path}")
+    fd, tmp = tempfile.mkstemp(suffix=f"-{path.name}")
+    os.close(fd)
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        pm.execute_notebook(
+            str(path),
+            tmp,
+            cwd=str(path.parent),
+            kernel_name="python3",
+            progress_bar=False,
+            execution_timeout=timeout,
+        )
+    except Exception:
+        print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)
+        raise
+    nb = nbformat.read(tmp, as_version=4)
+    nbformat.write(strip_for_commit(nb), str(path))
+    os.unlink(tmp)
+    print(f"refreshed {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+
+
+def execution_cache_path(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
+    """Jupyter Book's execution cache for the current source of ``package_dir`` (htlib)."""
+    return root / "_build" / ".jupyter_cache" / source_hash(package_dir)[:16]
+
+
+def local_mathjax(root: Path = REPO_ROOT) -> Path | None:
+    """Copy MathJax 3 (shipped by the ``django-static-mathjax`` wheel) under ``_build``.
+
+    The book must render its math with no network, so it cannot load MathJax from
+    a CDN as Sphinx does by default.  Returns the folder to add to
+    ``html_static_path`` (it holds ``mathjax/tex-chtml.js``), or ``None`` when the
+    package is not installed.
+    """
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.find_spec("mathjax")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    es5 = Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax" / "es5"
+    if not (es5 / "tex-chtml.js").exists():
+        return None
+    static = root / "_build" / "static-extra"
+    target = static / "mathjax"
+    if not (target / "tex-chtml.js").exists():
+        shutil.copytree(es5, target, dirs_exist_ok=True)
+    return static
+
+
+def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
+    """``_config.yml`` with the execution cache pointed at :func:`execution_cache_path`
+    and MathJax served from the book itself."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
+    static = local_mathjax(root)
+    if static is not None:
+        sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
+        sphinx_config["html_static_path"] = [str(static)]
+        sphinx_config["mathjax_path"] = "mathjax/tex-chtml.js"
+    out = root / "_build" / "_config.generated.yml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(config, sort_keys=False))
+    return out
+
+
+def jupyter_book_command() -> str:
+    """The ``jupyter-book`` script of this environment (it has no ``__main__`` module)."""
+    beside = Path(sys.executable).with_name("jupyter-book")
+    return str(beside) if beside.exists() else "jupyter-book"
+
+
+def build(root: Path = REPO_ROOT, package_dir: str | None = None) -> int:
+    """Execute every chapter (or reuse the cache for this htlib source) and render HTML.
+
+    Any cell error fails the build (``-W --keep-going`` plus ``raise_on_error``).
+    """
+    config = write_build_config(root, package_dir)
+    cmd = [
+        jupyter_book_command(), "build", str(root),
+        "--config", str(config), "--toc", str(root / "_toc.yml"),
+        "-W", "--keep-going",
+    ]
+    env = dict(os.environ, TQDM_DISABLE="1")
+    code = subprocess.call(cmd, cwd=root, env=env)
+    index = root / "_build" / "html" / "index.html"
+    if code == 0:
+        print(f"\nThe book is at {index}")
+    else:
+        print(f"\nbook build failed (exit {code}); see the log above", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m htlib.book", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_refresh = sub.add_parser("refresh", help="re-execute chapters and write back their reference outputs")
+    p_refresh.add_argument("notebooks", nargs="*", help="chapters to refresh (default: all in _toc.yml)")
+    sub.add_parser("build", help="execute and render the whole book into _build/html")
+    sub.add_parser("cache-path", help="print the execution-cache folder for the current htlib source")
+    args = parser.parse_args(argv)
+    if args.command == "refresh":
+        for nb in args.notebooks or chapters():
+            refresh(nb)
+        return 0
+    if args.command == "build":
+        return build()
+    print(execution_cache_path())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Local classification data sets; nothing is ever downloaded.
+
+Owns: scikit-learn's bundled ``digits`` (the default real data set, always
+available), and readers for MNIST / FashionMNIST (IDX files) and CIFAR-10
+(the python pickle batches) from a directory the caller names.  Every loader
+returns ``(X, labels)`` with ``X`` of shape ``(n, d)`` (float64, one row per
+sample) and integer ``labels`` of shape ``(n,)``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "load_digits",
+    "read_idx",
+    "load_mnist",
+    "load_fashion_mnist",
+    "load_cifar10",
+    "load_dataset",
+    "DATASETS",
+]
+
+DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10")
+"""Names accepted by :func:`load_dataset`."""
+
+_IDX_FILES = {
+    True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled 8x8 digits: ``X`` (1797, 64) in [0, 16], labels 0..9."""
+    from sklearn.datasets import load_digits as _load
+
+    bunch = _load()
+    return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Read one IDX file (optionally gzipped) into an array of its stored shape.
+
+    The format: two zero bytes, a type byte (0x08 ubyte, 0x09 byte, 0x0B short,
+    0x0C int, 0x0D float, 0x0E double), a byte giving the number of dimensions,
+    then each dimension as a big-endian uint32, then the data, big-endian.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        raw = fh.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
+        raise ValueError(f"{path} is not an IDX file (bad magic number)")
+    if raw[2] not in _IDX_DTYPES:
+        raise ValueError(f"{path}: unknown IDX type byte {raw[2]:#04x}")
+    ndim = raw[3]
+    shape = tuple(int(v) for v in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
+    data = np.frombuffer(raw, dtype=_IDX_DTYPES[raw[2]], offset=4 + 4 * ndim)
+    if data.size != int(np.prod(shape)):
+        raise ValueError(f"{path}: header says shape {shape} but holds {data.size} values")
+    return data.reshape(shape)
+
+
+def _find(directory: Path, stem: str) -> Path | None:
+    for name in (stem, stem + ".gz"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def _load_idx_pair(directory: str | Path, train: bool, name: str) -> tuple[np.ndarray, np.ndarray]:
+    directory = Path(directory)
+    stems = _IDX_FILES[bool(train)]
+    paths = [_find(directory, s) for s in stems]
+    if any(p is None for p in paths):
+        raise FileNotFoundError(
+            f"{name}: expected the IDX files {stems[0]} and {stems[1]} (optionally with .gz) "
+            f"in the directory {directory.resolve()}; nothing is downloaded, place them there "
+            "yourself or pass data_dir=<the directory that holds them>."
+        )
+    images, labels = read_idx(paths[0]), read_idx(paths[1])
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(f"{name}: {images.shape[0]} images but {labels.shape[0]} labels")
+    X = images.reshape(images.shape[0], -1).astype(np.float64) / 255.0
+    return X, labels.astype(np.int64)
+
+
+def load_mnist(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """MNIST from the IDX files in ``data_dir``; pixels scaled to [0, 1]."""
+    return _load_idx_pair(data_dir, train, "MNIST")
+
+
+def load_fashion_mnist(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """FashionMNIST from the IDX files in ``data_dir`` (same file names as MNIST)."""
+    return _load_idx_pair(data_dir, train, "FashionMNIST")
+
+
+def load_cifar10(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """CIFAR-10 from the python pickle batches in ``data_dir`` (``cifar-10-batches-py``).
+
+    Reads ``data_batch_1`` .. ``data_batch_5`` (train) or ``test_batch``; each is a
+    pickled dict with ``b"data"`` (uint8, (m, 3072)) and ``b"labels"``.  Pixels are
+    scaled to [0, 1].
+    """
+    directory = Path(data_dir)
+    names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
+    missing = [n for n in names if not (directory / n).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"CIFAR-10: expected the python pickle batches {', '.join(names)} in the directory "
+            f"{directory.resolve()} (missing: {', '.join(missing)}); nothing is downloaded, unpack "
+            "cifar-10-python.tar.gz there yourself or pass data_dir=<its cifar-10-batches-py folder>."
+        )
+    xs, ys = [], []
+    for n in names:
+        with open(directory / n, "rb") as fh:
+            batch = pickle.load(fh, encoding="bytes")
+        xs.append(np.asarray(batch[b"data"], dtype=np.uint8))
+        ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
+    return np.concatenate(xs).astype(np.float64) / 255.0, np.concatenate(ys)
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Load a data set by name (one of :data:`DATASETS`); all but ``digits`` need ``data_dir``."""
+    if name not in DATASETS:
+        raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
+    if name == "digits":
+        return load_digits()
+    if data_dir is None:
+        raise ValueError(f"data_dir is required for {name!r} (nothing is downloaded)")
+    loader = {"mnist": load_mnist, "fashion_mnist": load_fashion_mnist, "cifar10": load_cifar10}[name]
+    return loader(data_dir, train=train)

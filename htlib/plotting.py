@@ -1,0 +1,281 @@
+"""The one plotting style of the book, and the plot helpers every chapter shares.
+
+Colours come from seaborn's colour-blind-safe palette; ESD helpers put tails on
+log axes; every helper takes an ``ax`` and returns it, so chapters compose
+figures freely.  Chapters should call :func:`use_book_style` once.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+__all__ = [
+    "PALETTE",
+    "use_book_style",
+    "color",
+    "esd_hist",
+    "log_bins",
+    "mean_std_plot",
+    "overlap_heatmap",
+    "power_law_line",
+]
+
+PALETTE: list[tuple[float, float, float]] = sns.color_palette("colorblind", 10)
+"""Okabe-Ito-like colour-blind-safe palette (seaborn 'colorblind')."""
+
+SEQUENTIAL_CMAP = "viridis"
+"""Perceptually uniform, colour-blind-safe map for heatmaps and colour-by-parameter plots."""
+
+
+def use_book_style() -> None:
+    """Set the book-wide matplotlib style: readable fonts, light grid, colour-blind palette."""
+    sns.set_theme(context="notebook", style="ticks", palette=PALETTE)
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (7.0, 4.2),
+            "figure.dpi": 100,
+            "savefig.dpi": 150,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "legend.fontsize": 9,
+            "legend.frameon": False,
+            "image.cmap": SEQUENTIAL_CMAP,
+            "figure.constrained_layout.use": True,
+        }
+    )
+
+
+def color(i: int) -> tuple[float, float, float]:
+    """The ``i``-th palette colour (cycled)."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def log_bins(values: np.ndarray, bins: int = 80) -> np.ndarray:
+    """Logarithmically spaced bin edges covering the positive ``values``."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[v > 0]
+    if v.size == 0:
+        raise ValueError("log_bins needs at least one positive value")
+    lo, hi = v.min(), v.max()
+    if hi <= lo:
+        hi = lo * 1.01
+    return np.geomspace(lo, hi * (1 + 1e-9), bins + 1)
+
+
+def esd_hist(
+    ax: plt.Axes,
+    eigs: np.ndarray,
+    *,
+    bins: int = 80,
+    log: bool = False,
+    label: str | None = None,
+    color_index: int = 0,
+    alpha: float = 0.55,
+    xlabel: str = r"eigenvalue $\lambda$",
+) -> plt.Axes:
+    """Density histogram of an ESD.
+
+    With ``log=True`` the bins are log-spaced and both axes are logarithmic, the
+    view in which power-law tails show as straight lines.
+    """
+    eigs = np.asarray(eigs, dtype=np.float64)
+    if log:
+        edges = log_bins(eigs, bins)
+        ax.hist(eigs[eigs > 0], bins=edges, density=True, alpha=alpha, color=color(color_index), label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:
+        ax.hist(eigs, bins=bins, density=True, alpha=alpha, color=color(color_index), label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("density")
+    return ax
+
+
+def power_law_line(
+    ax: plt.Axes,
+    eigs: np.ndarray,
+    alpha: float,
+    xmin: float,
+    *,
+    color_index: int = 3,
+    label: str | None = None,
+) -> plt.Axes:
+    """Draw the fitted density ``p(x) ~ x^(-alpha)`` over the tail ``x >= xmin``.
+
+    The line is scaled so that its mass over the tail equals the tail's share of
+    the ESD, which is how it should sit on a density histogram.
+    """
+    eigs = np.asarray(eigs, dtype=np.float64)
+    tail = eigs[eigs >= xmin]
+    if tail.size == 0:
+        return ax
+    share = tail.size / eigs.size
+    x = np.geomspace(xmin, tail.max(), 100)
+    pdf = share * (alpha - 1) / xmin * (x / xmin) ** (-alpha)
+    ax.plot(x, pdf, color=color(color_index), lw=2, ls="--", label=label or rf"PL fit, $\alpha$={alpha:.2f}")
+    return ax
+
+
+def mean_std_plot(
+    ax: plt.Axes,
+    x: Sequence[float],
+    runs: np.ndarray,
+    *,
+    label: str | None = None,
+    color_index: int = 0,
+    logx: bool = True,
+    ls: str = "-",
+    marker: str = "o",
+) -> plt.Axes:
+    """Mean over axis 0 of ``runs`` (seeds x points) with a +-1 std band."""
+    runs = np.atleast_2d(np.asarray(runs, dtype=np.float64))
+    mean = np.nanmean(runs, axis=0)
+    std = np.nanstd(runs, axis=0)
+    c = color(color_index)
+    ax.plot(x, mean, ls=ls, marker=marker, ms=4, color=c, label=label)
+    ax.fill_between(x, mean - std, mean + std, color=c, alpha=0.2, lw=0)
+    if logx:
+        ax.set_xscale("log")
+    return ax
+
+
+def overlap_heatmap(
+    ax: plt.Axes,
+    overlap: np.ndarray,
+    *,
+    k: int = 100,
+    title: str | None = None,
+    xlabel: str = "index of update's singular vector",
+    ylabel: str = "index of weight's singular vector",
+    vmax: float | None = None,
+) -> plt.Axes:
+    """Heatmap of the leading ``k x k`` block of an overlap matrix (values in [0, 1])."""
+    block = np.asarray(overlap)[:k, :k]
+    im = ax.imshow(block, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=vmax if vmax is not None else max(block.max(), 1e-12),
+                   interpolation="nearest", aspect="equal")
+    ax.figure.colorbar(im, ax=ax, shrink=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+# --- generalization ---
+
+
+def train_test_curves(
+    ax: plt.Axes,
+    curves: "dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]",
+    *,
+    title: str | None = None,
+    logy: bool = False,
+) -> plt.Axes:
+    """Train (bold, solid) and test (dashed) loss per step, one colour per curve.
+
+    ``curves`` maps a legend label to ``(steps, train_loss, test_loss)``.
+    """
+    for i, (label, (steps, train, test)) in enumerate(curves.items()):
+        c = color(i)
+        ax.plot(steps, train, color=c, lw=2.4, label=label)
+        ax.plot(steps, test, color=c, lw=1.4, ls="--")
+    ax.set_xlabel("step $t$")
+    ax.set_ylabel("MSE (train solid, test dashed)")
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def alpha_band_scatter(
+    ax: plt.Axes,
+    alpha: np.ndarray,
+    loss: np.ndarray,
+    eta: np.ndarray,
+    *,
+    band: tuple[float, float] = (2.0, 4.0),
+    marker: str = "o",
+    label: str | None = None,
+    colorbar: bool = True,
+) -> plt.Axes:
+    """Loss against a power-law exponent, coloured by log10(eta), with the "correct range" band shaded."""
+    alpha = np.ravel(np.asarray(alpha, dtype=np.float64))
+    loss = np.ravel(np.asarray(loss, dtype=np.float64))
+    eta = np.ravel(np.asarray(eta, dtype=np.float64))
+    ax.axvspan(band[0], band[1], color="0.85", zorder=0, lw=0)
+    sc = ax.scatter(alpha, loss, c=np.log10(eta), cmap=SEQUENTIAL_CMAP, marker=marker, s=28,
+                    edgecolors="k", linewidths=0.3, label=label, zorder=2)
+    if colorbar:
+        ax.figure.colorbar(sc, ax=ax, label=r"$\log_{10}\eta$")
+    ax.set_xscale("log")
+    return ax
+
+
+def metric_grid_panels(grid, *, title: str | None = None, names: "dict[str, str] | None" = None) -> plt.Figure:
+    """The Fig. 7 layout of paper 003: losses, KTA, PL_Alpha_Hill, PL_Alpha_KS against eta.
+
+    ``grid`` is an :class:`htlib.generalization.GridMetrics`; each panel shows the
+    mean +- std over seeds, one colour per optimizer (train solid, test dashed).
+    """
+    names = names or {"gd": "GD", "adam": "FB-Adam"}
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
+    for k, opt in enumerate(grid.optimizers):
+        name = names.get(opt, opt)
+        mean_std_plot(axes[0], grid.etas, grid.get("train_loss", opt).T, label=f"{name} train", color_index=k)
+        mean_std_plot(axes[0], grid.etas, grid.get("test_loss", opt).T, label=f"{name} test", color_index=k,
+                      ls="--", marker="s")
+        for ax, metric in zip(axes[1:], ("kta", "alpha_hill", "alpha_ks")):
+            mean_std_plot(ax, grid.etas, grid.get(metric, opt).T, label=name, color_index=k)
+    for ax, lab in zip(axes, ("loss (MSE)", "KTA", "PL_Alpha_Hill", "PL_Alpha_KS")):
+        ax.set_xlabel(r"learning rate $\eta$")
+        ax.set_title(lab)
+    axes[0].legend()
+    axes[1].legend()
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+# --- spike to heavy tail ---
+
+
+def phase_strip(
+    ax: plt.Axes,
+    steps: Sequence[int],
+    phases: Sequence[Sequence[str]],
+    labels: Sequence[str],
+    *,
+    order: Sequence[str] = ("random-like", "bleeding-out", "bulk+spikes", "bulk-decay", "heavy-tailed", "rank-collapse"),
+    marks: "Sequence[Sequence[bool]] | None" = None,
+) -> plt.Axes:
+    """One row per run, one cell per recorded step, coloured by its 5+1 phase.
+
+    ``phases[r][j]`` is the phase of run ``r`` at ``steps[j]``; ``marks[r][j]`` (optional)
+    puts a dot in the cells where a further condition holds (e.g. a heavy-tail criterion).
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    codes = np.array([[list(order).index(p) for p in row] for row in phases], dtype=float)
+    cmap = ListedColormap([color(i) for i in range(len(order))])
+    ax.imshow(codes, cmap=cmap, vmin=-0.5, vmax=len(order) - 0.5, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(steps)), [str(s) for s in steps])
+    ax.set_yticks(range(len(labels)), list(labels))
+    ax.set_xlabel("step $t$")
+    ax.grid(False)
+    if marks is not None:
+        rr, cc = np.nonzero(np.asarray(marks, dtype=bool))
+        ax.scatter(cc, rr, s=18, c="k", marker="o", label="meets the heavy-tail criterion")
+    handles = [Patch(color=color(i), label=p) for i, p in enumerate(order)]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="phase")
+    return ax

@@ -1,0 +1,111 @@
+"""Parameter sweeps: run one function over many configs, resumably.
+
+``run_sweep`` takes any :class:`concurrent.futures.Executor` (a process pool
+here, ``distributed.Client().get_executor()`` on a Dask cluster), serves
+finished configs from :mod:`htlib.cache`, and writes each new result as soon
+as it arrives, so an interrupted sweep resumes where it stopped.  Results come
+back in the order of the configs.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from htlib import cache
+
+__all__ = ["run_sweep", "process_executor", "limit_threads"]
+
+
+def limit_threads(n_threads: int = 1) -> None:
+    """Pin torch and every BLAS/OpenMP pool of this process to ``n_threads``.
+
+    Used as the initializer of worker processes: with one process per core,
+    threaded BLAS inside each worker would only oversubscribe the machine.
+    """
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(n_threads)
+    threadpool_limits(n_threads)
+
+
+def process_executor(max_workers: int | None = None, *, threads_per_worker: int = 1) -> cf.ProcessPoolExecutor:
+    """A process pool whose workers each use ``threads_per_worker`` BLAS threads."""
+    import multiprocessing as mp
+
+    workers = max_workers or os.cpu_count() or 1
+    if workers < 1:
+        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    return cf.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=mp.get_context("spawn"),  # fork + torch threads deadlock
+        initializer=limit_threads,
+        initargs=(threads_per_worker,),
+    )
+
+
+def run_sweep(
+    fn: Callable[[Any], Any],
+    configs: Sequence[Any],
+    *,
+    executor: cf.Executor | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+    desc: str = "runs",
+) -> list[Any]:
+    """Evaluate ``fn(config)`` for every config, resuming from the cache.
+
+    Parameters
+    ----------
+    fn
+        A module-level (picklable) function of one config.
+    configs
+        Hashable-by-value configs (frozen dataclasses); see :func:`htlib.cache.config_key`.
+    executor
+        Where to run uncached configs.  ``None`` runs them in this process.
+    use_cache
+        Read and write :mod:`htlib.cache`.  With ``False`` everything is recomputed
+        and nothing is stored.
+    progress
+        Show a tqdm bar counting finished runs (``TQDM_DISABLE=1`` silences it).
+
+    Returns
+    -------
+    list
+        ``[fn(c) for c in configs]``, in order.
+    """
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    results: list[Any] = [cache.MISSING] * len(configs)
+    keys = [cache.config_key(name, c) for c in configs] if use_cache else [None] * len(configs)
+    todo: list[int] = []
+    for i, key in enumerate(keys):
+        if key is not None:
+            results[i] = cache.load(key)
+        if results[i] is cache.MISSING:
+            todo.append(i)
+
+    # An explicit disable=False would override TQDM_DISABLE, which CI sets.
+    quiet = {} if progress else {"disable": True}
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc, **quiet)
+    try:
+        if executor is None:
+            for i in todo:
+                results[i] = fn(configs[i])
+                if keys[i] is not None:
+                    cache.store(keys[i], results[i])
+                bar.update(1)
+        else:
+            futures = {executor.submit(fn, configs[i]): i for i in todo}
+            for future in cf.as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                if keys[i] is not None:
+                    cache.store(keys[i], results[i])
+                bar.update(1)
+    finally:
+        bar.close()
+    return results

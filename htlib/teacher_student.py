@@ -1,0 +1,136 @@
+"""The single-index teacher of paper 003 and the three data sets drawn from it.
+
+Owns the data side of the two-layer teacher-student setting (REFERENCE §A):
+inputs ``x ~ N(0, I_d)``, a unit teacher direction ``beta*``, labels
+``y = softplus(beta*ᵀx) + rho_e * xi`` with ``xi ~ N(0, 1)``, and three
+independent sets: *train* (``n`` points, used for the updates of W), *probe*
+(``n`` points, the hold-out set of the ridge readout) and *test* (``n_test``).
+The student and the optimizers live in :mod:`htlib.two_layer`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["SingleIndexData", "make_single_index_data", "derived_seed", "resolve_dtype", "resolve_device"]
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """``torch.float32``/``torch.float64`` from a dtype or its name; ``ValueError`` otherwise."""
+    if isinstance(dtype, str):
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        return _DTYPES[dtype]
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
+
+
+def resolve_device(device: str) -> torch.device:
+    """A torch device from ``'cpu'`` / ``'cuda'`` / ``'cuda:k'``; ``ValueError`` when unavailable."""
+    if not isinstance(device, str) or not (device == "cpu" or device.startswith("cuda")):
+        raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} requested but CUDA is not available")
+    return torch.device(device)
+
+
+def derived_seed(seed: int, stream: int) -> int:
+    """An independent 63-bit seed for sub-stream ``stream`` of ``seed`` (NumPy ``SeedSequence``)."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    state = np.random.SeedSequence(int(seed), spawn_key=(int(stream),)).generate_state(1, dtype=np.uint64)
+    return int(state[0] >> np.uint64(1))
+
+
+@dataclass(frozen=True)
+class SingleIndexData:
+    """Train / probe / test sets of the single-index teacher, and its direction.
+
+    Attributes
+    ----------
+    X_train, y_train
+        ``(n, d)`` and ``(n,)``: the set whose full-batch gradient updates W.
+    X_probe, y_probe
+        ``(n, d)`` and ``(n,)``: the hold-out set of the ridge readout (the "train loss" and the KTA).
+    X_test, y_test
+        ``(n_test, d)`` and ``(n_test,)``.
+    beta
+        ``(d,)``, the unit teacher direction ``beta*``.
+    """
+
+    X_train: torch.Tensor
+    y_train: torch.Tensor
+    X_probe: torch.Tensor
+    y_probe: torch.Tensor
+    X_test: torch.Tensor
+    y_test: torch.Tensor
+    beta: torch.Tensor
+
+
+def make_single_index_data(
+    n: int,
+    d: int,
+    n_test: int = 200,
+    rho_e: float = 0.3,
+    *,
+    seed: int,
+    dtype: torch.dtype | str = torch.float32,
+    device: str = "cpu",
+) -> SingleIndexData:
+    """Draw the three data sets of the softplus single-index teacher.
+
+    Everything is drawn in float64 on the CPU from one seeded generator and then
+    cast, so the data for a seed is the same (up to rounding) in either dtype and
+    on any device.  Each set uses its own sub-stream of ``seed``: the train set
+    does not change when ``n_test`` changes, and so on.
+
+    Parameters
+    ----------
+    n
+        Size of the train set and of the probe set (``>= 1``).
+    d
+        Input dimension (``>= 1``).
+    n_test
+        Size of the test set (``>= 1``).
+    rho_e
+        Standard deviation of the label noise (``>= 0``).
+    seed
+        Non-negative integer seed.
+    dtype, device
+        Of the returned tensors.
+
+    Returns
+    -------
+    SingleIndexData
+    """
+    for name, value, low in (("n", n, 1), ("d", d, 1), ("n_test", n_test, 1)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if not np.isfinite(rho_e) or rho_e < 0:
+        raise ValueError(f"rho_e must be a finite number >= 0, got {rho_e!r}")
+    dt = resolve_dtype(dtype)
+    dev = resolve_device(device)
+
+    def gen(stream: int) -> torch.Generator:
+        return torch.Generator().manual_seed(derived_seed(seed, stream))
+
+    beta = torch.randn(d, generator=gen(0), dtype=torch.float64)
+    beta /= torch.linalg.vector_norm(beta)
+
+    def draw(m: int, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
+        g = gen(stream)
+        X = torch.randn(m, d, generator=g, dtype=torch.float64)
+        xi = torch.randn(m, generator=g, dtype=torch.float64)
+        y = torch.nn.functional.softplus(X @ beta) + rho_e * xi
+        return X.to(device=dev, dtype=dt), y.to(device=dev, dtype=dt)
+
+    X_train, y_train = draw(n, 1)
+    X_probe, y_probe = draw(n, 2)
+    X_test, y_test = draw(n_test, 3)
+    return SingleIndexData(X_train, y_train, X_probe, y_probe, X_test, y_test, beta.to(device=dev, dtype=dt))

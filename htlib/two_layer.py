@@ -1,0 +1,665 @@
+"""The two-layer student of paper 003: features, full-batch GD / FB-Adam on W, ridge readout, trajectories.
+
+Conventions (REFERENCE §A).  Student ``f(x) = aᵀ tanh(W x / sqrt(d)) / sqrt(h)`` with
+``W0, a0`` i.i.d. ``N(0, 1)`` and no biases; ``a`` stays frozen while W is updated.
+The loss of the updates is the authors' code's: the mean squared error
+``(1/n) sum_i (y_i - f(x_i))^2`` WITHOUT the paper's 1/2, so every gradient here is
+twice the paper's ``G_0``.  FB-Adam uses PyTorch's defaults
+(``beta1 = 0.9, beta2 = 0.999, eps = 1e-8``) with bias correction, so its first update
+is ``eta * G/(|G| + eps) ~ eta sign(G)``; ``bias_correction=False`` gives the paper's
+eq. (2), ``(1 - beta1)/sqrt(1 - beta2) sign(G_0) ~ 3.16 sign(G_0)``.
+
+After the W updates, the readout ``a`` is refitted by ridge regression on the probe
+set; the metrics (probe/test loss, KTA, ``sim(W, beta*)``, the ESD of ``WᵀW`` and its
+power-law exponents from :mod:`htlib.spectra`) are recorded along the way by
+:func:`train`.  Training runs in the config's dtype (float32 by default) with the
+gradient in closed form; the readout solve and every spectrum are float64.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from htlib.teacher_student import (
+    SingleIndexData,
+    derived_seed,
+    make_single_index_data,
+    resolve_device,
+    resolve_dtype,
+)
+
+__all__ = [
+    "TwoLayerConfig",
+    "Trajectory",
+    "AdamState",
+    "make_data",
+    "init_weights",
+    "student_features",
+    "student_output",
+    "mse_loss",
+    "full_batch_gradient",
+    "adam_direction",
+    "gd_step",
+    "adam_step",
+    "normalize_weights",
+    "first_update",
+    "first_step_norms",
+    "ridge_readout",
+    "readout_metrics",
+    "spectral_norm",
+    "top_eigenpair",
+    "train",
+    "collect_grid",
+    "first_eta_above",
+    "ADAM_BETAS",
+    "ADAM_EPS",
+]
+
+ADAM_BETAS: tuple[float, float] = (0.9, 0.999)
+"""PyTorch's default Adam decay factors (beta1, beta2)."""
+ADAM_EPS: float = 1e-8
+"""PyTorch's default Adam epsilon."""
+
+_OPTIMIZERS = ("gd", "adam")
+
+
+def _check_int(name: str, value: object, low: int) -> None:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _check_float(name: str, value: object, *, low: float, strict: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    ok = math.isfinite(value) and (value > low if strict else value >= low)
+    if not ok:
+        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} {low}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TwoLayerConfig:
+    """One run of the two-stage procedure of paper 003 (REFERENCE §A).
+
+    Attributes
+    ----------
+    n, d, h, n_test
+        Train/probe size, input dimension, width, test size (integers ``>= 1``).
+    rho_e
+        Label-noise standard deviation (``>= 0``).
+    lam
+        Ridge constant of the readout (``> 0``): ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``.
+    optimizer
+        ``"gd"`` or ``"adam"`` (full-batch Adam, PyTorch defaults).
+    eta
+        Learning rate (``> 0``, finite).
+    steps
+        Number of full-batch updates of W (``>= 0``).
+    weight_norm
+        After each update ``W <- sqrt(h d) W / ||W||_F``.
+    steplr_gamma
+        The learning rate is multiplied by ``gamma`` after every step (``0 < gamma <= 1``).
+    bias_correction
+        Adam's bias correction (PyTorch's form); ``False`` gives the paper's eq. (2).
+    seed
+        Seeds the data (``make_data``) and the initialization (``init_weights``) by
+        independent sub-streams: every eta and optimizer of one seed share data and ``W0``.
+    device
+        ``"cpu"`` or ``"cuda[:k]"``.
+    dtype
+        ``"float32"`` or ``"float64"``: the dtype of the training.
+    record_every
+        Metrics are recorded at steps ``0, k, 2k, ...`` and at the last step (``>= 1``).
+    keep_weights
+        Steps ``t`` (``0 <= t <= steps``) whose ``W_t`` is kept in the trajectory.
+    record_initial
+        Record step 0 (``False`` saves the metrics of the initialization, the same for
+        every eta of a seed).
+    record_esd
+        Record the full ESD and the power-law exponents (a float64 eigendecomposition of
+        the ``d x d`` Gram matrix per recorded step).  With ``False`` the ESD entries are
+        empty arrays and ``alpha_hill``/``alpha_ks`` are NaN; ``lambda_max`` and ``sim``
+        are still recorded.
+    """
+
+    n: int = 2000
+    d: int = 1000
+    h: int = 1500
+    n_test: int = 200
+    rho_e: float = 0.3
+    lam: float = 0.01
+    optimizer: str = "adam"
+    eta: float = 1.0
+    steps: int = 1
+    weight_norm: bool = False
+    steplr_gamma: float = 1.0
+    bias_correction: bool = True
+    seed: int = 0
+    device: str = "cpu"
+    dtype: str = "float32"
+    record_every: int = 1
+    keep_weights: tuple[int, ...] = ()
+    record_initial: bool = True
+    record_esd: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("n", "d", "h", "n_test"):
+            _check_int(name, getattr(self, name), 1)
+        _check_int("steps", self.steps, 0)
+        _check_int("seed", self.seed, 0)
+        _check_int("record_every", self.record_every, 1)
+        _check_float("rho_e", self.rho_e, low=0.0, strict=False)
+        _check_float("lam", self.lam, low=0.0, strict=True)
+        _check_float("eta", self.eta, low=0.0, strict=True)
+        _check_float("steplr_gamma", self.steplr_gamma, low=0.0, strict=True)
+        if self.steplr_gamma > 1:
+            raise ValueError(f"steplr_gamma must be in (0, 1], got {self.steplr_gamma!r}")
+        if self.optimizer not in _OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
+            raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {self.device!r}")
+        for name in ("weight_norm", "bias_correction", "record_initial", "record_esd"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.keep_weights, tuple):
+            raise ValueError(f"keep_weights must be a tuple of ints, got {self.keep_weights!r}")
+        for t in self.keep_weights:
+            if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not 0 <= t <= self.steps:
+                raise ValueError(f"keep_weights entries must be integers in [0, steps={self.steps}], got {t!r}")
+
+    def recorded_steps(self) -> list[int]:
+        """The steps at which :func:`train` records metrics."""
+        steps = list(range(0, self.steps + 1, self.record_every))
+        if steps[-1] != self.steps:
+            steps.append(self.steps)
+        if not self.record_initial and self.steps > 0:
+            steps = steps[1:]
+        return steps
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """What :func:`train` records.  Arrays are indexed like ``steps`` unless said otherwise.
+
+    Attributes
+    ----------
+    config
+        The config of the run.
+    steps
+        Recorded step indices (recording stops at a divergence).
+    train_loss, test_loss
+        Probe-set and test-set MSE after the ridge readout.
+    kta
+        Kernel-target alignment of the probe-set features.
+    sim
+        ``|v1ᵀ beta*|``, ``v1`` the top right singular vector of ``W_t``.
+    alpha_hill, alpha_ks
+        PL_Alpha_Hill and PL_Alpha_KS of the ESD (NaN when ``record_esd=False``).
+    esd
+        One ascending float64 eigenvalue array of ``W_tᵀW_t`` per recorded step
+        (empty when ``record_esd=False``).
+    weights
+        ``{t: W_t}`` (numpy, the training dtype) for ``t`` in ``keep_weights``.
+    lr
+        The learning rate of each step ``0..steps-1``.
+    diverged_at
+        The first step at which W or a metric was non-finite, else ``None``.
+    lambda_max
+        Largest eigenvalue of ``W_tᵀW_t`` (``||W_t||_2^2``) per recorded step.
+    update_loss
+        Train-set MSE with the frozen ``a0`` (the loss the updates minimise) per recorded step.
+    """
+
+    config: TwoLayerConfig
+    steps: np.ndarray
+    train_loss: np.ndarray
+    test_loss: np.ndarray
+    kta: np.ndarray
+    sim: np.ndarray
+    alpha_hill: np.ndarray
+    alpha_ks: np.ndarray
+    esd: tuple
+    weights: dict
+    lr: np.ndarray
+    diverged_at: int | None
+    lambda_max: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    update_loss: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def update(self, t: int) -> np.ndarray:
+        """The update ``M_t = W_{t+1} - W_t`` (both steps must be in ``keep_weights``)."""
+        if t not in self.weights or t + 1 not in self.weights:
+            raise ValueError(f"update({t}) needs steps {t} and {t + 1} in keep_weights, kept: {sorted(self.weights)}")
+        return self.weights[t + 1] - self.weights[t]
+
+    def at(self, t: int) -> dict:
+        """The recorded metrics of step ``t`` as a dict."""
+        idx = np.flatnonzero(self.steps == t)
+        if idx.size == 0:
+            raise ValueError(f"step {t} was not recorded; recorded steps: {self.steps.tolist()}")
+        i = int(idx[0])
+        return {
+            "train_loss": float(self.train_loss[i]),
+            "test_loss": float(self.test_loss[i]),
+            "kta": float(self.kta[i]),
+            "sim": float(self.sim[i]),
+            "alpha_hill": float(self.alpha_hill[i]),
+            "alpha_ks": float(self.alpha_ks[i]),
+            "lambda_max": float(self.lambda_max[i]),
+            "update_loss": float(self.update_loss[i]),
+        }
+
+
+# ---------------------------------------------------------------------------- model
+
+
+def make_data(config: TwoLayerConfig) -> SingleIndexData:
+    """The exact data :func:`train` uses for ``config``."""
+    return make_single_index_data(
+        config.n, config.d, config.n_test, config.rho_e, seed=config.seed, dtype=config.dtype, device=config.device
+    )
+
+
+def init_weights(config: TwoLayerConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """``W0`` (h x d) and ``a0`` (h,), i.i.d. ``N(0, 1)``, drawn in float64 from the config's seed
+    (a sub-stream independent of the data) and cast to the config's dtype and device."""
+    gen = torch.Generator().manual_seed(derived_seed(config.seed, 100))
+    W = torch.randn(config.h, config.d, generator=gen, dtype=torch.float64)
+    a = torch.randn(config.h, generator=gen, dtype=torch.float64)
+    dev, dt = resolve_device(config.device), resolve_dtype(config.dtype)
+    return W.to(device=dev, dtype=dt), a.to(device=dev, dtype=dt)
+
+
+def student_features(W: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """Post-activation features ``Z = tanh(X Wᵀ / sqrt(d)) / sqrt(h)``, shape ``(n, h)``."""
+    h, d = W.shape
+    Z = X @ W.T
+    if torch.is_grad_enabled() and (W.requires_grad or X.requires_grad):  # autograd-safe path
+        return torch.tanh(Z / math.sqrt(d)) / math.sqrt(h)
+    return Z.mul_(1.0 / math.sqrt(d)).tanh_().mul_(1.0 / math.sqrt(h))
+
+
+def student_output(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """``f(X) = tanh(X Wᵀ/sqrt(d)) a / sqrt(h)``, shape ``(n,)``."""
+    return student_features(W, X) @ a
+
+
+def mse_loss(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The loss of the updates: ``(1/n) sum_i (y_i - f(x_i))^2`` (no 1/2; the authors' code)."""
+    return torch.mean((student_output(W, a, X) - y) ** 2)
+
+
+def full_batch_gradient(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Closed-form ``d(mse_loss)/dW``:
+
+    ``G = (2 / (n sqrt(h d))) [ (r aᵀ) ∘ tanh'(X Wᵀ/sqrt(d)) ]ᵀ X``,  ``r = f(X) - y``,
+
+    i.e. ``-2`` times the paper's ``G_0`` expression of §4.2 (the paper's loss has a 1/2
+    and its displayed formula is the negative gradient).  Two GEMMs of ``2 n h d`` FLOPs
+    each and ``O(n h)`` element-wise work.
+    """
+    n, d = X.shape
+    h = W.shape[0]
+    S = (X @ W.T).mul_(1.0 / math.sqrt(d)).tanh_()  # (n, h)
+    r = S @ a
+    r.mul_(1.0 / math.sqrt(h)).sub_(y)  # f - y
+    # S <- (1 - S^2) * r[:, None]; the factor (c a)[:, None] is applied to the h x d product
+    c = 2.0 / (n * math.sqrt(h * d))
+    S.square_().sub_(1.0).mul_(-r[:, None])
+    return (S.T @ X).mul_((c * a)[:, None])
+
+
+# ---------------------------------------------------------------------------- optimizers
+
+
+@dataclass(frozen=True)
+class AdamState:
+    """Adam's moving averages ``m`` (first moment), ``v`` (second moment) and step count ``t``."""
+
+    m: torch.Tensor
+    v: torch.Tensor
+    t: int = 0
+
+    @staticmethod
+    def zeros_like(W: torch.Tensor) -> "AdamState":
+        return AdamState(torch.zeros_like(W), torch.zeros_like(W), 0)
+
+
+def adam_direction(
+    G: torch.Tensor,
+    state: AdamState,
+    *,
+    betas: tuple[float, float] = ADAM_BETAS,
+    eps: float = ADAM_EPS,
+    bias_correction: bool = True,
+) -> tuple[torch.Tensor, AdamState]:
+    """The FB-Adam direction ``G~`` (the update is ``-lr * G~``) and the new state.
+
+    ``m <- b1 m + (1-b1) G``, ``v <- b2 v + (1-b2) G∘G``; with bias correction (PyTorch's
+    ``torch.optim.Adam`` arithmetic) ``G~ = m / (1-b1^t) / (sqrt(v)/sqrt(1-b2^t) + eps)``,
+    without it (paper eq. (2)) ``G~ = m / (sqrt(v) + eps)``.
+    """
+    b1, b2 = betas
+    t = state.t + 1
+    m = state.m * b1 + G * (1 - b1)
+    v = state.v * b2 + G * G * (1 - b2)
+    if bias_correction:
+        bc1 = 1 - b1**t
+        bc2 = 1 - b2**t
+        direction = (m / bc1) / (v.sqrt() / math.sqrt(bc2) + eps)
+    else:
+        direction = m / (v.sqrt() + eps)
+    return direction, AdamState(m, v, t)
+
+
+def gd_step(W: torch.Tensor, G: torch.Tensor, lr: float) -> torch.Tensor:
+    """``W - lr G``."""
+    return W - lr * G
+
+
+def adam_step(
+    W: torch.Tensor,
+    G: torch.Tensor,
+    state: AdamState,
+    lr: float,
+    *,
+    betas: tuple[float, float] = ADAM_BETAS,
+    eps: float = ADAM_EPS,
+    bias_correction: bool = True,
+) -> tuple[torch.Tensor, AdamState]:
+    """One FB-Adam step ``W - lr G~`` (see :func:`adam_direction`) and the new state."""
+    direction, state = adam_direction(G, state, betas=betas, eps=eps, bias_correction=bias_correction)
+    return W - lr * direction, state
+
+
+def normalize_weights(W: torch.Tensor) -> torch.Tensor:
+    """Weight normalization ``sqrt(h d) W / ||W||_F``."""
+    h, d = W.shape
+    return W * (math.sqrt(h * d) / torch.linalg.matrix_norm(W))
+
+
+def first_update(config: TwoLayerConfig) -> torch.Tensor:
+    """The first update direction at unit learning rate for ``config``'s data and init:
+    ``G_0`` for GD, ``G~_0`` for FB-Adam (so ``W_1 = W_0 - eta * first_update``)."""
+    data = make_data(config)
+    W, a = init_weights(config)
+    G = full_batch_gradient(W, a, data.X_train, data.y_train)
+    if config.optimizer == "gd":
+        return G
+    direction, _ = adam_direction(G, AdamState.zeros_like(W), bias_correction=config.bias_correction)
+    return direction
+
+
+def first_step_norms(config: TwoLayerConfig) -> dict:
+    """Norms of the first update directions at ``config``'s data and ``W0`` (Theorem 4.1, Cor. 4.2).
+
+    ``optimizer``, ``eta`` and ``bias_correction`` of the config are ignored: the one
+    gradient ``G_0`` gives every direction.  Returns floats:
+
+    - ``gd_spec``, ``gd_frob``: ``||G_0||_2``, ``||G_0||_F`` (this module's MSE, no 1/2);
+    - ``adam_spec``, ``adam_frob``: the same for FB-Adam's ``G~_0`` with bias correction
+      (PyTorch; ``~ sign(G_0)``);
+    - ``adam_nobc_spec``, ``adam_nobc_frob``: without bias correction (paper eq. (2));
+    - ``sign_spec``, ``sign_frob``: of ``sign(G_0)`` itself;
+    - ``dev_bc``, ``dev_nobc``: ``max |G~_0 - c sign(G_0)|`` with ``c = 1`` and
+      ``c = (1-beta1)/sqrt(1-beta2)``, the distance to the sign-descent form;
+    - ``w0_spec``, ``w0_frob``: ``||W_0||_2``, ``||W_0||_F``;
+    - ``zero_fraction``: fraction of exactly-zero entries of ``G_0``.
+    """
+    data = make_data(config)
+    W, a = init_weights(config)
+    G = full_batch_gradient(W, a, data.X_train, data.y_train)
+    zeros = AdamState.zeros_like(W)
+    bc, _ = adam_direction(G, zeros, bias_correction=True)
+    nobc, _ = adam_direction(G, zeros, bias_correction=False)
+    s = torch.sign(G)
+    c = (1 - ADAM_BETAS[0]) / math.sqrt(1 - ADAM_BETAS[1])
+
+    def frob(M: torch.Tensor) -> float:
+        return float(torch.linalg.matrix_norm(M.to(torch.float64)))
+
+    return {
+        "gd_spec": spectral_norm(G),
+        "gd_frob": frob(G),
+        "adam_spec": spectral_norm(bc),
+        "adam_frob": frob(bc),
+        "adam_nobc_spec": spectral_norm(nobc),
+        "adam_nobc_frob": frob(nobc),
+        "sign_spec": spectral_norm(s),
+        "sign_frob": frob(s),
+        "dev_bc": float((bc - s).abs().max()),
+        "dev_nobc": float((nobc - c * s).abs().max()),
+        "w0_spec": spectral_norm(W),
+        "w0_frob": frob(W),
+        "zero_fraction": float((G == 0).to(torch.float64).mean()),
+    }
+
+
+# ---------------------------------------------------------------------------- readout and metrics
+
+
+def _ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> torch.Tensor:
+    """``(gram + (lam/h) n I)^{-1} Zty`` in float64 (Cholesky; LU if the shifted Gram is not SPD)."""
+    h = gram.shape[0]
+    A = gram.clone()
+    A.diagonal().add_(lam * n / h)
+    rhs = Zty.unsqueeze(1)
+    L, info = torch.linalg.cholesky_ex(A)
+    if int(info) == 0:
+        return torch.cholesky_solve(rhs, L).squeeze(1)
+    return torch.linalg.solve(A, rhs).squeeze(1)
+
+
+def ridge_readout(Z: torch.Tensor, y: torch.Tensor, lam: float) -> torch.Tensor:
+    """Ridge readout ``a = (ZᵀZ + (lam/h) n I_h)^{-1} Zᵀ y``, the minimiser of
+    ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``; solved in float64 by Cholesky, returned in float64."""
+    _check_float("lam", lam, low=0.0, strict=True)
+    n, h = Z.shape
+    Z64 = Z.to(torch.float64)
+    return _ridge_solve(Z64.T @ Z64, Z64.T @ y.to(torch.float64), lam, n)
+
+
+def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float) -> dict:
+    """Fit the ridge readout on the probe set and report ``{"train_loss", "test_loss", "kta"}``
+    (probe-set MSE, test-set MSE, KTA of the probe features), as Python floats.
+
+    The features are computed in W's dtype, everything after in float64.  The KTA is
+    ``||Zᵀy||^2 / (||ZᵀZ||_F ||y||^2)`` (the definition of
+    :func:`htlib.spectra.kernel_target_alignment`), read off the Gram matrix the ridge
+    solve needs anyway, so the ``h x h`` Gram is formed once.
+    """
+    _check_float("lam", lam, low=0.0, strict=True)
+    Zp = student_features(W, data.X_probe).to(torch.float64)
+    yp = data.y_probe.to(torch.float64)
+    n = Zp.shape[0]
+    gram = Zp.T @ Zp
+    Zty = Zp.T @ yp
+    a = _ridge_solve(gram, Zty, lam, n)
+    train_loss = torch.mean((Zp @ a - yp) ** 2).item()
+    Zt = student_features(W, data.X_test).to(torch.float64)
+    test_loss = torch.mean((Zt @ a - data.y_test.to(torch.float64)) ** 2).item()
+    kta = (torch.dot(Zty, Zty) / (torch.linalg.matrix_norm(gram) * torch.dot(yp, yp))).item()
+    return {"train_loss": train_loss, "test_loss": test_loss, "kta": kta}
+
+
+def spectral_norm(M: torch.Tensor | np.ndarray, *, tol: float = 1e-12) -> float:
+    """Operator norm ``||M||_2`` (largest singular value) in float64.
+
+    Small matrices (``min(shape) <= 64``) use a dense SVD; larger ones ARPACK
+    (``scipy.sparse.linalg.svds``, ``k=1``) from a fixed start vector, so the result is
+    deterministic and costs a few dozen matrix-vector products instead of a full SVD.
+    """
+    import scipy.sparse.linalg
+
+    A = torch.as_tensor(M).detach().to(device="cpu", dtype=torch.float64).numpy()
+    if A.ndim != 2 or A.size == 0:
+        raise ValueError(f"M must be a non-empty 2-D matrix, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("M must contain only finite values")
+    if min(A.shape) <= 64:
+        return float(np.linalg.svd(A, compute_uv=False)[0])
+    v0 = np.linspace(1.0, 2.0, min(A.shape))
+    s = scipy.sparse.linalg.svds(A, k=1, tol=tol, v0=v0, return_singular_vectors=False, maxiter=10_000)
+    return float(s[0])
+
+
+def top_eigenpair(W: torch.Tensor | np.ndarray) -> tuple[float, np.ndarray]:
+    """Largest eigenvalue of ``WᵀW`` (``||W||_2^2``) and its unit eigenvector ``v1`` (the top right
+    singular vector of W), from the float64 ``d x d`` Gram by LAPACK's ``syevr`` (one eigenpair)."""
+    import scipy.linalg
+
+    A = torch.as_tensor(W).detach().to(device="cpu", dtype=torch.float64).numpy()
+    d = A.shape[1]
+    vals, vecs = scipy.linalg.eigh(A.T @ A, subset_by_index=[d - 1, d - 1], check_finite=False)
+    return float(vals[0]), vecs[:, 0]
+
+
+# ---------------------------------------------------------------------------- training
+
+
+def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: TwoLayerConfig) -> dict | None:
+    """Every metric of one recorded step; ``None`` when any of them is non-finite."""
+    from htlib import spectra
+
+    if not bool(torch.isfinite(W).all()):
+        return None
+    W64 = W.detach().to(device="cpu", dtype=torch.float64)
+    if not math.isfinite(float(torch.sum(W64 * W64))):  # finite W whose Gram overflows
+        return None
+    out = readout_metrics(W, data, config.lam)
+    out["update_loss"] = mse_loss(W, a, data.X_train, data.y_train).item()
+    beta = data.beta.detach().to(device="cpu", dtype=torch.float64).numpy()
+    lam_max, v1 = top_eigenpair(W64)
+    out["sim"] = float(abs(v1 @ beta))  # = spectra.top_alignment(W, beta), sharing the eigensolve
+    out["lambda_max"] = lam_max
+    if config.record_esd:
+        eigs = np.asarray(spectra.esd(W64), dtype=np.float64)
+        out["esd"] = eigs
+        out["alpha_hill"] = float(spectra.alpha_hill(eigs))
+        out["alpha_ks"] = float(spectra.fit_power_law(eigs).alpha)
+    else:
+        out["esd"] = np.zeros(0)
+        out["alpha_hill"] = math.nan
+        out["alpha_ks"] = math.nan
+    scalars = ("train_loss", "test_loss", "kta", "sim", "lambda_max", "update_loss")
+    if not all(math.isfinite(out[k]) for k in scalars):
+        return None
+    return out
+
+
+def train(config: TwoLayerConfig) -> Trajectory:
+    """Run ``config.steps`` full-batch updates of W (a frozen) and record the metrics.
+
+    The updates are the explicit GD / FB-Adam formulas of this module on the closed-form
+    gradient; StepLR multiplies the learning rate by ``steplr_gamma`` after every step; with
+    ``weight_norm`` W is renormalised after every update.  At the recorded steps
+    (:meth:`TwoLayerConfig.recorded_steps`) the ridge readout is refitted on the probe set
+    and every metric recorded.  When W or a metric becomes non-finite the run stops and
+    ``diverged_at`` is that step; nothing non-finite is ever recorded.
+
+    Deterministic under ``config.seed`` (same data and ``W0`` for every eta/optimizer of a
+    seed).  A module-level function of one config, so ``htlib.sweep.run_sweep`` caches it.
+    """
+    data = make_data(config)
+    W, a = init_weights(config)
+    record_at = set(config.recorded_steps())
+    keep = set(int(t) for t in config.keep_weights)
+    lrs = np.array([config.eta * config.steplr_gamma**t for t in range(config.steps)], dtype=np.float64)
+
+    rows: list[tuple[int, dict]] = []
+    weights: dict[int, np.ndarray] = {}
+    state = AdamState.zeros_like(W) if config.optimizer == "adam" else None
+    diverged_at: int | None = None
+
+    def observe(t: int) -> bool:
+        nonlocal diverged_at
+        if not bool(torch.isfinite(W).all()):
+            diverged_at = t
+            return False
+        if t in record_at:
+            row = _record(W, a, data, config)
+            if row is None:
+                diverged_at = t
+                return False
+            rows.append((t, row))
+        if t in keep:
+            weights[t] = W.detach().cpu().numpy().copy()
+        return True
+
+    with torch.no_grad():
+        if observe(0):
+            for t in range(config.steps):
+                G = full_batch_gradient(W, a, data.X_train, data.y_train)
+                if config.optimizer == "gd":
+                    W = gd_step(W, G, float(lrs[t]))
+                else:
+                    W, state = adam_step(W, G, state, float(lrs[t]), bias_correction=config.bias_correction)
+                if config.weight_norm:
+                    W = normalize_weights(W)
+                if not observe(t + 1):
+                    break
+
+    def col(key: str) -> np.ndarray:
+        return np.array([row[key] for _, row in rows], dtype=np.float64)
+
+    return Trajectory(
+        config=config,
+        steps=np.array([t for t, _ in rows], dtype=np.int64),
+        train_loss=col("train_loss"),
+        test_loss=col("test_loss"),
+        kta=col("kta"),
+        sim=col("sim"),
+        alpha_hill=col("alpha_hill"),
+        alpha_ks=col("alpha_ks"),
+        esd=tuple(row["esd"] for _, row in rows),
+        weights=weights,
+        lr=lrs,
+        diverged_at=diverged_at,
+        lambda_max=col("lambda_max"),
+        update_loss=col("update_loss"),
+    )
+
+
+# ---------------------------------------------------------------------------- sweep summaries
+
+
+def collect_grid(trajectories: list[Trajectory], metrics: tuple[str, ...] = (
+    "train_loss", "test_loss", "kta", "sim", "lambda_max", "alpha_hill", "alpha_ks")) -> dict:
+    """Arrange the last recorded step of many runs as ``{optimizer: {metric: (seeds, etas) array}}``.
+
+    Rows are the seeds and columns the learning rates, both ascending; a run that diverged
+    before its last step contributes NaN (and is counted in ``{optimizer: {"diverged": ...}}``).
+    Also returns ``"etas"`` and ``"seeds"`` (sorted) at the top level.
+    """
+    etas = sorted({t.config.eta for t in trajectories})
+    seeds = sorted({t.config.seed for t in trajectories})
+    out: dict = {"etas": np.array(etas), "seeds": np.array(seeds)}
+    for opt in sorted({t.config.optimizer for t in trajectories}):
+        block = {m: np.full((len(seeds), len(etas)), np.nan) for m in metrics}
+        diverged = np.zeros((len(seeds), len(etas)), dtype=bool)
+        for t in trajectories:
+            if t.config.optimizer != opt:
+                continue
+            i, j = seeds.index(t.config.seed), etas.index(t.config.eta)
+            if t.steps.size and t.steps[-1] == t.config.steps:
+                for m in metrics:
+                    block[m][i, j] = getattr(t, m)[-1]
+            diverged[i, j] = t.diverged_at is not None
+        block["diverged"] = diverged
+        out[opt] = block
+    return out
+
+
+def first_eta_above(etas: np.ndarray, values: np.ndarray, level: float) -> float | None:
+    """The smallest learning rate whose value exceeds ``level`` (``None`` if none does);
+    ``etas`` ascending, ``values`` aligned with them (e.g. a seed mean)."""
+    etas = np.asarray(etas, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if etas.shape != values.shape:
+        raise ValueError(f"etas and values must have the same shape, got {etas.shape} and {values.shape}")
+    hits = np.flatnonzero(values > level)
+    return float(etas[hits[0]]) if hits.size else None

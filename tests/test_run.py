@@ -1,0 +1,124 @@
+"""Chapter reruns: parameters are validated before any compute, outputs never land in book/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from htlib import run
+
+PARAMS = '''\
+n = 2000                 # training-set size [>= 1]
+eta = 0.5                # learning rate [> 0]
+optimizer = "adam"       # optimizer [in {"gd", "adam"}]
+etas = [0.1, 1.0]        # learning-rate grid [each > 0]
+weight_norm = False      # apply weight normalization
+label = "x, y"           # a label with a comma
+'''
+
+
+@pytest.fixture()
+def chapter(tmp_path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(PARAMS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A tiny chapter"),
+        params,
+        nbformat.v4.new_code_cell("print(f'{n} {eta:.3f} {optimizer} {sum(etas):.2f} {weight_norm}')"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "book" / "tiny.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_read_parameters(chapter):
+    params = run.read_parameters(chapter)
+    assert list(params) == ["n", "eta", "optimizer", "etas", "weight_norm", "label"]
+    assert params["n"].bounds == ((">=", 1.0),)
+    assert params["optimizer"].choices == ("adam", "gd")
+    assert params["etas"].each and params["etas"].bounds == ((">", 0.0),)
+    assert params["eta"].description == "learning rate"
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"etaa": 1.0}, "unknown parameter 'etaa'"),
+        ({"n": 1.5}, "must be of type int"),
+        ({"n": -3}, "must be >= 1"),
+        ({"eta": 0}, "must be > 0"),
+        ({"optimizer": "sgd"}, "must be one of"),
+        ({"etas": [0.1, -1.0]}, "must be > 0"),
+        ({"etas": 0.1}, "must be a list"),
+        ({"weight_norm": 1}, "must be of type bool"),
+    ],
+)
+def test_bad_parameters_are_refused_with_the_listing(chapter, overrides, message):
+    with pytest.raises(run.ParameterError, match=message) as info:
+        run.validate(run.read_parameters(chapter), overrides)
+    text = str(info.value)
+    assert "valid parameters" in text and "eta: float = 0.5 [> 0]" in text
+
+
+def test_good_parameters_are_coerced(chapter):
+    clean = run.validate(run.read_parameters(chapter), {"eta": 2, "etas": [1, 2]})
+    assert clean == {"eta": 2.0, "etas": [1.0, 2.0]}
+    assert isinstance(clean["eta"], float)
+
+
+def test_refuses_to_write_into_book(chapter):
+    with pytest.raises(run.ParameterError, match="refusing to write"):
+        run.run_chapter(chapter, {}, output_dir=chapter.parent, progress=False, html=False)
+
+
+def test_cli_rejects_before_compute(chapter, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "htlib.run", str(chapter), "-p", "n", "-5", "--output-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert "must be >= 1" in proc.stderr and "valid parameters" in proc.stderr
+    assert not (tmp_path / "runs").exists()  # nothing was executed or written
+
+
+@pytest.mark.slow
+def test_cli_rerun_writes_notebook_and_html_outside_book(chapter, tmp_path):
+    before = chapter.read_bytes()
+    out_dir = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "htlib.run", str(chapter), "-p", "eta", "0.25", "-p", "optimizer", "gd",
+         "--output-dir", str(out_dir)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (nb_path,) = out_dir.glob("tiny-*.ipynb")
+    assert nb_path.with_suffix(".html").stat().st_size > 1000
+    nb = nbformat.read(str(nb_path), as_version=4)
+    printed = nb.cells[-1].outputs[0]["text"]
+    assert printed.strip() == "2000 0.250 gd 1.10 False"
+    assert chapter.read_bytes() == before
+    # The same parameters map to the same file; different ones to another.
+    assert nb_path == run.output_path(chapter, {"eta": 0.25, "optimizer": "gd"}, out_dir)
+    assert nb_path != run.output_path(chapter, {"eta": 0.5}, out_dir)
+
+
+def test_failed_run_keeps_partial_output(chapter, tmp_path):
+    nb = nbformat.read(str(chapter), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('diverged at step 3')"))
+    nbformat.write(nb, str(chapter))
+    out_dir = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "htlib.run", str(chapter), "--output-dir", str(out_dir), "--no-html"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 1
+    assert "partial notebook" in proc.stderr
+    (partial,) = out_dir.glob("tiny-*.ipynb")
+    assert "diverged at step 3" in partial.read_text()

@@ -1,0 +1,304 @@
+"""Tests of htlib.teacher_student and htlib.two_layer against independent references:
+torch.optim.SGD/Adam (+ StepLR) on an autograd loss, autograd gradients, numpy lstsq,
+dense SVDs, and htlib.spectra's own KTA."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from htlib import spectra
+from htlib.teacher_student import make_single_index_data
+from htlib.two_layer import (
+    AdamState,
+    TwoLayerConfig,
+    adam_direction,
+    first_update,
+    full_batch_gradient,
+    init_weights,
+    make_data,
+    mse_loss,
+    readout_metrics,
+    ridge_readout,
+    spectral_norm,
+    student_features,
+    train,
+)
+
+SMALL = dict(n=64, d=20, h=30, n_test=16)
+
+
+def small(**kw) -> TwoLayerConfig:
+    return TwoLayerConfig(**{**SMALL, "dtype": "float64", **kw})
+
+
+def rel(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+# ---------------------------------------------------------------- data and model
+
+
+def test_data_shapes_unit_beta_and_label_model():
+    data = make_single_index_data(500, 12, 40, 0.0, seed=3, dtype=torch.float64)
+    assert data.X_train.shape == (500, 12) and data.y_probe.shape == (500,) and data.X_test.shape == (40, 12)
+    assert abs(float(torch.linalg.vector_norm(data.beta)) - 1) < 1e-12
+    # rho_e = 0: labels are exactly softplus(beta . x), recomputed with numpy
+    x, b = data.X_train.numpy(), data.beta.numpy()
+    np.testing.assert_allclose(data.y_train.numpy(), np.logaddexp(0.0, x @ b), rtol=1e-12)
+    # the three sets are independent draws
+    assert not torch.allclose(data.X_train, data.X_probe)
+
+
+def test_label_noise_level():
+    noisy = make_single_index_data(4000, 5, seed=1, rho_e=0.5, dtype=torch.float64)
+    clean = make_single_index_data(4000, 5, seed=1, rho_e=0.0, dtype=torch.float64)
+    resid = (noisy.y_train - clean.y_train).numpy()
+    assert abs(resid.std() - 0.5) < 0.03  # sd 0.5, 4000 samples: standard error ~0.006
+
+
+def test_closed_form_gradient_matches_autograd():
+    cfg = small()
+    data = make_data(cfg)
+    W, a = init_weights(cfg)
+    Wg = W.clone().requires_grad_(True)
+    mse_loss(Wg, a, data.X_train, data.y_train).backward()
+    G = full_batch_gradient(W, a, data.X_train, data.y_train)
+    assert rel(G, Wg.grad) < 1e-12
+
+
+def test_gradient_is_minus_twice_paper_G0():
+    """The paper's §4.2 expression (its loss has a 1/2; the display is the negative gradient)."""
+    cfg = small()
+    data = make_data(cfg)
+    W, a = init_weights(cfg)
+    X, y = data.X_train.numpy(), data.y_train.numpy()
+    Wn, an = W.numpy(), a.numpy()
+    n, d = X.shape
+    h = Wn.shape[0]
+    pre = Wn @ X.T / np.sqrt(d)  # h x n
+    G0 = ((np.outer(an, y) - np.outer(an, an) @ np.tanh(pre) / np.sqrt(h)) / np.sqrt(h) * (1 - np.tanh(pre) ** 2)) @ X
+    G0 /= n * np.sqrt(d)
+    G = full_batch_gradient(W, a, data.X_train, data.y_train)
+    assert rel(G, -2 * G0) < 1e-12
+
+
+# ---------------------------------------------------------------- optimizers vs torch.optim
+
+
+def _reference_run(cfg: TwoLayerConfig, steps: int) -> list[np.ndarray]:
+    """W_0..W_steps from torch.optim on the autograd loss (the independent reference)."""
+    data = make_data(cfg)
+    W, a = init_weights(cfg)
+    W = W.clone().requires_grad_(True)
+    if cfg.optimizer == "gd":
+        opt = torch.optim.SGD([W], lr=cfg.eta)
+    else:
+        opt = torch.optim.Adam([W], lr=cfg.eta)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=cfg.steplr_gamma)
+    out = [W.detach().numpy().copy()]
+    for _ in range(steps):
+        opt.zero_grad()
+        mse_loss(W, a, data.X_train, data.y_train).backward()
+        opt.step()
+        sched.step()
+        if cfg.weight_norm:
+            with torch.no_grad():
+                W.mul_(math.sqrt(W.numel()) / torch.linalg.matrix_norm(W))
+        out.append(W.detach().numpy().copy())
+    return out
+
+
+@pytest.mark.parametrize(
+    "optimizer,eta,gamma,wn",
+    [("gd", 50.0, 1.0, False), ("gd", 300.0, 0.5, True), ("adam", 0.05, 1.0, False), ("adam", 0.3, 0.6, True)],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_updates_match_torch_optim(optimizer, eta, gamma, wn, dtype):
+    steps = 4
+    cfg = small(optimizer=optimizer, eta=eta, steps=steps, steplr_gamma=gamma, weight_norm=wn, dtype=dtype,
+                keep_weights=tuple(range(steps + 1)), record_esd=False)
+    traj = train(cfg)
+    ref = _reference_run(cfg, steps)
+    tol = 1e-10 if dtype == "float64" else 1e-6
+    for t in range(steps + 1):
+        # compare the accumulated updates W_t - W_0 (relative to their own size)
+        if t:  # float32: W_t - W_0 carries the rounding of W (|W| ~ 1) on a ~0.05 update
+            assert rel(traj.weights[t] - traj.weights[0], ref[t] - ref[0]) < (1e-10 if dtype == "float64" else 2e-5)
+        assert rel(traj.weights[t], ref[t]) < tol
+    np.testing.assert_allclose(traj.lr, eta * gamma ** np.arange(steps), rtol=1e-15)
+    assert traj.diverged_at is None
+
+
+def test_adam_first_direction_is_sign_with_and_without_bias_correction():
+    cfg = small()
+    data = make_data(cfg)
+    W, a = init_weights(cfg)
+    G = full_batch_gradient(W, a, data.X_train, data.y_train)
+    s = torch.sign(G)
+    with_bc, _ = adam_direction(G, AdamState.zeros_like(W))
+    without, _ = adam_direction(G, AdamState.zeros_like(W), bias_correction=False)
+    # eps = 1e-8 against |G| >= ~1e-6 here: agreement to eps/min|G|
+    slack = 1e-8 / float(G.abs().min())
+    assert float((with_bc - s).abs().max()) <= 2 * slack
+    assert float((without - (0.1 / math.sqrt(0.001)) * s).abs().max()) <= 2 * 3.17 * slack / math.sqrt(0.001)
+    # first_update agrees, and W1 - W0 = -eta * first_update
+    traj = train(small(eta=0.7, keep_weights=(0, 1), record_esd=False))
+    assert rel(traj.update(0), -0.7 * first_update(small(eta=0.7)).numpy()) < 1e-12
+
+
+# ---------------------------------------------------------------- readout and metrics
+
+
+def test_ridge_matches_lstsq_on_augmented_system():
+    rng = np.random.default_rng(0)
+    n, h, lam = 80, 30, 0.05
+    Z = rng.standard_normal((n, h)) / np.sqrt(h)
+    y = rng.standard_normal(n)
+    a = ridge_readout(torch.from_numpy(Z), torch.from_numpy(y), lam).numpy()
+    # (1/n)||y - Z a||^2 + (lam/h)||a||^2  <=>  || [Z; sqrt(lam n/h) I] a - [y; 0] ||^2
+    A = np.vstack([Z, np.sqrt(lam * n / h) * np.eye(h)])
+    b = np.concatenate([y, np.zeros(h)])
+    ref, *_ = np.linalg.lstsq(A, b, rcond=None)
+    assert rel(a, ref) < 1e-10
+
+
+def test_readout_metrics_against_numpy_and_spectra():
+    cfg = small()
+    data = make_data(cfg)
+    W, _ = init_weights(cfg)
+    m = readout_metrics(W, data, cfg.lam)
+    Zp = student_features(W, data.X_probe).numpy()
+    Zt = student_features(W, data.X_test).numpy()
+    yp, yt = data.y_probe.numpy(), data.y_test.numpy()
+    n, h = Zp.shape
+    A = np.vstack([Zp, np.sqrt(cfg.lam * n / h) * np.eye(h)])
+    a, *_ = np.linalg.lstsq(A, np.concatenate([yp, np.zeros(h)]), rcond=None)
+    assert m["train_loss"] == pytest.approx(np.mean((Zp @ a - yp) ** 2), rel=1e-9)
+    assert m["test_loss"] == pytest.approx(np.mean((Zt @ a - yt) ** 2), rel=1e-9)
+    # KTA against the spectra module and against the explicit n x n definition
+    K = Zp @ Zp.T
+    Y = np.outer(yp, yp)
+    kta_nn = np.sum(K * Y) / (np.linalg.norm(K) * np.linalg.norm(Y))
+    assert m["kta"] == pytest.approx(kta_nn, rel=1e-10)
+    assert m["kta"] == pytest.approx(spectra.kernel_target_alignment(Zp, yp), rel=1e-10)
+
+
+def test_recorded_metrics_against_dense_svd():
+    cfg = small(optimizer="adam", eta=0.5, steps=2, keep_weights=(0, 1, 2))
+    traj = train(cfg)
+    beta = make_data(cfg).beta.numpy()
+    for i, t in enumerate(traj.steps):
+        W = traj.weights[int(t)]
+        U, s, Vt = np.linalg.svd(W, full_matrices=False)
+        np.testing.assert_allclose(traj.esd[i], np.sort(s**2), rtol=1e-9, atol=1e-9 * s[0] ** 2)
+        assert traj.lambda_max[i] == pytest.approx(s[0] ** 2, rel=1e-10)
+        assert traj.sim[i] == pytest.approx(abs(Vt[0] @ beta), rel=1e-8)
+        assert traj.sim[i] == pytest.approx(spectra.top_alignment(W, beta), rel=1e-8)
+        assert traj.alpha_hill[i] == pytest.approx(spectra.alpha_hill(s**2), rel=1e-12)
+
+
+def test_spectral_norm_arpack_matches_dense():
+    rng = np.random.default_rng(1)
+    M = rng.standard_normal((300, 200)) + 0.3 * np.outer(rng.standard_normal(300), rng.standard_normal(200))
+    assert spectral_norm(M) == pytest.approx(np.linalg.svd(M, compute_uv=False)[0], rel=1e-10)
+    assert spectral_norm(torch.from_numpy(M[:40, :30])) == pytest.approx(
+        np.linalg.svd(M[:40, :30], compute_uv=False)[0], rel=1e-12
+    )
+
+
+def test_without_esd_lambda_max_still_exact():
+    cfg = small(eta=0.3, record_esd=False, record_initial=False, keep_weights=(1,))
+    traj = train(cfg)
+    assert traj.steps.tolist() == [1] and traj.esd[0].size == 0 and np.isnan(traj.alpha_hill).all()
+    s = np.linalg.svd(traj.weights[1], compute_uv=False)
+    assert traj.lambda_max[0] == pytest.approx(s[0] ** 2, rel=1e-9)
+
+
+# ---------------------------------------------------------------- divergence, determinism, caching
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "adam"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_divergence_is_reported_not_raised(optimizer, dtype):
+    cfg = small(optimizer=optimizer, eta=1e300, steps=3, dtype=dtype)
+    traj = train(cfg)
+    assert traj.diverged_at == 1
+    assert traj.steps.tolist() == [0]
+    for arr in (traj.train_loss, traj.test_loss, traj.kta, traj.sim, traj.alpha_hill, traj.lambda_max):
+        assert arr.shape == (1,) and np.all(np.isfinite(arr))
+
+
+def test_deterministic_under_seed_and_seed_matters():
+    cfg = small(optimizer="adam", eta=0.2, steps=2, keep_weights=(2,))
+    t1, t2 = train(cfg), train(cfg)
+    np.testing.assert_array_equal(t1.weights[2], t2.weights[2])
+    for f in ("train_loss", "test_loss", "kta", "sim", "alpha_hill", "alpha_ks"):
+        np.testing.assert_array_equal(getattr(t1, f), getattr(t2, f))
+    t3 = train(dataclasses.replace(cfg, seed=1))
+    assert not np.array_equal(t1.weights[2], t3.weights[2])
+    # same seed, another eta: same data and W0 (common random numbers)
+    t4 = train(dataclasses.replace(cfg, eta=0.4, keep_weights=(0,)))
+    assert t4.train_loss[0] == t1.train_loss[0]
+
+
+def test_run_sweep_cache_never_mixes_configs(tmp_path, monkeypatch):
+    from htlib.sweep import run_sweep
+
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path))
+    configs = [small(optimizer=o, eta=e, record_esd=False) for o in ("gd", "adam") for e in (0.1, 100.0)]
+    first = run_sweep(train, configs, progress=False)
+    assert any(tmp_path.rglob("*.pkl"))
+    # reversed order, plus one config that differs only in a late field: each result must be its own
+    more = [dataclasses.replace(configs[0], bias_correction=False, optimizer="adam")] + configs[::-1]
+    second = run_sweep(train, more, progress=False)
+    for cfg, traj in zip(more, second):
+        assert traj.config == cfg
+    for cfg, a, b in zip(configs, first, second[1:][::-1]):
+        assert a.config == b.config == cfg
+        np.testing.assert_array_equal(a.test_loss, b.test_loss)
+    fresh = train(more[0])
+    np.testing.assert_array_equal(second[0].test_loss, fresh.test_loss)
+    assert not np.array_equal(second[0].test_loss, second[-1].test_loss)
+
+
+# ---------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("n", 0), ("d", -1), ("h", 1.5), ("n_test", 0), ("rho_e", -0.1), ("lam", 0.0),
+        ("optimizer", "sgd"), ("eta", 0.0), ("eta", float("inf")), ("steps", -1),
+        ("steplr_gamma", 1.5), ("steplr_gamma", 0.0), ("seed", -3), ("device", "tpu"),
+        ("dtype", "float16"), ("record_every", 0), ("keep_weights", (5,)), ("keep_weights", [0]),
+        ("weight_norm", 1), ("bias_correction", "yes"),
+    ],
+)
+def test_config_validation_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        TwoLayerConfig(**{field: value})
+
+
+def test_recorded_steps():
+    assert TwoLayerConfig(steps=7, record_every=3).recorded_steps() == [0, 3, 6, 7]
+    assert TwoLayerConfig(steps=1, record_initial=False).recorded_steps() == [1]
+    assert TwoLayerConfig(steps=0).recorded_steps() == [0]
+
+
+def test_update_needs_kept_weights():
+    traj = train(small(keep_weights=(1,), record_esd=False))
+    with pytest.raises(ValueError, match="keep_weights"):
+        traj.update(0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu():
+    cpu = train(small(eta=0.3, keep_weights=(1,)))
+    gpu = train(small(eta=0.3, keep_weights=(1,), device="cuda"))
+    assert rel(gpu.weights[1], cpu.weights[1]) < 1e-10
