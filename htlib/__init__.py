@@ -6,6 +6,7 @@ Modules, one domain each:
 - ``htlib.teacher_student`` the single-index teacher and its data sets (paper 003).
 - ``htlib.two_layer``      the two-layer student, GD / FB-Adam steps, ridge readout, trajectories.
 - ``htlib.htmp``           the high-temperature Marchenko-Pastur family (paper 001).
+- ``htlib.small_nets``     small SGD-trained classifiers (digits MLP, local-CIFAR MiniAlexNet) for the HTMP chapter.
 - ``htlib.linear``         exact Hessian/GGN spectra and bounds of linear networks (paper 004).
 - ``htlib.datasets``       local loaders (digits, MNIST/FashionMNIST IDX, CIFAR-10); nothing is downloaded.
 - ``htlib.cache``          the on-disk result cache, keyed by config and by htlib's own source.

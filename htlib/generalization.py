@@ -25,7 +25,7 @@ import torch
 
 from htlib import cache, dynamics
 from htlib.sweep import process_executor, run_sweep
-from htlib.two_layer import Trajectory, TwoLayerConfig, make_data, readout_metrics, train
+from htlib.two_layer import Trajectory, TwoLayerConfig, make_data, student_features, train
 
 __all__ = [
     "ETA_GRID",
@@ -43,6 +43,7 @@ __all__ = [
     "spearman_bootstrap",
     "correlation_table",
     "ReadoutConfig",
+    "ridge_losses",
     "readout_curve",
     "readout_curves",
     "top_singular_ratio",
@@ -415,6 +416,7 @@ def spearman_bootstrap(
     x: np.ndarray,
     y: np.ndarray,
     *,
+    method: str = "within",
     n_boot: int = 2000,
     level: float = 0.95,
     seed: int = 0,
@@ -422,16 +424,26 @@ def spearman_bootstrap(
     """Spearman's rho between ``x`` and ``y`` with a seed-resampling bootstrap interval.
 
     Runs with the same seed share their data and initial weights, so seeds, not
-    single points, are the independent units: each bootstrap replicate draws
-    ``n_seeds`` seed columns with replacement and recomputes rho over all their
-    points (a cluster bootstrap; ties from repeated columns get average ranks).
-    Non-finite pairs (diverged runs) are dropped; replicates whose rho is
-    undefined (a constant resample) are left out of the percentiles.
+    single points, are the independent units, and the bootstrap resamples whole
+    seeds (a cluster bootstrap).  Two statistics:
+
+    - ``"within"`` (default): Spearman's rho across the cells (e.g. learning
+      rates) of each seed, averaged over seeds.  It measures how the two
+      quantities co-vary as the cell changes, free of the differences between
+      seeds (different data sets give different test losses at every eta).
+    - ``"pooled"``: one rho over all points of all seeds (ties from repeated
+      seeds get average ranks); between-seed differences enter it.
+
+    Non-finite pairs (diverged runs) are dropped; a seed or replicate whose rho
+    is undefined (fewer than 3 pairs, or a constant variable) is left out.
 
     Parameters
     ----------
     x, y
-        Arrays of the same shape ``(..., n_seeds)``; the last axis indexes seeds.
+        Arrays of the same shape ``(..., n_seeds)``; the last axis indexes seeds,
+        the others are flattened into cells.
+    method
+        ``"within"`` or ``"pooled"``.
     n_boot
         Bootstrap replicates (``>= 1``).
     level
@@ -443,19 +455,32 @@ def spearman_bootstrap(
     y = np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"x and y must have the same shape (..., n_seeds), got {x.shape} and {y.shape}")
+    if method not in ("within", "pooled"):
+        raise ValueError(f"method must be 'within' or 'pooled', got {method!r}")
     _check_positive_int("n_boot", n_boot)
     if not (0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level}")
     n_seeds = x.shape[-1]
     xs = x.reshape(-1, n_seeds)
     ys = y.reshape(-1, n_seeds)
-    rho = _spearman(xs.ravel(), ys.ravel())
     n_points = int((np.isfinite(xs) & np.isfinite(ys)).sum())
+    if method == "within":
+        per_seed = np.array([_spearman(xs[:, s], ys[:, s]) for s in range(n_seeds)])
+
+        def stat(cols: np.ndarray) -> float:
+            v = per_seed[cols]
+            v = v[np.isfinite(v)]
+            return float(v.mean()) if v.size else float("nan")
+    else:
+        def stat(cols: np.ndarray) -> float:
+            return _spearman(xs[:, cols].ravel(), ys[:, cols].ravel())
+
+    rho = stat(np.arange(n_seeds))
     low = high = float("nan")
     if n_seeds >= 2:
         rng = np.random.default_rng(seed)
         cols = rng.integers(0, n_seeds, size=(n_boot, n_seeds))
-        reps = np.array([_spearman(xs[:, c].ravel(), ys[:, c].ravel()) for c in cols])
+        reps = np.array([stat(c) for c in cols])
         reps = reps[np.isfinite(reps)]
         if reps.size:
             tail = 100 * (1 - level) / 2
@@ -470,14 +495,15 @@ def correlation_table(
     target: str = "test_loss",
     eta_min: float = 0.0,
     eta_max: float = np.inf,
+    method: str = "within",
     n_boot: int = 2000,
     level: float = 0.95,
     seed: int = 0,
 ) -> dict[tuple[str, str], RankCorrelation]:
     """Spearman's rho of each metric against ``target`` across the eta grid, per optimizer.
 
-    Only learning rates in ``[eta_min, eta_max]`` enter.  Returns
-    ``{(optimizer, metric): RankCorrelation}``.
+    Only learning rates in ``[eta_min, eta_max]`` enter; ``method`` as in
+    :func:`spearman_bootstrap`.  Returns ``{(optimizer, metric): RankCorrelation}``.
     """
     keep = (grid.etas >= eta_min) & (grid.etas <= eta_max)
     if not keep.any():
@@ -486,7 +512,8 @@ def correlation_table(
     for opt in grid.optimizers:
         y = grid.get(target, opt)[keep]
         for m in metrics:
-            out[(opt, m)] = spearman_bootstrap(grid.get(m, opt)[keep], y, n_boot=n_boot, level=level, seed=seed)
+            out[(opt, m)] = spearman_bootstrap(grid.get(m, opt)[keep], y, method=method, n_boot=n_boot,
+                                               level=level, seed=seed)
     return out
 
 
@@ -505,36 +532,68 @@ def format_correlations(table: Mapping[tuple[str, str], RankCorrelation], *,
 
 @dataclass(frozen=True)
 class ReadoutConfig:
-    """One curve of Fig. 8(b): the trained run ``base`` read out with ridge constant ``lam``."""
+    """Fig. 8(b): the trained run ``base`` read out with each ridge constant of ``lams``."""
 
     base: TwoLayerConfig
-    lam: float
+    lams: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.lam) and self.lam > 0):
-            raise ValueError(f"lam must be a finite number > 0, got {self.lam!r}")
+        if not isinstance(self.lams, tuple) or len(self.lams) == 0:
+            raise ValueError(f"lams must be a non-empty tuple of numbers > 0, got {self.lams!r}")
+        for lam in self.lams:
+            if not (np.isfinite(lam) and lam > 0):
+                raise ValueError(f"lams must hold finite numbers > 0, got {lam!r}")
         missing = [t for t in range(self.base.steps + 1) if t not in self.base.keep_weights]
         if missing:
             raise ValueError(f"base.keep_weights must contain every step 0..{self.base.steps}; missing {missing}")
 
 
-def readout_curve(config: ReadoutConfig) -> dict[str, np.ndarray]:
-    """Train loss, test loss and KTA per step of ``config.base`` with ridge constant ``config.lam``.
+def ridge_losses(W: torch.Tensor, data, lams: Sequence[float]) -> dict[float, tuple[float, float]]:
+    """Probe (train) and test MSE of the ridge readout of ``W`` for several ridge constants.
+
+    The same readout as :func:`htlib.two_layer.ridge_readout`,
+    ``a = (ZᵀZ + (lam/h) n I)^-1 Zᵀy`` on the probe set, in float64, but the
+    ``h x h`` Gram ``ZᵀZ`` is formed once and only the Cholesky solve is
+    repeated per ``lam``.  Returns ``{lam: (train_loss, test_loss)}``.
+    """
+    Zp = student_features(W, data.X_probe).to(torch.float64)
+    Zt = student_features(W, data.X_test).to(torch.float64)
+    yp = data.y_probe.to(torch.float64)
+    yt = data.y_test.to(torch.float64)
+    n, h = Zp.shape
+    gram = Zp.T @ Zp
+    rhs = (Zp.T @ yp).unsqueeze(1)
+    eye = torch.eye(h, dtype=torch.float64)
+    out = {}
+    for lam in lams:
+        if not (np.isfinite(lam) and lam > 0):
+            raise ValueError(f"lams must hold finite numbers > 0, got {lam!r}")
+        a = torch.cholesky_solve(rhs, torch.linalg.cholesky(gram + (lam * n / h) * eye)).squeeze(1)
+        out[float(lam)] = (torch.mean((Zp @ a - yp) ** 2).item(), torch.mean((Zt @ a - yt) ** 2).item())
+    return out
+
+
+def readout_curve(config: ReadoutConfig) -> dict[float, dict[str, np.ndarray]]:
+    """Train and test loss per step of ``config.base`` for every ridge constant of ``config.lams``.
 
     The first-layer weights ``W_t`` come from the (cached) base run: nothing is
     retrained, only the ridge readout ``a`` is refitted.  Module-level, so
-    :func:`htlib.sweep.run_sweep` can cache and parallelise it.
+    :func:`htlib.sweep.run_sweep` can cache it.  Returns
+    ``{lam: {"steps", "train_loss", "test_loss"}}``.
     """
     traj = cache.cached_call(train, config.base)
     if traj.diverged_at is not None:
         raise ValueError(f"the base run diverged at step {traj.diverged_at}")
     data = make_data(config.base)
     dtype = data.X_probe.dtype
-    rows = [readout_metrics(torch.as_tensor(traj.weights[t], dtype=dtype), data, config.lam)
-            for t in range(config.base.steps + 1)]
-    out = {k: np.array([float(r[k]) for r in rows]) for k in ("train_loss", "test_loss", "kta")}
-    out["steps"] = np.arange(config.base.steps + 1)
-    return out
+    steps = np.arange(config.base.steps + 1)
+    rows = [ridge_losses(torch.as_tensor(traj.weights[int(t)], dtype=dtype), data, config.lams) for t in steps]
+    return {
+        lam: {"steps": steps,
+              "train_loss": np.array([r[lam][0] for r in rows]),
+              "test_loss": np.array([r[lam][1] for r in rows])}
+        for lam in (float(v) for v in config.lams)
+    }
 
 
 def readout_curves(
@@ -543,14 +602,13 @@ def readout_curves(
     *,
     use_cache: bool = True,
 ) -> dict[float, dict[str, np.ndarray]]:
-    """:func:`readout_curve` for each ridge constant, through the cached sweep runner.
+    """:func:`readout_curve` through the cached sweep runner, in this process.
 
-    The readouts run in this process (threaded BLAS), where the base run is
-    found in the cache under the same source hash as the sweep that trained it.
+    Here the base run is found in the cache under the same source hash as the
+    sweep that trained it (a worker process could hash a newer source).
     """
-    configs = [ReadoutConfig(base, float(lam)) for lam in lams]
-    res = run_sweep(readout_curve, configs, executor=None, use_cache=use_cache, desc="readouts")
-    return {c.lam: r for c, r in zip(configs, res)}
+    config = ReadoutConfig(base, tuple(float(v) for v in lams))
+    return run_sweep(readout_curve, [config], executor=None, use_cache=use_cache, desc="readouts")[0]
 
 
 def update_overlap_outlier(traj: Trajectory, t: int | None = None) -> tuple[float, float]:
@@ -626,7 +684,7 @@ def check_gd_large_eta(grid: GridMetrics, *, eta_min: float = 1000.0, n_boot: in
             parts.append(f"rho({loss},{m})={_ci(r)}")
     return ClaimCheck(
         claim=f"GD, eta >= {eta_min:g}: lower train/test loss goes with higher KTA and lower PL_Alpha_Hill/KS",
-        criterion="Spearman rho(loss, KTA) < 0 and rho(loss, alpha) > 0 over these runs, CI excluding 0",
+        criterion="within-seed Spearman rho(loss, KTA) < 0 and rho(loss, alpha) > 0 over these etas, CI excluding 0",
         measured="; ".join(parts),
         verdict=_sign_verdict(results),
     )
@@ -643,7 +701,7 @@ def check_adam_benign_band(grid: GridMetrics, *, eta_max: float = 1.0, n_boot: i
     means = ", ".join(f"eta={e:g}: hill {_g(a)}, test {_g(b)}" for e, a, b in zip(grid.etas[keep], hill, test))
     return ClaimCheck(
         claim=f"FB-Adam, eta <= {eta_max:g} (benign band): lower PL_Alpha_Hill goes with better test loss",
-        criterion="Spearman rho(PL_Alpha_Hill, test loss) > 0 over these runs, CI excluding 0",
+        criterion="within-seed Spearman rho(PL_Alpha_Hill, test loss) > 0 over these etas, CI excluding 0",
         measured=f"rho={_ci(r)}; means {means}",
         verdict=_sign_verdict([(r, +1)]),
     )

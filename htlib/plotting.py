@@ -279,3 +279,33 @@ def phase_strip(
     handles = [Patch(color=color(i), label=p) for i, p in enumerate(order)]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="phase")
     return ax
+
+
+# --- spectra ---
+
+
+def mp_overlay(
+    ax: plt.Axes,
+    gamma: float,
+    sigma2: float = 1.0,
+    *,
+    color_index: int = 1,
+    label: str | None = None,
+    n_points: int = 400,
+    edge: bool = True,
+) -> plt.Axes:
+    """Overlay the Marchenko-Pastur density of ``WᵀW/p`` (ratio ``gamma``, scale ``sigma2``) on an ESD histogram.
+
+    The grid is log-spaced when the x axis is logarithmic; with ``edge=True`` a dotted line marks
+    the bulk edge ``lambda_plus``.
+    """
+    from htlib.spectra import mp_density, mp_edges
+
+    lo, hi = mp_edges(gamma, sigma2)
+    start = max(lo, hi * 1e-6)
+    x = np.geomspace(start, hi, n_points) if ax.get_xscale() == "log" else np.linspace(lo, hi, n_points)
+    ax.plot(x, mp_density(x, gamma, sigma2), color=color(color_index), lw=2,
+            label=label or rf"MP, $\sigma^2$={sigma2:.3g}")
+    if edge:
+        ax.axvline(hi, color=color(color_index), ls=":", lw=1.2)
+    return ax

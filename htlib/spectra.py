@@ -42,6 +42,9 @@ __all__ = [
     "alpha_hill",
     "fit_power_law",
     "layer_metrics",
+    "metrics_from_esd",
+    "PhaseTrial",
+    "run_phase_trial",
     "classify_phase",
     "phase_diagnostics",
     "phase_example",
@@ -399,44 +402,122 @@ class PowerLawFit:
     n_fit: int = 0
 
 
-def _ks_scan(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All WWFit candidates: ``alpha_i`` and ``D_i`` for ``i = 0..N-2`` (ascending ``logx``).
+def _ks_alphas(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``alpha_i`` for every candidate ``i = 0..N-2``, from one reverse cumulative sum (O(N)).
 
-    ``sum_{j >= i} ln(x_j/x_i)`` comes from a reverse cumulative sum (O(N)); ``D_i`` is the
-    maximum over ``k`` of ``|1 - exp((1 - alpha_i)(L_{i+k} - L_i)) - k/m|``, evaluated in row
-    blocks of the upper triangle so memory stays ``O(N * block)``.
+    Returns ``(alpha, b, ok)`` with ``b_i = 1 - alpha_i`` (0 where invalid) and ``ok`` the candidates
+    with a finite ``alpha_i > 1`` (the others get ``D_i = 1``).
     """
     n = logx.size
-    idx = np.arange(n - 1)
-    m = (n - idx).astype(np.float64)
+    m = (n - np.arange(n - 1)).astype(np.float64)
     # reverse cumulative sums, accumulated from the top so short tails carry no large sums
     rc = np.cumsum(logx[::-1])[::-1]
     s = rc[:-1] - m * logx[:-1]
     valid = s > 0.0
-    with np.errstate(divide="ignore"):
-        alpha = np.where(valid, 1.0 + m / np.where(valid, s, 1.0), np.inf)
-    D = np.ones(n - 1)
+    alpha = np.where(valid, 1.0 + m / np.where(valid, s, 1.0), np.inf)
     ok = valid & (alpha > 1.0)
-    b_all = np.where(ok, 1.0 - alpha, 0.0)
-    inv_m = 1.0 / m
-    i0 = 0
-    while i0 < n - 1:
+    return alpha, np.where(ok, 1.0 - alpha, 0.0), ok
+
+
+def _ks_exact(logx: np.ndarray, b: np.ndarray, ok: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Exact ``D_i`` for the (ascending) candidate indices ``rows``, in cache-sized blocks.
+
+    Each block of rows is evaluated over the columns ``j >= min(rows)``; columns ``j < i`` are
+    clipped to ``L_j - L_i = 0`` and ``k = 0``, where the term vanishes.
+    """
+    n = logx.size
+    out = np.ones(rows.size)
+    start = 0
+    while start < rows.size:
+        i0 = int(rows[start])
         width = n - i0
-        i1 = min(n - 1, i0 + max(1, _KS_CHUNK_ELEMS // width))
-        rows = slice(i0, i1)
-        # L_j - L_i for j >= i0; entries with j < i are clipped to 0, where both terms vanish
-        delta = logx[None, i0:] - logx[rows, None]
+        stop = start + 1
+        limit = max(1, _KS_CHUNK_ELEMS // width)
+        while stop < rows.size and stop - start < limit:
+            stop += 1
+        r = rows[start:stop]
+        delta = logx[None, i0:] - logx[r, None]
         np.maximum(delta, 0.0, out=delta)
-        delta *= b_all[rows, None]
+        delta *= b[r, None]
         theo = np.expm1(delta, out=delta)  # -(1 - (x_j/x_i)^(1-alpha_i))
-        kk = np.arange(width, dtype=np.float64)[None, :] - np.arange(i1 - i0, dtype=np.float64)[:, None]
+        kk = np.arange(i0, n, dtype=np.float64)[None, :] - r[:, None].astype(np.float64)
         np.maximum(kk, 0.0, out=kk)
-        kk *= inv_m[rows, None]  # k/m
-        theo += kk  # = k/m - F_theo
+        kk /= (n - r)[:, None].astype(np.float64)  # k/m
+        theo += kk  # k/m - F_theo
         np.abs(theo, out=theo)
-        D[rows] = np.where(ok[rows], theo.max(axis=1), 1.0)
-        i0 = i1
+        out[start:stop] = np.where(ok[r], theo.max(axis=1), 1.0)
+        start = stop
+    return out
+
+
+def _ks_lower(logx: np.ndarray, b: np.ndarray, ok: np.ndarray, cand: np.ndarray, grid: int) -> np.ndarray:
+    """Lower bounds ``LB_i <= D_i`` for the candidates ``cand``: the maximum over ``grid`` evenly
+    spaced ``k`` only (including ``k = 0`` and ``k = m - 1``)."""
+    n = logx.size
+    m = (n - cand).astype(np.float64)
+    frac = np.linspace(0.0, 1.0, grid)
+    lb = np.empty(cand.size)
+    step = max(1, _KS_CHUNK_ELEMS // grid)
+    for c0 in range(0, cand.size, step):
+        c = cand[c0:c0 + step]
+        mc = m[c0:c0 + step, None]
+        k = np.floor(frac[None, :] * (mc - 1.0))
+        j = c[:, None] + k.astype(np.intp)
+        with np.errstate(over="ignore"):
+            theo = np.expm1(b[c, None] * (logx[j] - logx[c, None]))
+        lb[c0:c0 + step] = np.max(np.abs(theo + k / mc), axis=1)
+    return np.where(ok[cand], lb, 1.0)
+
+
+def _ks_scan(logx: np.ndarray, *, grids: tuple[int, ...] = (128, 1024), batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """All WWFit candidates ``i = 0..N-2`` (ascending ``logx``): ``alpha_i`` and ``D_i``.
+
+    ``D_i = max_k |1 - exp((1 - alpha_i)(L_{i+k} - L_i)) - k/m|``.  Exact branch and bound:
+
+    1. lower bounds ``LB_i <= D_i`` from ``grids[0]`` evenly spaced ``k`` per candidate;
+    2. the exact ``D`` of the ``batch`` candidates with the smallest bounds gives a first ``best``;
+    3. the candidates whose bound is still ``<= best`` get a finer bound (``grids[1]`` points),
+       and so on for every grid;
+    4. exact ``D_i`` in batches, in increasing bound order, until the next bound exceeds the
+       smallest exact ``D`` found: no candidate left can reach it (``LB_i == best`` is still
+       evaluated, so ties resolve as in the full scan).
+
+    Entries of ``D`` never evaluated hold a lower bound strictly above the minimum, so
+    ``argmin(D)`` is the same index, with the same value, as for the full ``O(N^2)`` scan.
+    Memory stays ``O(N * block)``; no ``N x N`` array is formed.
+    """
+    alpha, b, ok = _ks_alphas(logx)
+    n = logx.size
+    if n - 1 <= 2 * grids[0]:
+        return alpha, _ks_exact(logx, b, ok, np.arange(n - 1))
+    cand = np.arange(n - 1)
+    D = _ks_lower(logx, b, ok, cand, grids[0])
+    exact = np.zeros(n - 1, dtype=bool)
+    first = np.sort(np.argsort(D, kind="stable")[:batch])
+    D[first] = _ks_exact(logx, b, ok, first)
+    exact[first] = True
+    best = float(D[first].min())
+    for grid in grids[1:]:
+        live = np.flatnonzero((D <= best) & ~exact)
+        if live.size == 0:
+            break
+        D[live] = np.maximum(D[live], _ks_lower(logx, b, ok, live, grid))
+    live = np.flatnonzero((D <= best) & ~exact)
+    order = live[np.argsort(D[live], kind="stable")]
+    pos = 0
+    while pos < order.size and D[order[pos]] <= best:
+        take = order[pos:pos + batch]
+        rows = np.sort(take[D[take] <= best])
+        D[rows] = _ks_exact(logx, b, ok, rows)
+        best = min(best, float(D[rows].min()))
+        pos += batch
     return alpha, D
+
+
+def _ks_scan_full(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``D_i`` exactly (O(N^2) flops in blocks); the reference for :func:`_ks_scan`."""
+    alpha, b, ok = _ks_alphas(logx)
+    return alpha, _ks_exact(logx, b, ok, np.arange(logx.size - 1))
 
 
 def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = None) -> PowerLawFit:
@@ -660,27 +741,64 @@ def layer_metrics(W: Any) -> dict[str, Any]:
     - ``phase``: :func:`classify_phase` on the same normalized ESD.
     """
     A = _check_matrix(W)
-    h, d = A.shape
-    eigs = esd(A)
-    _check_eigs(eigs)
-    lmax = float(eigs[-1])
-    total = float(np.sum(eigs))
-    pl = fit_power_law(eigs)
-    p, q = max(h, d), min(h, d)
+    return metrics_from_esd(esd(A), *A.shape)
+
+
+def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
+    """:func:`layer_metrics` from an already computed raw ESD of an ``h x d`` matrix."""
+    x = _check_eigs(eigs)
+    if not (int(h) >= 1 and int(d) >= 1 and x.size == min(int(h), int(d))):
+        raise ValueError(f"eigs must hold min(h, d) eigenvalues for h={h!r}, d={d!r}; got {x.size}")
+    lmax = float(x[-1])
+    total = float(np.sum(x))
+    pl = fit_power_law(x)
+    p, q = max(int(h), int(d)), min(int(h), int(d))
     g = q / p
-    norm = eigs / p
-    mp = fit_mp(norm, g)
+    norm = x / p
+    diag = phase_diagnostics(norm, g)
+    mp = fit_mp(norm, g) if diag["num_spikes"] is not None else None
     return {
         "alpha": pl.alpha,
-        "alpha_hill": alpha_hill(eigs),
+        "alpha_hill": alpha_hill(x),
         "alpha_weighted": pl.alpha * math.log10(lmax),
         "log_spectral_norm": math.log10(lmax),
         "stable_rank": total / lmax,
         "log_norm": math.log10(total),
-        "num_spikes": int(mp.num_spikes),
-        "mp_softrank": float(mp.lambda_plus / norm[-1]),
-        "phase": classify_phase(norm, g),
+        "num_spikes": int(mp.num_spikes) if mp is not None else 0,
+        "mp_softrank": float(mp.lambda_plus / norm[-1]) if mp is not None else 0.0,
+        "phase": diag["phase"],
     }
+
+
+@dataclass(frozen=True)
+class PhaseTrial:
+    """One synthetic example of :func:`phase_example`: the phase it is drawn for, its size and seed."""
+
+    phase: str
+    h: int = 1500
+    d: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise ValueError(f"phase must be one of {PHASES}, got {self.phase!r}")
+        if not (isinstance(self.h, int) and isinstance(self.d, int) and self.h >= self.d >= 10):
+            raise ValueError(f"h and d must be integers with h >= d >= 10, got h={self.h!r}, d={self.d!r}")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+
+
+def run_phase_trial(cfg: PhaseTrial) -> dict[str, Any]:
+    """Draw ``phase_example(cfg)``, and return its ESD of ``WᵀW/h`` (``"eigs"``), the
+    :func:`phase_diagnostics` (``"diagnostics"``), the :func:`fit_mp` scale (``"sigma2"``,
+    ``None`` when rank-collapsed) and the :func:`layer_metrics` (``"metrics"``)."""
+    W = phase_example(cfg.phase, h=cfg.h, d=cfg.d, seed=cfg.seed)
+    raw = esd(W)
+    eigs = raw / cfg.h
+    g = cfg.d / cfg.h
+    diag = phase_diagnostics(eigs, g)
+    sigma2 = fit_mp(eigs, g).sigma2 if diag["num_spikes"] is not None else None
+    return {"eigs": eigs, "diagnostics": diag, "sigma2": sigma2, "metrics": metrics_from_esd(raw, cfg.h, cfg.d)}
 
 
 # --------------------------------------------------------------------------- alignments

@@ -13,7 +13,7 @@ import torch
 
 from htlib import generalization as gen
 from htlib.sweep import run_sweep
-from htlib.two_layer import TwoLayerConfig, train
+from htlib.two_layer import TwoLayerConfig, readout_metrics, train
 
 TINY = dict(n=64, d=16, h=24, n_test=32, steps=3)
 
@@ -103,7 +103,7 @@ def test_spearman_bootstrap_point_estimate_is_scipys():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(9, 5))
     y = 0.6 * x + rng.normal(size=(9, 5))
-    r = gen.spearman_bootstrap(x, y, n_boot=200)
+    r = gen.spearman_bootstrap(x, y, n_boot=200, method="pooled")
     assert r.rho == pytest.approx(scipy.stats.spearmanr(x.ravel(), y.ravel()).statistic, abs=1e-12)
     assert r.n_points == 45 and r.n_seeds == 5
     assert r.low <= r.rho <= r.high
@@ -114,7 +114,7 @@ def test_spearman_bootstrap_interval_matches_scipy_bootstrap():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(6, 8))
     y = 0.4 * x + rng.normal(size=(6, 8))
-    ours = gen.spearman_bootstrap(x, y, n_boot=2000, seed=3)
+    ours = gen.spearman_bootstrap(x, y, n_boot=2000, seed=3, method="pooled")
 
     def stat(idx):  # idx: a resample of the seed indices
         idx = idx.astype(int)
@@ -124,6 +124,24 @@ def test_spearman_bootstrap_interval_matches_scipy_bootstrap():
                                 method="percentile", confidence_level=0.95, rng=np.random.default_rng(4))
     assert ours.low == pytest.approx(ref.confidence_interval.low, abs=0.04)
     assert ours.high == pytest.approx(ref.confidence_interval.high, abs=0.04)
+
+
+def test_spearman_bootstrap_within_seed_against_scipy():
+    # seeds differ by a large offset (different data sets); within each seed y rises with x
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(9, 6))
+    y = x + 0.8 * rng.normal(size=(9, 6)) + 10.0 * rng.normal(size=(1, 6))
+    per_seed = np.array([scipy.stats.spearmanr(x[:, s], y[:, s]).statistic for s in range(6)])
+    ours = gen.spearman_bootstrap(x, y, n_boot=2000, seed=1)
+    assert ours.rho == pytest.approx(per_seed.mean(), abs=1e-12)
+    ref = scipy.stats.bootstrap((per_seed,), np.mean, n_resamples=2000, method="percentile",
+                                rng=np.random.default_rng(2))
+    assert ours.low == pytest.approx(ref.confidence_interval.low, abs=0.03)
+    assert ours.high == pytest.approx(ref.confidence_interval.high, abs=0.03)
+    # pooled rho is dominated by the seed offsets, the within-seed rho is not
+    assert abs(gen.spearman_bootstrap(x, y, n_boot=10, method="pooled").rho) < ours.rho
+    with pytest.raises(ValueError, match="method"):
+        gen.spearman_bootstrap(x, y, method="mean")
 
 
 def test_spearman_bootstrap_monotone_and_nan():
@@ -197,12 +215,16 @@ def test_readout_curve_reuses_weights(cache_tmp):
     base = f8.base
     traj = train(base)
     curves = gen.readout_curves(base, [0.01, 0.3])
-    # same lambda as the training run: the recorded losses come back exactly
+    # same lambda as the training run: the losses train() recorded come back
     np.testing.assert_allclose(curves[0.01]["train_loss"], traj.train_loss, rtol=1e-10)
     np.testing.assert_allclose(curves[0.01]["test_loss"], traj.test_loss, rtol=1e-10)
-    # another lambda: an independent ridge solve by least squares on the augmented system
+    # another lambda: htlib.two_layer's own readout, and an independent least-squares ridge solve
     data = gen.make_data(base)
-    W = torch.as_tensor(traj.weights[3]).to(torch.float64)
+    W3 = torch.as_tensor(traj.weights[3])
+    ref = readout_metrics(W3, data, 0.3)
+    assert curves[0.3]["train_loss"][3] == pytest.approx(ref["train_loss"], rel=1e-10)
+    assert curves[0.3]["test_loss"][3] == pytest.approx(ref["test_loss"], rel=1e-10)
+    W = W3.to(torch.float64)
     Z = (torch.tanh(data.X_probe.double() @ W.T / np.sqrt(base.d)) / np.sqrt(base.h)).numpy()  # float64 features
     y = data.y_probe.double().numpy()
     n, h = Z.shape
@@ -210,9 +232,9 @@ def test_readout_curve_reuses_weights(cache_tmp):
     a = np.linalg.lstsq(A, np.concatenate([y, np.zeros(h)]), rcond=None)[0]
     assert curves[0.3]["train_loss"][3] == pytest.approx(np.mean((Z @ a - y) ** 2), rel=1e-5)  # float32 training
     with pytest.raises(ValueError, match="keep_weights"):
-        gen.ReadoutConfig(f8.by_gamma[0.5], 0.1)
-    with pytest.raises(ValueError, match="lam"):
-        gen.ReadoutConfig(base, -1.0)
+        gen.ReadoutConfig(f8.by_gamma[0.5], (0.1,))
+    with pytest.raises(ValueError, match="lams"):
+        gen.ReadoutConfig(base, (-1.0,))
 
 
 def test_update_overlap_outlier_against_numpy():

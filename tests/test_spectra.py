@@ -99,6 +99,27 @@ def test_fit_power_law_small_blocks_agree(monkeypatch):
     assert (tiny.alpha, tiny.xmin, tiny.ks_distance) == pytest.approx((full.alpha, full.xmin, full.ks_distance), rel=1e-13)
 
 
+@pytest.mark.parametrize(
+    "x",
+    [
+        pareto_sample(3000, 2.5, 20),
+        np.round(pareto_sample(2000, 3.0, 21), 2),  # many ties
+        gaussian_esd(900, 600, 22),
+        np.concatenate([np.linspace(1.0, 2.0, 900), [5.0, 9.0, 30.0]]),  # bulk plus a few spikes
+    ],
+    ids=["pareto", "ties", "gauss-esd", "spikes"],
+)
+def test_branch_and_bound_equals_full_scan(x):
+    """The pruned scan returns the full scan's argmin and value, and only lower bounds elsewhere."""
+    logx = np.log(np.sort(x[x > 1e-5]))
+    a1, d1 = S._ks_scan(logx)
+    a2, d2 = S._ks_scan_full(logx)
+    np.testing.assert_array_equal(a1, a2)
+    assert np.argmin(d1) == np.argmin(d2)
+    assert d1.min() == d2.min()
+    assert np.all(d1 <= d2 + 1e-15)
+
+
 def _powerlaw_fit(data, **kw):
     powerlaw = pytest.importorskip("powerlaw")
     with warnings.catch_warnings():

@@ -1,0 +1,75 @@
+"""Speed of htlib.htmp: the density against mpmath, the KS fit and the sampler.
+
+Run: ``python benchmarks/bench_htmp.py``.  Prints markdown tables.  Every figure is a ratio
+against a baseline timed in the same run: mpmath's evaluation of the same closed form (at its
+default 15 digits and at the 30 digits of the tests), and for the fit and the sampler one
+dense ``eigvalsh`` of a 1000 x 1000 float64 matrix (the cost of computing one layer's ESD).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import mpmath as mp
+import numpy as np
+import scipy.linalg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine_line, timeit, today  # noqa: E402
+
+from htlib import htmp as H  # noqa: E402
+
+
+def mp_pdf(x: float, kappa: float, gamma: float, dps: int) -> float:
+    with mp.workdps(dps):
+        k, g, x = mp.mpf(kappa), mp.mpf(gamma), mp.mpf(x)
+        beta = k / (2 * g)
+        t = beta * x
+        d = k * (1 - g) / (2 * g)
+        u = mp.hyperu(k / 2, 1 - d, -t)
+        return float(beta / (mp.gamma(k / 2 + 1) * mp.gamma(k / (2 * g))) * t ** (d - 1) * mp.exp(-t) / abs(u) ** 2)
+
+
+def main() -> None:
+    print(f"HTMP benchmarks, {today()}, {machine_line()}\n")
+    xs = np.linspace(0.01, 4.0, 1000)
+    sub = xs[::20]  # mpmath is timed on 50 points and scaled to 1000
+    print("| kappa, gamma | htmp_pdf, 1000 pts | mpmath 15 digits (per pt) | speed-up | mpmath 30 digits (per pt) | speed-up | max rel. err. vs mpmath-30 |")
+    print("|---|---|---|---|---|---|---|")
+    for kappa, gamma in [(0.5, 0.3255), (5.5, 0.3255), (20.0, 0.3255), (2.0, 0.5), (100.3, 0.5)]:
+        t_fast = timeit(lambda: H.htmp_pdf(xs, kappa, gamma), repeats=5)
+        t15 = timeit(lambda: [mp_pdf(x, kappa, gamma, 15) for x in sub], repeats=1, warmup=0) / sub.size
+        t30 = timeit(lambda: [mp_pdf(x, kappa, gamma, 30) for x in sub], repeats=1, warmup=0) / sub.size
+        ref = np.array([mp_pdf(x, kappa, gamma, 30) for x in sub])
+        ours = H.htmp_pdf(sub, kappa, gamma)
+        ok = ref > 1e-300
+        err = float(np.max(np.abs(ours[ok] / ref[ok] - 1)))
+        print(f"| {kappa:g}, {gamma:g} | {t_fast * 1e3:.1f} ms | {t15 * 1e3:.2f} ms | {1000 * t15 / t_fast:.0f}x "
+              f"| {t30 * 1e3:.2f} ms | {1000 * t30 / t_fast:.0f}x | {err:.1e} |")
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((1000, 1000))
+    S = A @ A.T
+    t_eig = timeit(lambda: scipy.linalg.eigvalsh(S), repeats=3)
+    print(f"\nbaseline: dense eigvalsh 1000 x 1000 float64 = {t_eig:.3f} s\n")
+    print("| task | time | / eigvalsh(1000) |")
+    print("|---|---|---|")
+    for kappa in (2.0, 5.5):
+        lam = H.sample_htmp(1000, kappa, 0.3255, seed=1)
+        H._approx_cdf_grid.cache_clear()
+        t_fit = timeit(lambda: H.fit_htmp(lam, 0.3255), repeats=3, warmup=0)
+        print(f"| fit_htmp, 1000 eigenvalues (kappa = {kappa:g}) | {t_fit:.2f} s | {t_fit / t_eig:.1f} |")
+    W = rng.standard_normal((3072, 1000))
+    lam = np.linalg.eigvalsh(W.T @ W)
+    t_fit = timeit(lambda: H.fit_htmp(lam, 1000 / 3072), repeats=3, warmup=0)
+    print(f"| fit_htmp, 1000 eigenvalues (Gaussian, MP) | {t_fit:.2f} s | {t_fit / t_eig:.1f} |")
+    for n in (1000, 10000):
+        t_s = timeit(lambda: H.sample_htmp(n, 5.5, 0.3255, seed=0), repeats=3)
+        print(f"| sample_htmp n = {n} (kappa = 5.5) | {t_s:.2f} s | {t_s / t_eig:.1f} |")
+    t_s = timeit(lambda: H.sample_htmp(10000, 0.5, 0.3255, seed=0), repeats=3)
+    print(f"| sample_htmp n = 10000 (kappa = 0.5) | {t_s:.2f} s | {t_s / t_eig:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Tests of htlib.htmp against independent references: mpmath at 30 digits (the closed form),
+scipy quadrature (mass, moments, CDF, Stieltjes transform), the Marchenko-Pastur law of
+htlib.spectra (kappa -> inf), and recovery of known parameters (sampler, fit)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from htlib import htmp as H
+
+
+def _mp_logpdf(x: float, kappa: float, gamma: float) -> float:
+    with mp.workdps(30):
+        k, g, x = mp.mpf(kappa), mp.mpf(gamma), mp.mpf(x)
+        beta = k / (2 * g)
+        t = beta * x
+        d = k * (1 - g) / (2 * g)
+        u = mp.hyperu(k / 2, 1 - d, -t)
+        val = mp.log(beta) - mp.loggamma(k / 2 + 1) - mp.loggamma(k / (2 * g)) + (d - 1) * mp.log(t) - t - 2 * mp.log(abs(u))
+        return float(val)
+
+
+# the grid: kappa in [0.1, 200], gamma in [0.1, 0.9]; (2, 0.5), (0.2, 0.9)->? and (20/9, 0.1) etc. put delta on integers
+GRID = [
+    (0.1, 0.1), (0.1, 0.9), (0.5, 0.3255), (1.9, 0.3255), (2.0, 0.5), (5.5, 0.3255), (5.5, 0.9),
+    (20.0, 0.1), (20.0, 0.3255), (6.0, 0.5), (2.0 / 9.0, 0.1), (50.0, 0.7), (200.0, 0.9), (200.0, 0.3255),
+    (3.0 * 2 * 0.3 / 0.7 + 2e-5, 0.3),
+]
+XS = [1e-6, 1e-3, 0.05, 0.2, 0.5, 0.9, 1.0, 1.3, 2.0, 3.0, 5.0, 10.0, 30.0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kappa,gamma", GRID)
+def test_pdf_matches_mpmath(kappa, gamma):
+    ours = H.htmp_logpdf(np.array(XS), kappa, gamma)
+    for x, lo in zip(XS, ours):
+        ref = _mp_logpdf(x, kappa, gamma)
+        if ref < -700:  # density below the float64 range: compare logs
+            assert abs(lo - ref) < 1e-8 * abs(ref), (x, lo, ref)
+        else:
+            assert abs(math.expm1(lo - ref)) < 1e-8, (x, lo, ref)
+
+
+def test_integer_delta_points_are_handled():
+    # delta = kappa (1-gamma)/(2 gamma) = 1 exactly, and 3 exactly
+    for kappa, gamma in [(2.0, 0.5), (6.0, 0.5)]:
+        xs = np.array([0.1, 0.7, 1.5, 3.0])
+        ours = H.htmp_logpdf(xs, kappa, gamma)
+        ref = np.array([_mp_logpdf(x, kappa, gamma) for x in xs])
+        assert np.all(np.isfinite(ours))
+        np.testing.assert_allclose(np.exp(ours - ref), 1.0, rtol=1e-8)
+
+
+@pytest.mark.parametrize("kappa,gamma", [(0.5, 0.3255), (1.9, 0.3255), (5.5, 0.3255), (20.0, 0.5), (3.0, 0.9)])
+def test_mass_mean_second_moment_by_quadrature(kappa, gamma):
+    f = lambda x, k=0: x**k * H.htmp_pdf(x, kappa, gamma)  # noqa: E731
+    pts = [1e-12, 1e-6, 1e-3, 0.1, 0.5, 1.0, 2.0, 4.0]
+    out = []
+    for k in range(3):
+        val = sum(integrate.quad(f, lo, hi, args=(k,), limit=200, epsabs=1e-13, epsrel=1e-11)[0] for lo, hi in zip([0.0] + pts, pts + [np.inf]))
+        out.append(val)
+    mom = H.htmp_moments(kappa, gamma)
+    assert out[0] == pytest.approx(1.0, abs=2e-7)
+    assert out[1] == pytest.approx(mom["mean"], abs=2e-7)
+    assert out[2] == pytest.approx(1 + gamma + 2 * gamma / kappa, abs=2e-6)
+    assert mom["second"] == pytest.approx(1 + gamma + 2 * gamma / kappa)
+
+
+@pytest.mark.parametrize("kappa,gamma", [(0.5, 0.3255), (1.9, 0.3255), (5.5, 0.3255), (20.0, 0.3255), (6.0, 0.5), (3.0, 0.9)])
+def test_cdf_matches_integrated_pdf(kappa, gamma):
+    xs = np.array([0.05, 0.3, 0.8, 1.0, 1.4, 2.5, 5.0])
+    ours = H.htmp_cdf(xs, kappa, gamma)
+    grid = np.concatenate([[0.0, 1e-12, 1e-8, 1e-5, 1e-3], xs])
+    grid.sort()
+    pieces = [integrate.quad(lambda x: H.htmp_pdf(x, kappa, gamma), lo, hi, limit=200, epsabs=1e-13)[0] for lo, hi in zip(grid[:-1], grid[1:])]
+    ref = np.cumsum(pieces)[-len(xs):]
+    np.testing.assert_allclose(ours, ref, atol=1e-8)
+    assert np.all(np.diff(ours) > 0)
+    assert H.htmp_cdf(np.array([1e4]), kappa, gamma)[0] == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("kappa,gamma", [(1.9, 0.3255), (5.5, 0.5)])
+def test_stieltjes_matches_quadrature(kappa, gamma):
+    for z in [-0.5 + 0j, 1.0 + 0.5j, 3.0 - 1.0j]:
+        re = sum(integrate.quad(lambda l: (H.htmp_pdf(l, kappa, gamma) / (l - z)).real, lo, hi, limit=200)[0] for lo, hi in [(0, 1), (1, 3), (3, np.inf)])
+        im = sum(integrate.quad(lambda l: (H.htmp_pdf(l, kappa, gamma) / (l - z)).imag, lo, hi, limit=200)[0] for lo, hi in [(0, 1), (1, 3), (3, np.inf)])
+        ours = H.htmp_stieltjes(np.array([z]), kappa, gamma)[0]
+        assert abs(ours - (re + 1j * im)) < 1e-7 * abs(re + 1j * im)
+
+
+def test_converges_to_marchenko_pastur():
+    spectra = pytest.importorskip("htlib.spectra")
+    gamma = 0.5
+    xs = np.linspace(0.05, 3.0, 400)
+    mp_d = spectra.mp_density(xs, gamma)
+    dists = [np.max(np.abs(H.htmp_pdf(xs, k, gamma) - mp_d)) for k in (5.3, 20.3, 80.3, 150.3)]
+    assert all(b < a for a, b in zip(dists, dists[1:]))
+    # sup distance of the CDFs also shrinks, and is small at kappa = 150
+    cd = [np.max(np.abs(H.htmp_cdf(xs, k, gamma) - spectra.mp_cdf(xs, gamma))) for k in (5.3, 20.3, 150.3)]
+    assert cd[0] > cd[1] > cd[2] and cd[2] < 0.01
+
+
+def test_sampler_ks_rate_and_second_moment():
+    kappa, gamma = 5.5, 0.3255
+    ks = {}
+    for n in (200, 3200):
+        vals = [H.ks_distance(H.sample_htmp(n, kappa, gamma, seed=s), kappa, gamma) for s in range(3)]
+        ks[n] = float(np.mean(vals))
+        # and against scipy's KS statistic with our CDF (independent KS code)
+        ref = stats.kstest(H.sample_htmp(n, kappa, gamma, seed=0), lambda x: H.htmp_cdf(x, kappa, gamma)).statistic
+        assert vals[0] == pytest.approx(ref, abs=1e-12)
+    # n^(-1/2) or faster: a 16x larger n gives at least a 2.5x smaller KS (4x expected)
+    assert ks[3200] < ks[200] / 2.5, ks
+    lam = np.concatenate([H.sample_htmp(3200, kappa, gamma, seed=s) for s in range(3)])
+    assert np.mean(lam**2) == pytest.approx(1 + gamma + 2 * gamma / kappa, rel=0.02)
+
+
+def test_sampler_small_kappa_is_finite_and_deterministic():
+    a = H.sample_htmp(2000, 0.05, 0.9, seed=1)
+    b = H.sample_htmp(2000, 0.05, 0.9, seed=1)
+    assert np.all(np.isfinite(a)) and np.all(a >= 0)
+    np.testing.assert_array_equal(a, b)
+    assert np.mean(a) == pytest.approx(1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kappa", [0.5, 2.0, 5.5, 20.0])
+def test_fit_recovers_kappa(kappa):
+    pytest.importorskip("htlib.spectra")
+    gamma = 0.3255
+    lam = H.sample_htmp(3000, kappa, gamma, seed=7) * 2.5  # unknown scale
+    fit = H.fit_htmp(lam, gamma)
+    # tolerance: 20% in kappa (KS noise at n = 3000; see the chapter)
+    assert fit.kappa == pytest.approx(kappa, rel=0.2)
+    assert fit.scale == pytest.approx(2.5, rel=0.05)
+    assert fit.ks < fit.mp_ks
+
+
+def test_fit_returns_inf_on_gaussian_matrix():
+    spectra = pytest.importorskip("htlib.spectra")
+    rng = np.random.default_rng(0)
+    p, q = 3000, 1000
+    W = rng.standard_normal((p, q))
+    lam = spectra.esd(W, normalize="rows")
+    fit = H.fit_htmp(lam, q / p)
+    assert fit.kappa == math.inf or fit.kappa > 40
+    assert fit.mp_ks < 0.05
+
+
+def test_rv_continuous_interface():
+    d = H.htmp(5.5, 0.3255, scale=2.0)
+    x = np.array([0.5, 2.0, 4.0])
+    np.testing.assert_allclose(d.pdf(x), H.htmp_pdf(x, 5.5, 0.3255, scale=2.0))
+    np.testing.assert_allclose(d.cdf(x), H.htmp_cdf(x, 5.5, 0.3255, scale=2.0))
+    q = np.array([0.1, 0.5, 0.9])
+    np.testing.assert_allclose(d.cdf(d.ppf(q)), q, atol=1e-9)
+    assert d.mean() == pytest.approx(2.0)
+
+
+def test_inverse_law_and_tail_exponents():
+    kappa, gamma = 5.5, 0.3255
+    te = H.tail_exponents(kappa, gamma)
+    delta = kappa * (1 - gamma) / (2 * gamma)
+    assert te.inverse_alpha == pytest.approx(1 + delta)
+    # log-log slope of the inverse density far out, by finite differences
+    y = np.array([1e4, 1e5])
+    f = H.inverse_htmp_pdf(y, kappa, gamma)
+    slope = np.diff(np.log(f)) / np.diff(np.log(y))
+    assert slope[0] == pytest.approx(-te.inverse_alpha, rel=1e-3)
+    assert H.inverse_tail_slope(np.array([1e5]), kappa, gamma)[0] == pytest.approx(-te.inverse_alpha, rel=1e-3)
+    x = np.array([1e-7, 1e-6])
+    slope0 = np.diff(np.log(H.htmp_pdf(x, kappa, gamma))) / np.diff(np.log(x))
+    assert slope0[0] == pytest.approx(te.htmp_lower, rel=1e-3)
+    mass = integrate.quad(lambda u: H.inverse_htmp_pdf(np.array([u]), kappa, gamma)[0], 0, np.inf, limit=200)[0]
+    assert mass == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("bad", [dict(kappa=0.0), dict(kappa=-1.0), dict(kappa=np.inf), dict(gamma=0.0), dict(gamma=1.0), dict(gamma=np.nan)])
+def test_bad_parameters_raise(bad):
+    args = dict(kappa=2.0, gamma=0.5) | bad
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=name):
+        H.htmp_pdf(np.array([1.0]), **args)
+    with pytest.raises(ValueError, match=name):
+        H.sample_htmp(10, seed=0, **args)
+
+
+def test_small_net_config_validation_and_minialexnet_shapes():
+    import torch
+
+    from htlib.small_nets import SmallNetConfig, build_model
+
+    with pytest.raises(ValueError, match="batch_size"):
+        SmallNetConfig(batch_size=0)
+    with pytest.raises(ValueError, match="model"):
+        SmallNetConfig(model="resnet")
+    with pytest.raises(ValueError, match="data_dir"):
+        SmallNetConfig(model="minialexnet")
+    net = build_model(SmallNetConfig(model="minialexnet", data_dir="/nonexistent"), 3072)
+    assert net(torch.zeros(2, 3072)).shape == (2, 10)
+    fc1 = max((m for m in net.modules() if isinstance(m, torch.nn.Linear)), key=lambda m: m.weight.numel())
+    assert tuple(fc1.weight.shape) == (1000, 192 * 4 * 4)
+
+
+def test_small_net_trains_on_digits_deterministically():
+    from htlib.small_nets import SmallNetConfig, train_small_net
+
+    cfg = SmallNetConfig(batch_size=50, epochs=3, widths=(48, 96), n_train=400)
+    a, b = train_small_net(cfg), train_small_net(cfg)
+    assert a.weights.shape == (96, 48)  # the largest FC layer (96 x 48 > 48 x 64 > 10 x 96)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert a.train_acc > 0.6  # 3 epochs of SGD learn digits well above chance (0.1)
