@@ -5,9 +5,11 @@ balanced weights, labels Y = f(X) so that the loss is zero and the Hessian equal
 
 1. Top-10 eigenvalues: ``htlib.linear.ggn_spectrum`` (a 640x640 Kronecker sum) against
    ``scipy.sparse.linalg.lobpcg`` on autograd Hessian-vector products of the full-data loss,
-   at equal accuracy (relative error <= 1e-6 against the exact values).
+   each method's error against the exact values is printed next to its time.
 2. LOBPCG against PyHessian-style power iteration with deflation (top-1 and top-10), both on the
-   same (sufficient-statistics) Hessian-vector product: time ratio at equal accuracy, HVP counts.
+   same (sufficient-statistics) Hessian-vector product: time ratio, HVP counts and the accuracy
+   each reached (power iteration is capped in iterations, so its ratio is a lower bound when it
+   ends less accurate than LOBPCG).
 3. With ``--chapter``: the wall time of ``book/linear_hessian.ipynb`` at default parameters with an
    empty result cache (papermill).
 
@@ -63,32 +65,26 @@ def main(chapter: bool) -> None:
     def lob(loss, k, tol):
         return lin.hessian_top_eigenvalues(loss, params, k, method="lobpcg", tol=tol, maxiter=1000, return_count=True)
 
-    # equal accuracy: the loosest tolerance reaching 1e-6 relative error
-    for tol in (1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
-        vals, count = lob(full_loss, 10, tol)
-        if relerr(vals, exact) <= 1e-6:
-            break
-    t_lob = timeit(lambda: lob(full_loss, 10, tol), repeats=1, warmup=0)
-    rows.append((f"LOBPCG top-10, full-data HVP (tol {tol:g})", t_lob, count, relerr(vals, exact)))
+    # one run each (the machine is shared and slow); the error column shows the accuracy reached
+    t0 = time.perf_counter()
+    vals, count = lob(full_loss, 10, 1e-8)
+    t_lob = time.perf_counter() - t0
+    rows.append(("LOBPCG top-10, full-data HVP (tol 1e-8)", t_lob, count, relerr(vals, exact)))
 
     out = {}
-    for k in (1, 10):
-        for tol in (1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
-            vals, count = lob(gram, k, tol)
-            if relerr(vals, exact[:k]) <= 1e-6:
-                break
-        t = timeit(lambda: lob(gram, k, tol), repeats=1, warmup=0)
-        rows.append((f"LOBPCG top-{k}, sufficient-statistics HVP (tol {tol:g})", t, count, relerr(vals, exact[:k])))
-        out[("lobpcg", k)] = t
-        for ptol in (1e-6, 1e-8, 1e-10, 1e-12):
-            t0 = time.perf_counter()
-            vals, count = lin.hessian_top_eigenvalues(gram, params, k, method="power", tol=ptol, maxiter=3000,
-                                                      return_count=True)
-            t = time.perf_counter() - t0
-            if relerr(vals, exact[:k]) <= 1e-6:
-                break
-        rows.append((f"power iteration top-{k}, deflation (tol {ptol:g})", t, count, relerr(vals, exact[:k])))
-        out[("power", k)] = t
+    for k, pmax in ((1, 3000), (10, 400)):
+        t0 = time.perf_counter()
+        vals, count = lob(gram, k, 1e-8)
+        out[("lobpcg", k)] = time.perf_counter() - t0
+        rows.append((f"LOBPCG top-{k}, sufficient-statistics HVP (tol 1e-8)", out[("lobpcg", k)], count,
+                     relerr(vals, exact[:k])))
+        t0 = time.perf_counter()
+        vals, count = lin.hessian_top_eigenvalues(gram, params, k, method="power", tol=1e-10, maxiter=pmax,
+                                                  return_count=True)
+        out[("power", k)] = time.perf_counter() - t0
+        out[("power_err", k)] = relerr(vals, exact[:k])
+        rows.append((f"power iteration top-{k}, deflation (tol 1e-10, <= {pmax} its/eigenvalue)",
+                     out[("power", k)], count, out[("power_err", k)]))
 
     print(f"Date {today()}; {machine_line()}\n")
     print("| method | seconds | HVPs | max rel. error |")
@@ -99,7 +95,8 @@ def main(chapter: bool) -> None:
     print(f"| ratio | value |\n|---|---|")
     print(f"| LOBPCG (full-data HVP) / exact ggn_spectrum, top-10 | {t_lob / t_exact:.3g}x |")
     for k in (1, 10):
-        print(f"| power / LOBPCG, top-{k} | {out[('power', k)] / out[('lobpcg', k)]:.3g}x |")
+        print(f"| power / LOBPCG, top-{k} (power reached rel. error {out[('power_err', k)]:.1e}) "
+              f"| {out[('power', k)] / out[('lobpcg', k)]:.3g}x |")
 
     if chapter:
         with tempfile.TemporaryDirectory() as tmp:

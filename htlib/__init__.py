@@ -5,6 +5,8 @@ Modules, one domain each:
 - ``htlib.spectra``        ESDs, power-law fits, Marchenko-Pastur law, spikes, the 5+1 phases.
 - ``htlib.teacher_student`` the single-index teacher and its data sets (paper 003).
 - ``htlib.two_layer``      the two-layer student, GD / FB-Adam steps, ridge readout, trajectories.
+- ``htlib.dynamics``       spike to heavy tail: update overlaps, ESD widths, phase tracks, steps to a heavy tail.
+- ``htlib.generalization`` Fig. 7/8 sweeps of paper 003, rank correlations with seed-bootstrap CIs, claim checks.
 - ``htlib.htmp``           the high-temperature Marchenko-Pastur family (paper 001).
 - ``htlib.small_nets``     small SGD-trained classifiers (digits MLP, local-CIFAR MiniAlexNet) for the HTMP chapter.
 - ``htlib.linear``         exact Hessian/GGN spectra and bounds of linear networks (paper 004).

@@ -23,7 +23,9 @@ n +- 2e-3`` (error ~1e-11).  An ``M`` that underflows in the far upper tail is t
 Kummer's transformation in logarithms.  Points where the fast route still overflows (it happens
 when ``beta = kappa/(2 gamma)`` exceeds about 150, far in the upper tail and, for ``beta`` near
 1000, in the upper half of the bulk) are evaluated with ``mpmath.hyperu`` at 25 digits instead
-(0.3 ms to 0.1 s a point; ``nan`` if mpmath does not converge).
+(0.3 ms to 0.1 s a point; ``nan`` if mpmath does not converge).  ``tests/test_htmp.py`` checks
+the density against mpmath at 30 digits to 1e-8 relative on kappa in [0.1, 200], gamma in
+[0.1, 0.9], x from 1e-6 to 30, integer ``delta`` included.
 """
 
 from __future__ import annotations

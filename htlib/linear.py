@@ -38,6 +38,7 @@ __all__ = [
     "TrainResult",
     "train_gd",
     "ggn_spectrum",
+    "ggn_kronecker_matrix",
     "two_layer_ntk_spectrum",
     "balanced_spectrum",
     "block_diagonal_sharpness",

@@ -532,8 +532,10 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
 
     with ``D_i = 1`` where ``alpha_i <= 1`` or the tail is constant (``alpha_i`` infinite).  The fit
     is the candidate of smallest ``D_i`` (the first one on ties).  All ``alpha_i`` come from one
-    reverse cumulative sum; the ``D_i`` scan is vectorized in blocks (``O(N^2)`` flops,
-    ``O(N * block)`` memory), identical to the candidate-by-candidate loop up to round-off.
+    reverse cumulative sum; the smallest ``D_i`` is found by an exact branch and bound (lower
+    bounds from 128, then 1024 evenly spaced ``k`` per candidate; exact, vectorized ``D_i`` only
+    for the candidates whose bound is not above the best exact ``D`` so far; ``O(N * block)``
+    memory, never ``N x N``), identical to the candidate-by-candidate loop up to round-off.
 
     With ``xmin`` given, only that threshold is fitted: the tail is ``x >= xmin`` and the formulas
     above use ``xmin`` itself in place of ``x_i`` (as ``powerlaw.Fit(data, xmin=xmin)`` does).

@@ -169,12 +169,12 @@ def _synthetic_grid(seeds: int = 4) -> gen.GridMetrics:
     rng = np.random.default_rng(0)
     shape = (2, etas.size, seeds)
     le = np.log10(etas)[None, :, None] + np.zeros(shape)
-    noise = lambda: 0.01 * rng.normal(size=shape)  # noqa: E731
+    noise = lambda: 0.0005 * rng.normal(size=shape)  # noqa: E731
     values = {m: np.zeros(shape) for m in gen.METRICS}
     values["test_loss"] = 1.0 - 0.05 * le + noise()  # loss falls with eta
     values["train_loss"] = values["test_loss"] - 0.1
     values["kta"] = 0.1 * le + noise()  # rises with eta
-    values["alpha_hill"] = np.where(le >= 0, 2.0, 3.0 - le) + noise()  # flat for eta >= 1
+    values["alpha_hill"] = np.where(le >= 0, 2.0 - 0.02 * le, 2.0 - le) + noise()  # nearly flat for eta >= 1
     values["alpha_ks"] = 5.0 - 0.5 * le + noise()  # falls throughout
     values["alpha_weighted"] = values["alpha_ks"] * 2
     return gen.GridMetrics(("gd", "adam"), etas, np.arange(seeds), values, np.zeros(shape, bool))

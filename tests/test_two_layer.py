@@ -302,3 +302,22 @@ def test_cuda_matches_cpu():
     cpu = train(small(eta=0.3, keep_weights=(1,)))
     gpu = train(small(eta=0.3, keep_weights=(1,), device="cuda"))
     assert rel(gpu.weights[1], cpu.weights[1]) < 1e-10
+
+
+def test_first_eta_above_and_collect_grid():
+    from htlib.two_layer import collect_grid, first_eta_above
+
+    etas = np.array([0.1, 1.0, 10.0])
+    assert first_eta_above(etas, np.array([0.0, 2.0, 3.0]), 1.0) == 1.0
+    assert first_eta_above(etas, np.array([0.0, 0.5, 0.9]), 1.0) is None
+    with pytest.raises(ValueError, match="shape"):
+        first_eta_above(etas, np.zeros(2), 1.0)
+    runs = [train(small(optimizer=o, eta=e, seed=s, record_esd=False, record_initial=False))
+            for o in ("gd", "adam") for e in (1.0, 0.1) for s in (1, 0)]
+    grid = collect_grid(runs)
+    assert grid["etas"].tolist() == [0.1, 1.0] and grid["seeds"].tolist() == [0, 1]
+    for r in runs:
+        i, j = grid["seeds"].tolist().index(r.config.seed), grid["etas"].tolist().index(r.config.eta)
+        assert grid[r.config.optimizer]["test_loss"][i, j] == r.test_loss[-1]
+        assert grid[r.config.optimizer]["sim"][i, j] == r.sim[-1]
+    assert not grid["gd"]["diverged"].any()
