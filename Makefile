@@ -30,7 +30,7 @@ book: venv
 test: unit nbval
 
 unit: venv
-	$(QUIET) $(PY) -m pytest tests/ -m "not browser"
+	$(QUIET) $(PY) -m pytest tests/ -m "not browser" --durations=15
 
 nbval: venv
 	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \

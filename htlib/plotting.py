@@ -23,6 +23,11 @@ __all__ = [
     "mean_std_plot",
     "overlap_heatmap",
     "power_law_line",
+    "train_test_curves",
+    "alpha_band_scatter",
+    "metric_grid_panels",
+    "phase_strip",
+    "mp_overlay",
 ]
 
 PALETTE: list[tuple[float, float, float]] = sns.color_palette("colorblind", 10)
