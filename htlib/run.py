@@ -85,6 +85,9 @@ def _parse_constraint(text: str, name: str) -> dict[str, Any]:
         return out
     bounds = []
     for clause in filter(None, (c.strip() for c in text.split(","))):
+        if clause.startswith("each "):  # "each > 0, each < 1" reads as "each > 0, < 1"
+            out["each"] = True
+            clause = clause[5:].strip()
         m = re.fullmatch(r"(>=|<=|>|<)\s*(.+)", clause)
         if not m:
             raise SyntaxError(f"parameter {name!r}: cannot read constraint clause {clause!r}")

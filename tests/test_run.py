@@ -122,3 +122,16 @@ def test_failed_run_keeps_partial_output(chapter, tmp_path):
     assert "partial notebook" in proc.stderr
     (partial,) = out_dir.glob("tiny-*.ipynb")
     assert "diverged at step 3" in partial.read_text()
+
+
+def test_each_may_prefix_every_clause(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("gammas = [0.1, 0.5]  # ratios [each > 0, each < 1]\n")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell]
+    path = tmp_path / "c.ipynb"
+    nbformat.write(nb, str(path))
+    params = run.read_parameters(path)
+    assert params["gammas"].each and params["gammas"].bounds == ((">", 0.0), ("<", 1.0))
+    with pytest.raises(run.ParameterError, match="must be < 1"):
+        run.validate(params, {"gammas": [0.5, 1.0]})
