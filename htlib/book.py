@@ -149,6 +149,11 @@ def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -
     and MathJax served from the book itself."""
     config = yaml.safe_load((root / "_config.yml").read_text())
     config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
+    # The generated file lives in _build/, and Jupyter Book resolves these paths
+    # against the config file's folder: make them absolute.
+    local = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, folder in local.items():
+        local[name] = str((root / folder).resolve())
     static = local_mathjax(root)
     if static is not None:
         sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})

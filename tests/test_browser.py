@@ -84,6 +84,7 @@ def test_page(server, browser, page_path):
     page.on("console", lambda msg: errors.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
     page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     url = urllib.parse.urljoin(server, page_path)
     response = page.goto(url, wait_until="load")
     assert response is not None and response.ok, f"{page_path}: HTTP {response.status if response else '?'}"
@@ -96,6 +97,25 @@ def test_page(server, browser, page_path):
     assert math_nodes == 0 or typeset >= math_nodes, f"{page_path}: {typeset} of {math_nodes} math nodes typeset"
     raw_tex = page.evaluate("() => Array.from(document.querySelectorAll('.math')).filter(e => !e.querySelector('mjx-container')).length")
     assert raw_tex == 0, f"{page_path}: {raw_tex} math elements left as raw TeX"
+
+    # Math that MyST failed to recognise shows up as stray TeX delimiters in the prose.
+    stray = page.evaluate(
+        r"""() => {
+            const skip = new Set(['PRE', 'CODE', 'SCRIPT', 'STYLE', 'MJX-CONTAINER', 'TEXTAREA']);
+            const root = document.querySelector('main') || document.body;
+            const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+            const hits = [];
+            for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+                let p = n.parentElement, skipped = false;
+                while (p && p !== root) { if (skip.has(p.tagName) || p.classList.contains('highlight')
+                    || p.classList.contains('output')) { skipped = true; break; } p = p.parentElement; }
+                if (!skipped && /\$|\\(frac|mathbb|mathcal|operatorname|sqrt)\b/.test(n.textContent))
+                    hits.push(n.textContent.trim().slice(0, 80));
+            }
+            return hits;
+        }"""
+    )
+    assert not stray, f"{page_path}: unrendered TeX in the text: {stray[:3]}"
 
     # Images: all present, decoded and non-empty.
     images = page.evaluate(
