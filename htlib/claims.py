@@ -26,6 +26,11 @@ __all__ = [
     "read_claims",
     "glue_text",
     "verdict_counts",
+    "collect_claims",
+    "paper_counts",
+    "Scoreboard",
+    "scoreboard",
+    "glue_counts",
 ]
 
 Verdict = Literal["agrees", "partly", "disagrees", "not tested"]
@@ -40,6 +45,9 @@ PAPERS: dict[str, str] = {
     "MP": "Marchenko-Pastur baseline",
 }
 """Short keys of the sources whose claims the book checks."""
+
+SCOREBOARD_ORDER: tuple[str, ...] = ("003", "001", "004", "MM21", "MP")
+"""The order of the papers on the scoreboard (the three papers first, then the baselines)."""
 
 CLAIMS_MIME = "text/x-htlib-claims+json"
 """The MIME type that carries the records (JSON text) in a notebook's outputs."""
@@ -209,3 +217,121 @@ class _Plain:
 
     def __repr__(self) -> str:
         return self.text
+
+
+# ---------------------------------------------------------------------------------------------
+# The scoreboard: every chapter's records, one table per paper.
+
+def collect_claims(notebooks: Iterable[str | Path]) -> dict[Path, list[Claim]]:
+    """The stored records of each executed notebook, keyed by its path (notebooks without any are left out).
+
+    Where several notebooks of the same chapter are given (reruns with other parameters), the
+    most recently modified one wins: its chapter name is the ``chapter`` of :func:`publish_claims`.
+    """
+    latest: dict[str, tuple[float, Path, list[Claim]]] = {}
+    for path in map(Path, notebooks):
+        records = read_claims(path)
+        if not records:
+            continue
+        chapter = _stored_chapter(path) or path.stem
+        mtime = path.stat().st_mtime
+        if chapter not in latest or mtime > latest[chapter][0]:
+            latest[chapter] = (mtime, path, records)
+    return {path: records for _, path, records in latest.values()}
+
+
+def _stored_chapter(notebook: Path) -> str:
+    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("scrapbook", {}).get("name") != CLAIMS_GLUE_KEY:
+                continue
+            for key, value in output.get("data", {}).items():
+                if key.endswith(CLAIMS_MIME):
+                    return json.loads(value if isinstance(value, str) else "".join(value))["chapter"]
+    return ""
+
+
+def paper_counts(claims_by_notebook: dict[Path, list[Claim]]) -> dict[str, dict[str, int]]:
+    """``{paper: {verdict: count}}`` for every key of :data:`PAPERS` (zeros included)."""
+    everything = [c for records in claims_by_notebook.values() for c in records]
+    return {paper: verdict_counts(c for c in everything if c.paper == paper) for paper in SCOREBOARD_ORDER}
+
+
+def _cell(text: str) -> str:
+    """A string made safe for one cell of a pipe table."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+class Scoreboard:
+    """The claims of several chapters, shown as one table per paper.
+
+    Its ``text/markdown`` form is MyST (rendered by the book with ``nb_render_markdown_format: myst``):
+    with ``links="ref"`` each claim links to its chapter section through ``{ref}`` (a missing label
+    fails the strict book build); with ``links="html"`` it links to ``<notebook stem>.html#<label>``,
+    for standalone reruns that sit next to each other in one folder.  Its ``text/plain`` form is a
+    compact listing that nbval compares.
+    """
+
+    def __init__(self, claims_by_notebook: dict[Path, list[Claim]], *, links: str = "ref") -> None:
+        if links not in ("ref", "html"):
+            raise ValueError(f"links must be 'ref' or 'html', got {links!r}")
+        self.claims_by_notebook = claims_by_notebook
+        self.links = links
+
+    def rows(self, paper: str) -> list[tuple[Path, Claim]]:
+        return [(nb, c) for nb, records in self.claims_by_notebook.items() for c in records if c.paper == paper]
+
+    def _link(self, notebook: Path, claim: Claim) -> str:
+        text = _cell(claim.where).replace("<", "\\<").replace("`", "'")
+        if self.links == "html":
+            anchor = f"#{claim.section}" if claim.section else ""
+            return f"[{text}]({notebook.stem}.html{anchor})"
+        if claim.section:
+            return f"{{ref}}`{text} <{claim.section}>`"
+        return f"{{doc}}`{text} <{notebook.stem}>`"
+
+    def _repr_markdown_(self) -> str:
+        parts: list[str] = []
+        for paper in SCOREBOARD_ORDER:
+            title = PAPERS[paper]
+            rows = self.rows(paper)
+            if not rows:
+                continue
+            counts = verdict_counts(c for _, c in rows)
+            parts.append(f"**{paper}: {_cell(title)}.** " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + ".\n")
+            parts.append(":::{container} htlib-scoreboard")
+            parts.append("| # | chapter | where | claim | measured | verdict | reason |")
+            parts.append("|---|---|---|---|---|---|---|")
+            for i, (nb, c) in enumerate(rows, 1):
+                parts.append(f"| {i} | {_cell(nb.stem)} | {self._link(nb, c)} | {_cell(c.claim)} | "
+                             f"{_cell(c.measured)} | **{c.verdict}** | {_cell(c.reason)} |")
+            parts.append(":::")
+            parts.append("")
+        return "\n".join(parts) if parts else "*No chapter has published claims yet.*"
+
+    def __repr__(self) -> str:
+        lines = []
+        for paper in SCOREBOARD_ORDER:
+            for nb, c in self.rows(paper):
+                lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}")
+        return "\n".join(lines) if lines else "no claims"
+
+
+def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
+    """The scoreboard of every executed notebook (``*.ipynb``) in the folder ``source``."""
+    folder = Path(source)
+    if not folder.is_dir():
+        raise ValueError(f"source must be a folder of executed chapters, got {str(source)!r}")
+    return Scoreboard(collect_claims(sorted(folder.glob("*.ipynb"))), links=links)
+
+
+def glue_counts(board: Scoreboard) -> dict[str, dict[str, int]]:
+    """Glue ``count_<paper>_<verdict>`` (verdict with ``_`` for spaces) and ``count_<paper>_total``
+    for every paper, so other pages paste them with ``{glue:text}`scoreboard.ipynb::count_003_agrees```."""
+    counts = paper_counts(board.claims_by_notebook)
+    for paper, by_verdict in counts.items():
+        for verdict, n in by_verdict.items():
+            glue_text(f"count_{paper}_{verdict.replace(' ', '_')}", n, "d")
+        glue_text(f"count_{paper}_total", sum(by_verdict.values()), "d")
+    return counts

@@ -4,6 +4,7 @@
 
     python -m htlib.run book/one_step_adam.ipynb -p seeds 2 -p etas "[0.1, 1.0]"
     python -m htlib.run book/one_step_adam.ipynb --list      # the parameters, their types and defaults
+    python -m htlib.run book/one_step_adam.ipynb -p seeds 2 --dry-run   # validate only, compute nothing
 
 Each chapter's single cell tagged ``parameters`` declares every knob, one per
 line, as ``name = <literal>  # description [constraint]``.  The type is the
@@ -15,7 +16,9 @@ comma-separated list of ``> x``, ``>= x``, ``< x``, ``<= x`` or one
 Before any compute, an unknown name, a value of the wrong type or an
 out-of-range value is refused with a message listing the valid parameters
 (papermill itself would only warn).  The run goes to
-``runs/<chapter>-<hash of parameters>.ipynb`` plus a standalone ``.html``;
+``runs/<chapter>-<hash of parameters>.ipynb`` plus an ``.html`` page rendered by a one-page
+Jupyter Book build of the book's own configuration (so glued numbers, citations and math
+render as in the book; its asset folders sit beside it);
 nothing is ever written into ``book/``.  A failed run keeps its partial
 notebook and says where it is.
 """
@@ -28,6 +31,7 @@ import hashlib
 import io
 import json
 import operator
+import os
 import re
 import sys
 import tokenize
@@ -37,7 +41,9 @@ from typing import Any
 
 import nbformat
 
-__all__ = ["Parameter", "ParameterError", "read_parameters", "validate", "output_path", "run_chapter", "main"]
+__all__ = [
+    "Parameter", "ParameterError", "read_parameters", "validate", "output_path", "run_chapter", "render_html", "main",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -248,14 +254,85 @@ def run_chapter(
         print(f"\nthe run failed: {type(err).__name__}; the partial notebook is {out}", file=sys.stderr)
         raise
     if html:
-        from nbconvert import HTMLExporter
-
-        body, _ = HTMLExporter().from_filename(str(out))
-        out.with_suffix(".html").write_text(body, encoding="utf-8")
+        render_html(out)
     print(f"executed notebook: {out}")
     if html:
         print(f"rendered HTML:     {out.with_suffix('.html')}")
     return out
+
+
+def _page_config(root: Path) -> dict[str, Any]:
+    """The book's ``_config.yml``, adapted to render one already-executed page."""
+    import yaml
+
+    config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
+    config["only_build_toc_files"] = True
+    config["exclude_patterns"] = ["_build/*"]
+    config.setdefault("execute", {})["execute_notebooks"] = "off"  # the run has executed it already
+    config["execute"].pop("cache", None)
+    sphinx = config.setdefault("sphinx", {})
+    local = sphinx.get("local_extensions") or {}
+    for name, folder in local.items():
+        local[name] = str((REPO_ROOT / folder).resolve())
+    if config.get("bibtex_bibfiles"):
+        config["bibtex_bibfiles"] = [Path(b).name for b in config["bibtex_bibfiles"]]
+    from htlib.book import local_mathjax
+
+    static = local_mathjax(REPO_ROOT)
+    if static is not None:
+        sphinx.setdefault("config", {})["html_static_path"] = [str(static)]
+        sphinx["config"]["mathjax_path"] = "mathjax/tex-chtml.js"
+    return config
+
+
+def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
+    """Render an executed notebook to ``<notebook>.html`` with a one-page build of the book's configuration.
+
+    Plain nbconvert leaves myst-nb's ``{glue}`` roles, ``{cite}`` and ``{ref}`` as raw markup: the
+    prose of a rerun would not state its own numbers.  This runs Jupyter Book (Sphinx + myst-nb, the
+    book's own configuration, execution off) on a temporary one-page book holding the notebook and
+    the bibliography, then copies the page and its asset folders (``_static``, ``_images``,
+    ``_sources``, ...) next to the notebook.  Links to other chapters of the book stay plain text.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    import yaml
+
+    from htlib.book import jupyter_book_command
+
+    notebook = Path(notebook).resolve()
+    target = notebook.with_suffix(".html")
+    with tempfile.TemporaryDirectory(prefix="htlib-page-") as tmp:
+        root = Path(tmp)
+        shutil.copy2(notebook, root / notebook.name)
+        toc: dict[str, Any] = {"format": "jb-book", "root": notebook.stem}
+        for extra in ("references.bib", "bibliography.md"):
+            if (REPO_ROOT / "book" / extra).exists():
+                shutil.copy2(REPO_ROOT / "book" / extra, root / extra)
+        if (root / "bibliography.md").exists():
+            toc["chapters"] = [{"file": "bibliography"}]
+        config = _page_config(root)
+        if (root / "references.bib").exists():
+            config["bibtex_bibfiles"] = ["references.bib"]
+        (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+        proc = subprocess.run(
+            [jupyter_book_command(), "build", str(root), "-q"], cwd=root, capture_output=True, text=True,
+            timeout=timeout, env={**os.environ, "TQDM_DISABLE": "1"},
+        )
+        html_dir = root / "_build" / "html"
+        page = html_dir / f"{notebook.stem}.html"
+        if proc.returncode != 0 or not page.exists():
+            raise RuntimeError(f"rendering {notebook.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        for item in html_dir.iterdir():
+            if item.is_dir() and item.name.startswith("_"):
+                shutil.copytree(item, target.parent / item.name, dirs_exist_ok=True)
+        for name in (page.name, "bibliography.html"):
+            if (html_dir / name).exists():
+                shutil.copy2(html_dir / name, target.parent / name)
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the chapter's parameters and exit")
     parser.add_argument("--output-dir", default=None, help="where to write (default: runs/ at the repository root)")
     parser.add_argument("--no-html", action="store_true", help="skip the standalone HTML rendering")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate the parameters, print where the run would go, and compute nothing")
     args = parser.parse_args(argv)
     try:
         params = read_parameters(args.notebook)
@@ -276,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
             print(_listing(params))
             return 0
         overrides = {name: _parse_cli_value(text, params.get(name)) for name, text in args.parameter}
+        if args.dry_run:
+            clean = validate(params, overrides)
+            out_dir = Path(args.output_dir) if args.output_dir else _default_output_dir()
+            print(f"parameters valid: {clean or 'the defaults'}")
+            print(f"would write: {output_path(args.notebook, clean, out_dir)}")
+            return 0
         run_chapter(args.notebook, overrides, output_dir=args.output_dir, html=not args.no_html)
     except (ParameterError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
