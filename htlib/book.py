@@ -30,7 +30,9 @@ import yaml
 
 from htlib.cache import source_hash
 
-__all__ = ["strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters"]
+__all__ = [
+    "strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters", "pages",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,8 +43,13 @@ _VOLATILE_CELL_META = ("papermill", "execution", "ExecuteTime", "collapsed", "sc
 
 def chapters(root: Path = REPO_ROOT) -> list[Path]:
     """The executable chapters, in table-of-contents order."""
+    return [p for p in pages(root) if p.suffix == ".ipynb"]
+
+
+def pages(root: Path = REPO_ROOT) -> list[Path]:
+    """Every page of the book (root, ``.md`` and ``.ipynb``), in table-of-contents order."""
     toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files: list[str] = []
+    files: list[str] = [toc["root"]] if toc.get("root") else []
 
     def walk(entries: list[dict]) -> None:
         for entry in entries:
@@ -52,7 +59,13 @@ def chapters(root: Path = REPO_ROOT) -> list[Path]:
 
     for part in toc.get("parts", [{"chapters": toc.get("chapters", [])}]):
         walk(part.get("chapters", []))
-    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
+    out = []
+    for f in files:
+        for suffix in (".ipynb", ".md"):
+            if (root / f"{f}{suffix}").exists():
+                out.append(root / f"{f}{suffix}")
+                break
+    return out
 
 
 def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -17,7 +17,24 @@ from tqdm import tqdm
 
 from htlib import cache
 
-__all__ = ["run_sweep", "process_executor", "limit_threads"]
+__all__ = ["run_sweep", "process_executor", "limit_threads", "progress_enabled"]
+
+
+def progress_enabled() -> bool:
+    """Whether progress bars should be drawn here.
+
+    Off when ``TQDM_DISABLE`` is set (the Makefile's targets), and off under pytest: nbval re-executes
+    chapters in a kernel started by pytest (which sets ``PYTEST_CURRENT_TEST``) and compares stderr,
+    where bars with their timings would differ on every run.  ``HTLIB_PROGRESS=1`` forces them on,
+    ``HTLIB_PROGRESS=0`` off.  Everywhere else (JupyterLab, reruns through :mod:`htlib.run`, a
+    terminal) they are on.
+    """
+    forced = os.environ.get("HTLIB_PROGRESS", "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
+    if os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false"):
+        return False
+    return "PYTEST_CURRENT_TEST" not in os.environ
 
 
 def limit_threads(n_threads: int = 1) -> None:
@@ -71,7 +88,8 @@ def run_sweep(
         Read and write :mod:`htlib.cache`.  With ``False`` everything is recomputed
         and nothing is stored.
     progress
-        Show a tqdm bar counting finished runs (``TQDM_DISABLE=1`` silences it).
+        Show a tqdm bar counting finished runs, where :func:`progress_enabled` allows it (not under
+        pytest/nbval, not with ``TQDM_DISABLE=1``).
 
     Returns
     -------
@@ -88,9 +106,8 @@ def run_sweep(
         if results[i] is cache.MISSING:
             todo.append(i)
 
-    # An explicit disable=False would override TQDM_DISABLE, which CI sets.
-    quiet = {} if progress else {"disable": True}
-    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc, **quiet)
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
+               disable=not (progress and progress_enabled()))
     try:
         if executor is None:
             for i in todo:
