@@ -1,7 +1,7 @@
 # Two commands do everything on a machine that has only Python 3.10+:
 #   make book   set up .venv, execute every chapter, render _build/html
 #   make test   set up .venv, run the unit tests and the nbval regression of every chapter
-# See README.md for the other targets.
+# See README.md for the other targets (lab, run, paper, refresh, test-book, bench).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +12,7 @@ CHAPTERS := $(shell ls book/*.ipynb 2>/dev/null)
 # Progress bars vary run to run; they stay out of executed reference outputs.
 QUIET := TQDM_DISABLE=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: venv book test unit nbval test-book browser refresh run bench bench-build clean
+.PHONY: venv book test unit nbval test-book browser refresh run lab paper paper-dry-run bench bench-build clean
 
 venv: $(STAMP)
 
@@ -50,6 +50,19 @@ refresh: venv
 # Rerun a chapter with your own parameters: make run NB=book/one_step_adam.ipynb ARGS='-p seeds 2'
 run: venv
 	$(PY) -m htlib.run $(NB) $(ARGS)
+
+# The chapters in JupyterLab, with the kernel of .venv (open book/, edit, run; progress bars on).
+# LAB_ARGS passes options through, e.g. LAB_ARGS='--no-browser --port 8890'.
+lab: venv
+	$(VENV)/bin/jupyter-lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/book $(LAB_ARGS)
+
+# Every chapter at the papers' own settings into runs/paper/, then the scoreboard of that run (hours;
+# not part of CI; resumable through the result cache).  ARGS='--only htmp --cifar-dir /data/cifar-10-batches-py'.
+paper: venv
+	$(PY) -m htlib.paper $(ARGS)
+
+paper-dry-run: venv
+	$(PY) -m htlib.paper --dry-run $(ARGS)
 
 # Speed benchmarks (minutes).  bench-build times every chapter with an empty cache and the two
 # commands from a fresh clone (together longer than a CI run).

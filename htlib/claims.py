@@ -11,6 +11,7 @@ Nothing here knows a paper's number: the chapters and their experiment code buil
 
 from __future__ import annotations
 
+import html as _html
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -285,8 +286,9 @@ class Scoreboard:
     def _link(self, notebook: Path, claim: Claim) -> str:
         text = _cell(claim.where).replace("<", "\\<").replace("`", "'")
         if self.links == "html":
+            # Raw HTML: the pages of a rerun folder are not documents of one Sphinx project.
             anchor = f"#{claim.section}" if claim.section else ""
-            return f"[{text}]({notebook.stem}.html{anchor})"
+            return f'<a href="{notebook.stem}.html{anchor}">{_html.escape(claim.where)}</a>'
         if claim.section:
             return f"{{ref}}`{text} <{claim.section}>`"
         return f"{{doc}}`{text} <{notebook.stem}>`"
