@@ -135,3 +135,63 @@ def test_each_may_prefix_every_clause(tmp_path):
     assert params["gammas"].each and params["gammas"].bounds == ((">", 0.0), ("<", 1.0))
     with pytest.raises(run.ParameterError, match="must be < 1"):
         run.validate(params, {"gammas": [0.5, 1.0]})
+
+
+# --- reruns render their prose with the rerun's own numbers ------------------------------------
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tiny_chapter.ipynb"
+
+
+def _page_text(html_path: Path) -> str:
+    import html as _html
+    import re
+
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", html_path.read_text(encoding="utf-8"), flags=re.S)
+    text = _html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
+    return re.sub(r" ([,.;:)])", r"\1", text)
+
+
+def _pasted_glue(nb_path: Path) -> dict[str, str]:
+    """Glued text values (verbatim) of the names the notebook's prose pastes with {glue:text}."""
+    import re
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    glued = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            text = next((v for k, v in out.get("data", {}).items() if k.endswith("text/plain")), None)
+            if name and text is not None:
+                glued[name] = text
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    used = {m.split(":")[0] for m in re.findall(r"\{glue:text\}`([^`:]+(?::[^`]*)?)`", prose)}
+    return {k: v for k, v in glued.items() if k in used}
+
+
+@pytest.mark.slow
+def test_rerun_html_states_the_new_numbers_not_glue_markup(tmp_path):
+    out_dir = tmp_path / "runs"
+    for args, expected, stale in ((["-p", "scale", "3.0"], "22.500", "15.000"), ([], "15.000", "22.500")):
+        proc = subprocess.run([sys.executable, "-m", "htlib.run", str(FIXTURE), *args, "--output-dir", str(out_dir)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        nb_path = run.output_path(FIXTURE, {"scale": 3.0} if args else {}, out_dir)
+        text = _page_text(nb_path.with_suffix(".html"))
+        assert f"The product is {expected}, for a criterion" in text
+        assert stale not in text and "{glue" not in text and "glue:text" not in text
+    assert (out_dir / "_static").is_dir()  # the page's assets sit beside it
+
+
+@pytest.mark.slow
+def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
+    chapter = Path(__file__).resolve().parent.parent / "book" / "mp_baseline.ipynb"
+    overrides = ["-p", "seed", "1", "-p", "sweep_seeds", "1", "-p", "sweep_rows", "[250, 500]"]
+    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), *overrides, "--output-dir",
+                           str(tmp_path)], capture_output=True, text=True,
+                          env={**__import__("os").environ, "TQDM_DISABLE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (nb_path,) = tmp_path.glob("mp_baseline-*.ipynb")
+    text = _page_text(nb_path.with_suffix(".html"))
+    assert "{glue" not in text and "glue:text" not in text
+    for name, value in _pasted_glue(nb_path).items():  # empty until the chapter glues its prose
+        assert value.strip("'\"") in text, f"glued {name}={value} not in the rendered rerun"
