@@ -1,16 +1,23 @@
 """The rendered book, opened page by page in headless Chromium.
 
 Needs ``_build/html`` (``make book``) and Debian's ``chromium``; ``make test-book``
-provides both.  For every page in the table of contents it checks that the page
-loads without console errors, that every image is present and non-empty, that
-MathJax has typeset the math, and that no internal link is broken; it saves a
-screenshot of each page under ``_build/screenshots/``.
+provides both.  For every page in the table of contents (at 1400 px, the width readers
+use) it checks that the page loads without console errors, that every image is present
+and non-empty, that every figure renders at least ``MIN_FIGURE_HEIGHT`` px tall (all
+sizes are written to ``_build/screenshots/figure-sizes.txt``), that MathJax has typeset
+the math, that no internal link is broken, that no page mentions an outside working
+document ("REFERENCE") or shows a broken citation, and that the download button offers
+the page's source; it saves a screenshot of each page under ``_build/screenshots/``.
+The scoreboard must show one row per claim stored in the chapters, and the landing
+page the same counts.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
+import os
 import shutil
 import threading
 import urllib.error
@@ -20,13 +27,17 @@ from pathlib import Path
 
 import pytest
 
-from htlib import book
+from htlib import book, claims
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
+# HTLIB_BOOK_ROOT points the test at another book (a small test book built from this repository).
+ROOT = Path(os.environ.get("HTLIB_BOOK_ROOT") or Path(__file__).resolve().parent.parent).resolve()
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
+
+VIEWPORT = {"width": 1400, "height": 900}
+MIN_FIGURE_HEIGHT = 250  # px: shorter figures are thin strips with unreadable labels at this width
 
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -35,8 +46,18 @@ CHROMIUM_ARGS = [
 
 
 def _pages() -> list[str]:
-    """Site-relative URLs of the landing page and every chapter."""
-    return ["book/index.html"] + [f"book/{p.stem}.html" for p in book.chapters()]
+    """Site-relative URLs of every page of the table of contents (landing page first)."""
+    return [f"{p.relative_to(ROOT).with_suffix('.html').as_posix()}" for p in book.pages(ROOT)]
+
+
+def _source(page_path: str) -> Path:
+    stem = ROOT / Path(page_path).with_suffix("")
+    return next(stem.with_suffix(s) for s in (".ipynb", ".md") if stem.with_suffix(s).exists())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_size_log():
+    (SHOTS / "figure-sizes.txt").unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +100,7 @@ def _status(url: str) -> int:
 
 @pytest.mark.parametrize("page_path", _pages())
 def test_page(server, browser, page_path):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport=VIEWPORT)
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
@@ -90,9 +111,11 @@ def test_page(server, browser, page_path):
     assert response is not None and response.ok, f"{page_path}: HTTP {response.status if response else '?'}"
 
     # MathJax: wait for the typesetting promise, then require typeset output where there is math.
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000)
-    page.evaluate("() => MathJax.startup.promise")
+    # (Sphinx loads MathJax only on pages with math.)
     math_nodes = page.locator(".math").count()
+    if math_nodes:
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000)
+        page.evaluate("() => MathJax.startup.promise")
     typeset = page.locator("mjx-container").count()
     assert math_nodes == 0 or typeset >= math_nodes, f"{page_path}: {typeset} of {math_nodes} math nodes typeset"
     raw_tex = page.evaluate("() => Array.from(document.querySelectorAll('.math')).filter(e => !e.querySelector('mjx-container')).length")
@@ -124,8 +147,51 @@ def test_page(server, browser, page_path):
     )
     for img in images:
         assert img["done"] and img["w"] > 0 and img["h"] > 0, f"{page_path}: broken image {img['src']}"
-    if page_path != "book/index.html":
+    source = _source(page_path)
+    if source.suffix == ".ipynb" and source.stem != "scoreboard":
         assert images, f"{page_path}: a chapter with no figures"
+
+    # Figures as rendered: width and height in CSS px, recorded; none a thin strip.
+    figures = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.cell_output img, figure img, .output img')).map(i => {"
+        " const r = i.getBoundingClientRect(); return {src: i.currentSrc || i.src, w: Math.round(r.width),"
+        " h: Math.round(r.height)}; })"
+    )
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with (SHOTS / "figure-sizes.txt").open("a") as log:
+        for k, fig in enumerate(figures, 1):
+            log.write(f"{page_path}\tfigure {k}\t{fig['w']} x {fig['h']} px\t{fig['src'].rsplit('/', 1)[-1]}\n")
+    short = [f"figure {k}: {f['w']} x {f['h']} px" for k, f in enumerate(figures, 1) if f["h"] < MIN_FIGURE_HEIGHT]
+    assert not short, f"{page_path}: figures shorter than {MIN_FIGURE_HEIGHT} px at {VIEWPORT['width']} px: {short}"
+
+    # Self-contained pages (code included) and working citations (prose: code and outputs left out).
+    everything = page.evaluate("() => (document.querySelector('main') || document.body).textContent")
+    assert "REFERENCE" not in everything, f"{page_path}: mentions an outside working document"
+    text = page.evaluate(
+        "() => { const m = (document.querySelector('main') || document.body).cloneNode(true);"
+        " m.querySelectorAll('pre, code, script, style, .cell_input, .cell_output').forEach(e => e.remove());"
+        " return m.textContent; }"
+    )
+    for marker in ("??", "{cite}", ":cite:", "{glue", "glue:text}", "{ref}", "{doc}"):
+        assert marker not in text, f"{page_path}: unresolved markup {marker!r} in the rendered text"
+    broken = page.evaluate(
+        "() => Array.from(document.querySelectorAll('a[href*=\"bibliography.html#\"]'))"
+        ".filter(a => !a.textContent.trim()).length"
+    )
+    assert broken == 0, f"{page_path}: {broken} empty citation links"
+
+    # JB1's download button offers the page's source (.ipynb for a chapter, .md for a text page).
+    hrefs = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.dropdown-download-buttons a[href]')).map(a => a.href)"
+    )
+    wanted = [h for h in hrefs if h.endswith(f"_sources/{source.relative_to(ROOT).as_posix()}")]
+    assert wanted, f"{page_path}: no download button for {source.name} (found {hrefs})"
+    with urllib.request.urlopen(wanted[0], timeout=10) as resp:
+        body = resp.read().decode("utf-8")
+    if source.suffix == ".ipynb":
+        assert json.loads(body)["cells"], f"{page_path}: the downloaded .ipynb has no cells"
+    else:
+        assert body.strip() == source.read_text(encoding="utf-8").strip(), f"{page_path}: downloaded source differs"
 
     # Internal links: every same-site target exists, and so does the anchor it names.
     links = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
@@ -138,9 +204,45 @@ def test_page(server, browser, page_path):
             found = page.evaluate("(id) => !!document.getElementById(decodeURIComponent(id))", fragment)
             assert found, f"{page_path}: link to a missing anchor #{fragment}"
 
-    SHOTS.mkdir(parents=True, exist_ok=True)
     shot = SHOTS / (Path(page_path).stem + ".png")
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     page.close()
     assert not errors, f"{page_path}:\n" + "\n".join(errors)
+
+
+def _open(browser, server, path: str):
+    page = browser.new_page(viewport=VIEWPORT)
+    response = page.goto(urllib.parse.urljoin(server, path), wait_until="load")
+    assert response is not None and response.ok
+    return page
+
+
+def test_scoreboard_has_one_row_per_claim_and_the_landing_page_its_counts(server, browser):
+    board = claims.scoreboard(ROOT / "book")  # what the chapters stored, read independently of the page
+    stored = {p: len([c for recs in board.claims_by_notebook.values() for c in recs if c.paper == p])
+              for p in claims.SCOREBOARD_ORDER}
+    page = _open(browser, server, "book/scoreboard.html")
+    rows = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.htlib-scoreboard table')).map(t => "
+        "t.querySelectorAll('tbody tr').length)"
+    )
+    shown_papers = [p for p in claims.SCOREBOARD_ORDER if stored[p]]
+    assert rows == [stored[p] for p in shown_papers], f"scoreboard rows {rows}, stored claims {stored}"
+    links = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.htlib-scoreboard td a')).map(a => a.getAttribute('href'))"
+    )
+    assert len(links) == sum(stored.values()) and all(".html" in h for h in links)
+    page.close()
+    counts = claims.paper_counts(board.claims_by_notebook)
+    landing = _open(browser, server, "book/index.html")
+    table = landing.evaluate(
+        "() => { const t = Array.from(document.querySelectorAll('main table')).find("
+        "x => x.innerText.includes('not tested')); return Array.from(t.querySelectorAll('tbody tr')).map("
+        "r => Array.from(r.querySelectorAll('td')).map(c => c.innerText.trim())); }"
+    )
+    assert [row[1:] for row in table] == [
+        [str(sum(counts[p].values()))] + [str(counts[p][v]) for v in claims.VERDICTS]
+        for p in claims.SCOREBOARD_ORDER
+    ]
+    landing.close()
