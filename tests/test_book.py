@@ -98,3 +98,89 @@ def test_build_reexecutes_when_library_source_changes(tmp_path, keyed):
         # The negative control: without the key, Jupyter Book serves the stale output.
         assert shown == "1"
     cache.source_hash.cache_clear()
+
+
+# --- the reader's pages: conventions, citations, scoreboard --------------------------------------
+
+CONVENTION_LABELS = {"conv-teacher-student", "conv-readout", "conv-esd", "conv-pl-fits", "conv-mp",
+                     "conv-phases", "conv-htmp", "conv-linear"}
+BIB_KEYS = {"kothapalli2025spikes", "kothapalli2025review", "kothapalli2024code", "hodgkinson2025htmp",
+            "linearhessian2026", "martin2021implicit", "martin2021predicting", "clauset2009powerlaw",
+            "marchenko1967", "tracy1994", "baik2005phase", "dumitriu2002beta", "zhou2023tempbalance",
+            "yao2020pyhessian"}
+
+
+def _prose(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text(encoding="utf-8")
+    nb = nbformat.read(str(path), as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_conventions_page_has_exactly_the_labels_chapters_link_to():
+    labels = set(re.findall(r"^\(([\w-]+)\)=\s*$", (ROOT / "book" / "conventions.md").read_text(), re.M))
+    assert labels == CONVENTION_LABELS
+
+
+def test_bibliography_has_exactly_the_agreed_keys_and_every_cited_key_exists():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    keys = set(re.findall(r"^@\w+\{([\w-]+),", bib, re.M))
+    assert keys == BIB_KEYS
+    assert "doi" not in bib.lower() or re.findall(r"doi\s*=\s*\{([^}]*)\}", bib) == ["10.1038/s41467-021-24025-8"]
+    for page in book.pages():
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", _prose(page)):
+            unknown = {k.strip() for k in group.split(",")} - keys
+            assert not unknown, f"{page.name} cites unknown keys {unknown}"
+
+
+def test_links_to_conventions_point_at_existing_labels():
+    for page in book.pages():
+        for target in re.findall(r"\{ref\}`(?:[^`<]*<)?(conv-[\w-]+)>?`", _prose(page)):
+            assert target in CONVENTION_LABELS, f"{page.name} links to a missing label {target}"
+
+
+def test_toc_has_the_reader_pages_and_the_scoreboard_after_every_chapter():
+    stems = [p.stem for p in book.pages()]
+    assert stems[0] == "index" and {"conventions", "scoreboard", "bibliography"} <= set(stems)
+    chapters = [p.stem for p in book.chapters()]
+    assert chapters[-1] == "scoreboard"  # refresh (toc order) updates it after the chapters it reads
+
+
+@pytest.mark.slow
+def test_reader_pages_build_strictly_in_a_test_book(tmp_path):
+    """The real index, conventions, scoreboard and bibliography with one executed fixture chapter, -W."""
+    import shutil
+
+    import papermill as pm
+    import yaml
+
+    (tmp_path / "book").mkdir()
+    for name in ("index.md", "conventions.md", "bibliography.md", "references.bib", "scoreboard.ipynb"):
+        shutil.copy2(ROOT / "book" / name, tmp_path / "book" / name)
+    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
+    shutil.copytree(ROOT / "book" / "_static", tmp_path / "book" / "_static")
+    pm.execute_notebook(str(ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"),
+                        str(tmp_path / "book" / "tiny_chapter.ipynb"), cwd=str(tmp_path / "book"), progress_bar=False)
+    # The landing page's chapter table links to chapters this test book does not have.
+    index = tmp_path / "book" / "index.md"
+    missing = "|".join(p.stem for p in book.chapters() if p.stem != "scoreboard")
+    index.write_text(re.sub(rf"\[([^\]]+)\]\(({missing})\.ipynb\)", r"\1", index.read_text()))
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (tmp_path / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/index", "chapters": [
+        {"file": f"book/{f}"} for f in ("conventions", "tiny_chapter", "scoreboard", "bibliography")]}))
+    proc = subprocess.run([book.jupyter_book_command(), "build", str(tmp_path), "-W", "--keep-going", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    html = tmp_path / "_build" / "html" / "book"
+    landing = (html / "index.html").read_text()
+    assert "{glue" not in landing and "count_003" not in landing
+    row = re.search(r"Paper 003, spikes to heavy tails</p></td>(.*?)</tr>", landing, re.S).group(1)
+    assert re.findall(r'class="pasted-text">(\d+)<', row) == ["1", "1", "0", "0", "0"], row
+    board = (html / "scoreboard.html").read_text()
+    assert board.count('class="htlib-scoreboard') == 2 and 'href="tiny_chapter.html#tiny-result"' in board
+    conventions = (html / "conventions.html").read_text()
+    assert all(f'id="{label}"' in conventions for label in CONVENTION_LABELS)
+    bib = (html / "bibliography.html").read_text()
+    assert bib.count('role="doc-biblioentry"') == len(BIB_KEYS)
+    assert "??" not in (html / "tiny_chapter.html").read_text() + conventions
