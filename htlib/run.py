@@ -261,7 +261,7 @@ def run_chapter(
     return out
 
 
-def _page_config(root: Path) -> dict[str, Any]:
+def _page_config() -> dict[str, Any]:
     """The book's ``_config.yml``, adapted to render one already-executed page."""
     import yaml
 
@@ -274,8 +274,7 @@ def _page_config(root: Path) -> dict[str, Any]:
     local = sphinx.get("local_extensions") or {}
     for name, folder in local.items():
         local[name] = str((REPO_ROOT / folder).resolve())
-    if config.get("bibtex_bibfiles"):
-        config["bibtex_bibfiles"] = [Path(b).name for b in config["bibtex_bibfiles"]]
+    config.pop("bibtex_bibfiles", None)  # set by render_html once the .bib is copied beside the page
     from htlib.book import local_mathjax
 
     static = local_mathjax(REPO_ROOT)
@@ -313,7 +312,7 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
                 shutil.copy2(REPO_ROOT / "book" / extra, root / extra)
         if (root / "bibliography.md").exists():
             toc["chapters"] = [{"file": "bibliography"}]
-        config = _page_config(root)
+        config = _page_config()
         if (root / "references.bib").exists():
             config["bibtex_bibfiles"] = ["references.bib"]
         (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -183,4 +183,7 @@ def test_reader_pages_build_strictly_in_a_test_book(tmp_path):
     assert all(f'id="{label}"' in conventions for label in CONVENTION_LABELS)
     bib = (html / "bibliography.html").read_text()
     assert bib.count('role="doc-biblioentry"') == len(BIB_KEYS)
-    assert "??" not in (html / "tiny_chapter.html").read_text() + conventions
+    chapter = (html / "tiny_chapter.html").read_text()
+    assert "??" not in chapter + conventions
+    # Glued text is pasted as the chapter formatted it (myst-nb alone would print 15.0).
+    assert '<span class="pasted-text">15.000</span>' in chapter
