@@ -254,7 +254,11 @@ def run_chapter(
         print(f"\nthe run failed: {type(err).__name__}; the partial notebook is {out}", file=sys.stderr)
         raise
     if html:
-        render_html(out)
+        try:
+            render_html(out)
+        except Exception as err:
+            print(f"\nthe run succeeded ({out}) but rendering its HTML failed: {err}", file=sys.stderr)
+            raise
     print(f"executed notebook: {out}")
     if html:
         print(f"rendered HTML:     {out.with_suffix('.html')}")
