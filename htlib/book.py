@@ -90,7 +90,8 @@ def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                     del data[mime]
                 if not data:  # an image-only output: drop it entirely
                     continue
-                out["metadata"] = {}
+                # Image sizes go; glue's name stays (the scoreboard and the prose checks read it).
+                out["metadata"] = {k: v for k, v in out.get("metadata", {}).items() if k == "scrapbook"}
             kept.append(out)
         cell.outputs = kept
     return nb

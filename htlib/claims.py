@@ -179,9 +179,7 @@ def read_claims(notebook: str | Path) -> list[Claim]:
     out: list[Claim] = []
     for cell in nb.get("cells", []):
         for output in cell.get("outputs", []):
-            meta = output.get("metadata", {}).get("scrapbook", {})
-            if meta.get("name") != CLAIMS_GLUE_KEY:
-                continue
+            # The private MIME type identifies the records, with or without glue's metadata.
             for key, value in output.get("data", {}).items():
                 if key.endswith(CLAIMS_MIME):
                     payload = json.loads(value if isinstance(value, str) else "".join(value))
@@ -245,8 +243,6 @@ def _stored_chapter(notebook: Path) -> str:
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     for cell in nb.get("cells", []):
         for output in cell.get("outputs", []):
-            if output.get("metadata", {}).get("scrapbook", {}).get("name") != CLAIMS_GLUE_KEY:
-                continue
             for key, value in output.get("data", {}).items():
                 if key.endswith(CLAIMS_MIME):
                     return json.loads(value if isinstance(value, str) else "".join(value))["chapter"]

@@ -49,8 +49,21 @@ def test_strip_for_commit_drops_images_keeps_text():
     outs = out.cells[0].outputs
     assert [o.output_type for o in outs] == ["display_data", "stream"]
     assert outs[0]["data"] == {"text/plain": "<Figure size 1x1 with 1 Axes>"}
+    assert outs[0]["metadata"] == {}
     assert "papermill" not in out.metadata and "papermill" not in out.cells[0].metadata
     assert "image/png" in nb.cells[0].outputs[0]["data"]  # the input is untouched
+
+
+def test_strip_for_commit_keeps_glue_names():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("glue_text('ratio', 0.5)")
+    cell.outputs = [nbformat.v4.new_output(
+        "display_data", data={"application/papermill.record/text/plain": "0.500"},
+        metadata={"scrapbook": {"name": "ratio", "mime_prefix": "application/papermill.record/"},
+                  "image/png": {"width": 10}})]
+    nb.cells = [cell]
+    out = book.strip_for_commit(nb).cells[0].outputs[0]
+    assert out["metadata"] == {"scrapbook": {"name": "ratio", "mime_prefix": "application/papermill.record/"}}
 
 
 def _tiny_book(root: Path, value: int) -> None:
