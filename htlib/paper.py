@@ -42,9 +42,10 @@ PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
     # Paper 003 §5.3: the weight-normalized repeat of the Fig. 7 grid (n=8000, 10 steps are defaults).
     "generalization": {"weight_norm_repeat": True},
     # Paper 001, Fig. 5 protocol: SGD for 200 epochs at batch sizes 1000, 800, 250, 100.
-    # (--cifar-dir adds the CIFAR-10 MiniAlexNet setting.)
+    # (--cifar-dir adds the CIFAR-10 MiniAlexNet setting; issue 16 replaces both with its preset="paper".)
     "htmp": {"epochs": 200, "batch_sizes": [1000, 800, 250, 100]},
-    # Paper 004 §7: 10,000 full-batch GD epochs.
+    # Paper 004 §7: 10,000 full-batch GD epochs.  (At merge with issue 12's chapter, whose default is
+    # already epochs=10000 on MNIST-5k at n=5000, this becomes {"tanh_epochs": 10_000}.)
     "linear_hessian": {"epochs": 10_000},
 }
 """Per chapter (notebook stem), the parameters that turn its defaults into the paper's setting."""
