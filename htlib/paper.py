@@ -18,6 +18,7 @@ benchmarked default run (:data:`DEFAULT_MINUTES`) by :data:`WORK_SCALE`.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -167,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print("dry run: every parameter set is valid; nothing was computed")
         return 0
+    # Progress is papermill's bar over each chapter's cells; bars inside the chapters would only
+    # clutter the rendered pages of the run.
+    os.environ.setdefault("HTLIB_PROGRESS", "0")
     start = time.monotonic()
     failed = []
     for i, (path, overrides) in enumerate(todo, 1):
