@@ -153,17 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = [c for c in args.only.split(",") if c] or None
     try:
-        todo = plan(only, cifar_dir=args.cifar_dir)
+        todo = plan(only, cifar_dir=args.cifar_dir, root=REPO_ROOT)
     except run.ParameterError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     out_dir = Path(args.output_dir)
-    total = sum(estimate_minutes(p.stem) for p, _ in todo)
+    total = sum(estimate_minutes(p.stem, REPO_ROOT) for p, _ in todo)
     print(f"make paper: {len(todo)} chapter(s) into {out_dir}, then the scoreboard; estimated times on two "
           "idle cores with an empty result cache (a resumed run is faster):")
     for path, overrides in todo:
         shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "defaults are the paper's setting"
-        print(f"  {path.stem:<22} ~{_fmt_minutes(estimate_minutes(path.stem)):>9}   {shown}")
+        print(f"  {path.stem:<22} ~{_fmt_minutes(estimate_minutes(path.stem, REPO_ROOT)):>9}   {shown}")
     print(f"  {'total':<22} ~{_fmt_minutes(total):>9}")
     if args.dry_run:
         print("dry run: every parameter set is valid; nothing was computed")
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, (path, overrides) in enumerate(todo, 1):
         elapsed = (time.monotonic() - start) / 60
         print(f"\n[{i}/{len(todo)}] {path.stem} (elapsed {elapsed:.1f} min, "
-              f"this chapter ~{_fmt_minutes(estimate_minutes(path.stem))})", flush=True)
+              f"this chapter ~{_fmt_minutes(estimate_minutes(path.stem, REPO_ROOT))})", flush=True)
         try:
             run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
         except Exception as err:  # keep going: the other chapters and the scoreboard still say something

@@ -60,3 +60,28 @@ def test_a_chapter_without_an_entry_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(paper, "PAPER_OVERRIDES", {})
     with pytest.raises(run.ParameterError, match=r"chapter\(s\) \['ch'\] have no entry"):
         paper.plan(root=tmp_path)
+
+
+@pytest.mark.slow
+def test_make_paper_end_to_end_on_a_tiny_book(tmp_path, monkeypatch, capsys):
+    """Chapters rerun with their overrides, rendered, and the scoreboard of that run links to them."""
+    import shutil
+
+    (tmp_path / "book").mkdir()
+    shutil.copy2(ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb", tmp_path / "book" / "tiny_chapter.ipynb")
+    shutil.copy2(ROOT / "book" / "scoreboard.ipynb", tmp_path / "book" / "scoreboard.ipynb")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/index\nchapters:\n"
+                                       "  - file: book/tiny_chapter\n  - file: book/scoreboard\n")
+    monkeypatch.setattr(paper, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(paper, "PAPER_OVERRIDES", {"tiny_chapter": {"scale": 3.0}})
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.setenv("HTLIB_PROGRESS", "0")  # main() sets it; monkeypatch restores it afterwards
+    out = tmp_path / "runs" / "paper"
+    assert paper.main(["--output-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.index("tiny_chapter") < printed.index("[1/1] tiny_chapter") < printed.index("[scoreboard]")
+    chapter = run.output_path(tmp_path / "book" / "tiny_chapter.ipynb", {"scale": 3.0}, out)
+    assert "22.500" in chapter.with_suffix(".html").read_text()
+    (board,) = out.glob("scoreboard-*.html")
+    html = board.read_text()
+    assert f'href="{chapter.stem}.html#tiny-result"' in html and "the product exceeds ten" in html
