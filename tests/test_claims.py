@@ -123,3 +123,24 @@ def test_records_survive_the_commit_strip(tmp_path):
     out["metadata"] = {}  # even a notebook stripped by the older refresh, which dropped glue's name
     nbformat.write(stripped, str(path))
     assert cl.read_claims(path) == [_claim()] and list(cl.collect_claims([path])) == [path]
+
+
+def _chapters():
+    from htlib import book
+
+    return [p for p in book.chapters() if p.stem != "scoreboard"]
+
+
+@pytest.mark.parametrize("chapter", _chapters(), ids=lambda p: p.stem)
+def test_each_stored_claim_links_to_a_label_of_its_chapter(chapter):
+    """The scoreboard links each claim to ``section``: it must be a MyST label of that chapter."""
+    import re
+
+    records = cl.read_claims(chapter)
+    if not records:
+        pytest.skip(f"{chapter.name} has no stored claims yet (publish_claims, then make refresh)")
+    nb = nbformat.read(str(chapter), as_version=4)
+    labels = set(re.findall(r"^\(([\w:.-]+)\)=\s*$", "\n".join(c.source for c in nb.cells
+                                                                if c.cell_type == "markdown"), re.M))
+    missing = sorted({c.section for c in records if c.section and c.section not in labels})
+    assert not missing, f"{chapter.name}: claims link to labels the chapter does not define: {missing}"
