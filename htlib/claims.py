@@ -284,7 +284,7 @@ class Scoreboard:
         if self.links == "html":
             # Raw HTML: the pages of a rerun folder are not documents of one Sphinx project.
             anchor = f"#{claim.section}" if claim.section else ""
-            return f'<a href="{notebook.stem}.html{anchor}">{_html.escape(claim.where)}</a>'
+            return f'<a href="{notebook.stem}.html{anchor}">{_html.escape(claim.where).replace("|", "&#124;")}</a>'
         if claim.section:
             return f"{{ref}}`{text} <{claim.section}>`"
         return f"{{doc}}`{text} <{notebook.stem}>`"
