@@ -197,7 +197,8 @@ EXPECTED_PHASES: dict[str, dict[str, Any]] = {
     "rank1-1.1": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes", "random-like"),
                   "why": "the outlier sits 7-14 s_TW past the edge, on the 10 s_TW separation boundary "
                          "(300 x 200: 2-3 s_TW, inside the margin)"},
-    "rank1-1.4": {"label": "bulk+spikes"},
+    "rank1-1.4": {"label": "bulk+spikes", "small": ("bleeding-out",),
+                  "why_small": "at 300 x 200 the outlier is predicted 12.6 s_TW past the edge, near the 10 s_TW boundary"},
     "rank1-2.0": {"label": "bulk+spikes"},
     "rank1-4.0": {"label": "bulk+spikes"},
     "bleed": {"label": "bleeding-out", "small": ("random-like", "bleeding-out"),
@@ -213,9 +214,11 @@ EXPECTED_PHASES: dict[str, dict[str, Any]] = {
     "pareto2.5": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
     "pareto5": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
     "t2.5+spike": {"label": "heavy-tailed", "why": "a spike on top of a heavy tail: the tail decides"},
-    "profile": {"label": "bulk-decay", "undecidable": ("random-like", "bleeding-out", "bulk-decay", "heavy-tailed"),
+    "profile": {"label": "bulk-decay", "undecidable": ("bulk-decay", "heavy-tailed"),
+                "small": ("random-like", "bleeding-out"),
                 "why": "finite moments, but the MP law with a single sigma^2 does not hold: the edge is "
-                       "deformed and decays 15-25 s_TW past the fitted lambda_+, across the heavy-reach boundary"},
+                       "deformed and decays 15-25 s_TW past the fitted lambda_+, across the heavy-reach boundary",
+                "why_small": "at 300 x 200 the deformation stays within a few s_TW of the edge"},
     "zeros5": {"label": "random-like", "why": "5% zeros is below the 10% rank-collapse share; MP holds on the rest"},
     "zeros20": {"label": "rank-collapse"},
     "zeros50": {"label": "rank-collapse"},
