@@ -263,9 +263,10 @@ class PhaseCase:
 
 def run_phase_case(cfg: PhaseCase) -> dict[str, Any]:
     """Draw the case, and return its ESD of ``WᵀW/h`` (``"eigs"``) and :func:`spectra.analyze_spectrum` of
-    the raw ESD (``"report"``; the phase is scale-free, the raw ESD gives WeightWatcher's alpha)."""
+    the raw ESD (``"report"``; the phase is scale-free, the raw ESD gives WeightWatcher's alpha), and the
+    factor ``"scale" = h`` between the report's eigenvalue scale and ``"eigs"``."""
     raw = spectra.esd(labelled_matrix(cfg.name, cfg.h, cfg.d, seed=cfg.seed))
-    return {"eigs": raw / cfg.h, "report": spectra.analyze_spectrum(raw, cfg.d / cfg.h)}
+    return {"eigs": raw / cfg.h, "scale": float(cfg.h), "report": spectra.analyze_spectrum(raw, cfg.d / cfg.h)}
 
 
 def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> np.ndarray:
