@@ -795,8 +795,9 @@ class SpectrumReport:
         Number of eigenvalues ``q`` and the aspect ratio ``q/p`` given.
     n_zero : int
         Size of the zero block (:func:`zero_block`); ``zero_fraction = n_zero / n``.
-    mp : MPFit
-        The MP fit on the non-zero part (:func:`fit_mp`): ``sigma2``, ``lambda_plus``, ``tw_scale``,
+    mp : MPFit or None
+        The MP fit on the non-zero part (None only for a rank collapse that leaves fewer than 5 non-zero
+        eigenvalues) (:func:`fit_mp`): ``sigma2``, ``lambda_plus``, ``tw_scale``,
         the outliers beyond ``lambda_plus + 4 s_TW``.
     lambda_max : float
         Largest eigenvalue.
@@ -812,8 +813,9 @@ class SpectrumReport:
         Outliers attached to the bulk (the tail): ``num_outliers - num_detached``.
     tail_reach_tw : float
         Top of the attached tail beyond ``lambda_plus``, in TW widths (nan without a tail).
-    pl : PowerLawFit
-        WeightWatcher's ``PL_Alpha_KS`` fit (:func:`fit_power_law`) of the eigenvalues as given.
+    pl : PowerLawFit or None
+        WeightWatcher's ``PL_Alpha_KS`` fit (:func:`fit_power_law`) of the eigenvalues as given (None when
+        fewer than 5 eigenvalues exceed WeightWatcher's floor ``1e-5``).
     spike_pvalue : float
         :func:`top_outlier_pvalue` of the top eigenvalue under that power law (nan if undefined).
     rules : PhaseRules
@@ -825,14 +827,14 @@ class SpectrumReport:
     n: int
     gamma: float
     n_zero: int
-    mp: MPFit
+    mp: MPFit | None
     lambda_max: float
     edge_margin_tw: float
     bulk_gap_tw: float
     num_detached: int
     tail_size: int
     tail_reach_tw: float
-    pl: PowerLawFit
+    pl: PowerLawFit | None
     spike_pvalue: float
     rules: PhaseRules = PHASE_RULES
 
@@ -843,43 +845,43 @@ class SpectrumReport:
 
     @property
     def num_outliers(self) -> int:
-        """Eigenvalues beyond ``lambda_plus + 4 s_TW`` (``mp.num_spikes``)."""
-        return int(self.mp.num_spikes)
+        """Eigenvalues beyond ``lambda_plus + 4 s_TW`` (``mp.num_spikes``; 0 without an MP fit)."""
+        return int(self.mp.num_spikes) if self.mp is not None else 0
 
     @property
     def outliers(self) -> np.ndarray:
         """Those eigenvalues, ascending."""
-        return self.mp.spikes
+        return self.mp.spikes if self.mp is not None else np.zeros(0)
 
     @property
     def lambda_plus(self) -> float:
-        """Fitted MP bulk edge."""
-        return float(self.mp.lambda_plus)
+        """Fitted MP bulk edge (nan when too few non-zero eigenvalues remain to fit one)."""
+        return float(self.mp.lambda_plus) if self.mp is not None else float("nan")
 
     @property
     def bulk_edge(self) -> float:
         """Alias of :attr:`lambda_plus`."""
-        return float(self.mp.lambda_plus)
+        return self.lambda_plus
 
     @property
     def tw_scale(self) -> float:
-        """Tracy-Widom width ``s_TW`` at the fitted scale."""
-        return float(self.mp.tw_scale)
+        """Tracy-Widom width ``s_TW`` at the fitted scale (nan without an MP fit)."""
+        return float(self.mp.tw_scale) if self.mp is not None else float("nan")
 
     @property
     def alpha(self) -> float:
-        """WeightWatcher's ``PL_Alpha_KS``."""
-        return float(self.pl.alpha)
+        """WeightWatcher's ``PL_Alpha_KS`` (nan when no power law can be fitted)."""
+        return float(self.pl.alpha) if self.pl is not None else float("nan")
 
     @property
     def xmin(self) -> float:
-        """Threshold of the power-law fit."""
-        return float(self.pl.xmin)
+        """Threshold of the power-law fit (nan without one)."""
+        return float(self.pl.xmin) if self.pl is not None else float("nan")
 
     @property
     def n_tail(self) -> int:
-        """Eigenvalues in the fitted power law (``>= xmin``)."""
-        return int(self.pl.n_tail)
+        """Eigenvalues in the fitted power law (``>= xmin``; 0 without one)."""
+        return int(self.pl.n_tail) if self.pl is not None else 0
 
     @property
     def heavy_tailed(self) -> bool:
@@ -939,15 +941,23 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     if not isinstance(rules, PhaseRules):
         raise ValueError(f"rules must be a PhaseRules, got {type(rules).__name__}")
     n = x.size
-    pl = fit_power_law(x)
+    pl: PowerLawFit | None = None
+    pval = float("nan")
     try:
+        pl = fit_power_law(x)
         pval = top_outlier_pvalue(x, pl.alpha, pl.xmin)
-    except ValueError:
-        pval = float("nan")
-    nz = zero_block(x)
+    except ValueError:  # fewer than MIN_POSITIVE eigenvalues above WeightWatcher's floor, or an undefined p-value
+        pass
+    n_floor = int(np.count_nonzero(x <= x[-1] * ZERO_FLOOR))
+    nz = max(zero_block(x), n_floor)
+    lmax = float(x[-1])
+    if nz > n - MIN_POSITIVE:  # fewer non-zero eigenvalues than any fit needs: collapsed beyond measure
+        return SpectrumReport(phase="rank-collapse", reason=f"only {n - nz} non-zero eigenvalues of {n}", n=n, gamma=g,
+                              n_zero=nz, mp=None, lambda_max=lmax, edge_margin_tw=float("nan"), bulk_gap_tw=float("nan"),
+                              num_detached=0, tail_size=0, tail_reach_tw=float("nan"), pl=pl, spike_pvalue=pval,
+                              rules=rules)
     mp = fit_mp(x, g, n_zero=nz)
     tw = mp.tw_scale
-    lmax = float(x[-1])
     margin = (lmax - mp.lambda_plus) / tw
     common = dict(n=n, gamma=g, n_zero=nz, mp=mp, lambda_max=lmax, edge_margin_tw=margin, pl=pl,
                   spike_pvalue=pval, rules=rules)

@@ -297,6 +297,15 @@ def test_zero_block_finds_noise_floor_and_ignores_heavy_tops():
     assert S.zero_block(heavy) == 0
 
 
+def test_rank_three_matrix_is_rank_collapse_without_fits():
+    """Fewer non-zero eigenvalues than any fit needs: the report still labels it, with nan evidence."""
+    rng = np.random.default_rng(8)
+    e = S.esd(rng.standard_normal((300, 3)) @ rng.standard_normal((3, 200)))
+    rep = S.analyze_spectrum(e, 2 / 3)
+    assert rep.phase == "rank-collapse" and rep.n_zero == 197 and rep.mp is None
+    assert math.isnan(rep.lambda_plus) and not rep.heavy_tailed and not rep.heavy_tailed_strict
+
+
 def test_classify_phase_is_scale_free():
     e = gaussian_esd(300, 200, 13)
     assert S.classify_phase(e, 2 / 3) == S.classify_phase(1e4 * e, 2 / 3) == "random-like"
