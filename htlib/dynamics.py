@@ -409,3 +409,17 @@ def steps_to_heavy_tail(track: PhaseTrack, *, strict: bool = False) -> tuple[int
         if flag:
             return steps[i], (steps[i - 1] if i > 0 else None)
     return None, None
+
+
+_REMOVED = {
+    "HeavyTailCriterion": "the book has one heavy-tail rule: spectra.PhaseRules (thresholds) and "
+                          "SpectrumReport.heavy_tailed / .heavy_tailed_strict",
+    "HeavyTailCheck": "spectra.SpectrumReport (from dynamics.esd_report or spectra.analyze_spectrum)",
+    "heavy_tail_check": "dynamics.esd_report(eigs, h=h, d=d) (same .alpha .xmin .n_tail .spike_pvalue .heavy_tailed)",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REMOVED:
+        raise AttributeError(f"htlib.dynamics.{name} was removed; use {_REMOVED[name]}")
+    raise AttributeError(f"module 'htlib.dynamics' has no attribute {name!r}")

@@ -339,12 +339,10 @@ def phase_evidence(ax: plt.Axes, eigs: np.ndarray, report, *, scale: float = 1.0
     ax.axvline(lp + TW_MARGIN * tw, color=color(2), ls="--", lw=1.2, label=r"$\lambda_+ + 4 s_{TW}$")
     out = report.outliers / scale
     n_tail = report.tail_size
-    if out.size:
-        ax.plot(out[:n_tail], np.zeros(n_tail), "|", ms=14, mew=2, color=color(4), label="tail outliers",
-                transform=ax.get_xaxis_transform())
-        det = out[n_tail:]
-        ax.plot(det, np.zeros(det.size), "|", ms=14, mew=2, color=color(3), label="detached spikes",
-                transform=ax.get_xaxis_transform())
+    for pts, ci, lab in ((out[:n_tail], 4, "tail outliers"), (out[n_tail:], 3, "detached outliers")):
+        if pts.size:
+            ax.plot(pts, np.zeros(pts.size), "|", ms=14, mew=2, color=color(ci), label=lab,
+                    transform=ax.get_xaxis_transform())
     if report.phase == "heavy-tailed":
         power_law_line(ax, nz, report.alpha, report.xmin / scale)
     ax.set_title(title or report.phase, fontsize=11)

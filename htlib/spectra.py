@@ -927,14 +927,19 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
        **bleeding-out**: fewer (a few eigenvalues leaking just past the edge).
 
     Reliability and size.  The labels use Tracy-Widom widths, which shrink like ``p**(-2/3)``, so
-    the same matrix family is labelled more sharply as it grows.  At ``p x q = 1500 x 1000``
-    (``s_TW ~ 0.5%`` of ``lambda_plus``): Gaussian, sub-threshold and strong rank-k signals, 
-    Student-t and Pareto entries with ``mu < 4`` and zero blocks are labelled as Martin & Mahoney's
-    taxonomy says (tests/test_phases.py).  At ``300 x 200`` (``s_TW ~ 1.6%``) the same holds except
-    near the boundaries: a rank-one signal needs ``theta >~ 1.4`` to be seen as a spike, and
-    ``mu = 3`` entries give only 3-5 outliers.  Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay
-    family) is *not* separable from MP at either size: its top eigenvalue stays within the TW window,
-    so those matrices are labelled random-like, and honestly so (asymptotically they are MP).
+    the same matrix family is labelled more sharply as it grows.  From ``p x q = 1500 x 1000``
+    (``s_TW ~ 0.5%`` of ``lambda_plus``) on, the labels are reliable: Gaussian matrices, rank-one
+    signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals, Student-t and Pareto entries
+    with ``mu < 4`` (with or without a spike on top), 5/20/50% zero singular values and rank collapse
+    on a noise floor all get Martin & Mahoney's label (``tests/test_phases.py``); the boundary cases
+    are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14 widths of the edge) and edges deformed
+    by unequal variances.  At ``300 x 200`` (``s_TW ~ 1.6%``) a rank-one signal needs
+    ``theta >~ 1.4`` to count as a spike and a bleeding edge may hide inside the margin; below about
+    ``q = 200`` the labels of the weak-signal phases (bleeding-out, bulk-decay) are not reliable.
+    Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not separable from MP at either
+    size: the top eigenvalue stays within the TW window, so those matrices are labelled random-like,
+    which is also their large-size limit.  Limitation: a short tail of at most 3 outliers with one
+    strong spike on top can be read as heavy-tailed (the spacing test has little power on 2-3 points).
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
