@@ -938,8 +938,13 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     ``q = 200`` the labels of the weak-signal phases (bleeding-out, bulk-decay) are not reliable.
     Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not separable from MP at either
     size: the top eigenvalue stays within the TW window, so those matrices are labelled random-like,
-    which is also their large-size limit.  Limitation: a short tail of at most 3 outliers with one
-    strong spike on top can be read as heavy-tailed (the spacing test has little power on 2-3 points).
+    which is also their large-size limit.  Limitations: a short tail of at most 3 outliers with one
+    strong spike on top can be read as heavy-tailed (the spacing test has little power on 2-3 points);
+    and at ``N ~ 1000`` the reach cannot tell a power-law tail from a bulk edge deformed by unequal
+    variances (the "profile" family; one FB-Adam step of paper 003, whose sign update leaves a spike at
+    ~160 ``lambda_plus`` above a 36-eigenvalue continuum reaching 1.3 ``lambda_plus``): both are a
+    continuum of outliers growing out of the bulk beyond 20 widths, and both are labelled heavy-tailed.
+    ``heavy_tailed_strict`` (``PL_Alpha_KS < 4`` and the top eigenvalue absorbed) separates them.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
