@@ -106,6 +106,22 @@ def bench_esd(shapes: list[tuple[int, int]]) -> list[str]:
     return rows
 
 
+def bench_report(shapes: list[tuple[int, int]]) -> list[str]:
+    """Cost of the one spectrum report against its parts: ``analyze_spectrum`` is one ``fit_power_law`` plus
+    one ``fit_mp`` plus O(N) bookkeeping, so its time should be within a few percent of their sum."""
+    from htlib import random_matrices as R
+
+    rows = ["| shape | family | analyze_spectrum (s) | fit_power_law + fit_mp (s) | ratio |", "|---|---|---:|---:|---:|"]
+    for h, d in shapes:
+        for name in ("gaussian", "t3", "rank60"):
+            x = S.esd(R.labelled_matrix(name, h, d, seed=0))
+            t_rep = timeit(lambda: S.analyze_spectrum(x, d / h), repeats=5)
+            t_parts = timeit(lambda: (S.fit_power_law(x), S.fit_mp(x, d / h)), repeats=5)
+            rows.append(f"| {h} x {d} | {name} | {t_rep:.3g} | {t_parts:.3g} | {t_rep / t_parts:.2f} |")
+            print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N = 1000 and the small ESD only")
@@ -116,6 +132,8 @@ def main() -> None:
     print("\n".join(bench_power_law(ns, full_powerlaw_max=4096)))
     print()
     print("\n".join(bench_esd(shapes)))
+    print()
+    print("\n".join(bench_report([(1500, 1000)] if args.quick else [(1500, 1000), (4096, 4096)])))
 
 
 if __name__ == "__main__":

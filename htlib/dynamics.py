@@ -8,10 +8,10 @@ This module owns the analysis of training trajectories made by
   the spread of the off-diagonal mass, the largest (outlier) overlaps;
 - scale-free widths of an ESD, to compare runs with and without weight
   normalization;
-- the 5+1 phase, the Marchenko-Pastur bulk edge and the top eigenvalues at
-  every recorded step (the "spike movement");
-- an explicit definition of "heavy-tailed" and the first recorded step that
-  meets it (steps to heavy tail).
+- the book's one spectrum report (:func:`htlib.spectra.analyze_spectrum`) at
+  every recorded step: 5+1 phase, Marchenko-Pastur bulk edge, outliers, top
+  eigenvalues (the "spike movement") and the one heavy-tail verdict, and the
+  first recorded step that is heavy-tailed (steps to heavy tail).
 
 Conventions: ``W`` is ``h x d``; the ESD is the ascending eigenvalues of
 ``WᵀW`` (as in :class:`htlib.two_layer.Trajectory`); Marchenko-Pastur
@@ -38,11 +38,9 @@ __all__ = [
     "overlap_summary",
     "SpectrumWidth",
     "spectrum_width",
+    "esd_report",
     "PhaseTrack",
     "phase_track",
-    "HeavyTailCriterion",
-    "HeavyTailCheck",
-    "heavy_tail_check",
     "steps_to_heavy_tail",
     "top_outlier_pvalue",
 ]
@@ -273,143 +271,35 @@ def spectrum_width(eigs: Any) -> SpectrumWidth:
     )
 
 
-# ----------------------------------------------------------------------------- heavy tails
+# ----------------------------------------------------------------------------- phases and heavy tails
+
+top_outlier_pvalue = spectra.top_outlier_pvalue
 
 
-def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
-    """Probability that the largest of the tail's eigenvalues is at least as large as observed,
-    if the tail ``l >= xmin`` were i.i.d. from the fitted power law ``p(l) ~ l^(-alpha)``.
+def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHASE_RULES) -> spectra.SpectrumReport:
+    """The book's one spectrum report (:func:`htlib.spectra.analyze_spectrum`) of the raw ESD of an ``h x d`` ``W``.
 
-    With ``m`` tail eigenvalues and the observed maximum ``l_max`` it is
-    ``1 - (1 - (l_max / xmin)^(1 - alpha))^m``. A tiny value says the top
-    eigenvalue is a spike standing apart from the power-law tail.
+    ``eigs`` are the eigenvalues of ``WᵀW`` (``Trajectory.esd``); when ``d > h`` its ``d - h``
+    structural zeros are dropped first, and ``gamma = min(h, d) / max(h, d)``.  The report carries
+    the phase, the heavy-tail verdict (``.heavy_tailed``; the stricter named option
+    ``.heavy_tailed_strict``), the MP fit, the outliers and WeightWatcher's ``PL_Alpha_KS`` fit
+    (``.alpha``, ``.xmin``, ``.n_tail``, ``.spike_pvalue``).
     """
-    e = np.asarray(eigs, dtype=np.float64).ravel()
-    if not (alpha > 1):
-        raise ValueError(f"alpha must be > 1, got {alpha}")
-    if not (xmin > 0):
-        raise ValueError(f"xmin must be > 0, got {xmin}")
-    tail = e[e >= xmin]
-    if tail.size == 0:
-        raise ValueError("no eigenvalue is >= xmin")
-    m = tail.size
-    ccdf = (tail.max() / xmin) ** (1.0 - alpha)  # P(one draw >= l_max)
-    # 1 - (1 - c)^m, accurately for small c
-    return float(-math.expm1(m * math.log1p(-ccdf))) if ccdf < 1 else 1.0
-
-
-@dataclass(frozen=True)
-class HeavyTailCriterion:
-    """The book's definition of a heavy-tailed ESD.
-
-    An ESD is *heavy-tailed* when all three hold:
-
-    1. its PL_Alpha_KS is below ``alpha_max`` (Martin & Mahoney's heavy-tailed
-       range is alpha in [2, 4]; below 2 very heavy-tailed);
-    2. the fitted power-law tail holds at least ``min_tail_fraction`` of the
-       eigenvalues, so the fit describes the bulk's decay and not one spike and
-       its neighbour;
-    3. the spike is absorbed: the largest eigenvalue is not an outlier of the
-       fitted tail, i.e. :func:`top_outlier_pvalue` is at least ``spike_pvalue``.
-    """
-
-    alpha_max: float = 4.0
-    min_tail_fraction: float = 0.02
-    spike_pvalue: float = 0.01
-
-    def __post_init__(self) -> None:
-        if not (self.alpha_max > 1):
-            raise ValueError(f"alpha_max must be > 1, got {self.alpha_max}")
-        if not (0 < self.min_tail_fraction <= 1):
-            raise ValueError(f"min_tail_fraction must be in (0, 1], got {self.min_tail_fraction}")
-        if not (0 <= self.spike_pvalue < 1):
-            raise ValueError(f"spike_pvalue must be in [0, 1), got {self.spike_pvalue}")
-
-
-@dataclass(frozen=True)
-class HeavyTailCheck:
-    """The three conditions of :class:`HeavyTailCriterion` evaluated on one ESD."""
-
-    alpha: float
-    xmin: float
-    n_tail: int
-    tail_fraction: float
-    spike_pvalue: float
-    alpha_ok: bool
-    tail_ok: bool
-    spike_absorbed: bool
-
-    @property
-    def heavy_tailed(self) -> bool:
-        return self.alpha_ok and self.tail_ok and self.spike_absorbed
-
-
-def heavy_tail_check(eigs: Any, criterion: HeavyTailCriterion = HeavyTailCriterion()) -> HeavyTailCheck:
-    """Evaluate :class:`HeavyTailCriterion` on an ESD (PL fit by :func:`htlib.spectra.fit_power_law`)."""
-    e = np.asarray(eigs, dtype=np.float64).ravel()
-    if e.size < 3 or not np.all(np.isfinite(e)):
-        raise ValueError("eigs must hold at least 3 finite eigenvalues")
-    fit = spectra.fit_power_law(e)
-    alpha, xmin, n_tail = float(fit.alpha), float(fit.xmin), int(fit.n_tail)
-    frac = n_tail / e.size
-    if np.isfinite(alpha) and alpha > 1 and xmin > 0:
-        p = top_outlier_pvalue(e, alpha, xmin)
-    else:
-        p = float("nan")
-    return HeavyTailCheck(
-        alpha=alpha,
-        xmin=xmin,
-        n_tail=n_tail,
-        tail_fraction=frac,
-        spike_pvalue=p,
-        alpha_ok=bool(np.isfinite(alpha) and alpha < criterion.alpha_max),
-        tail_ok=bool(frac >= criterion.min_tail_fraction),
-        spike_absorbed=bool(np.isfinite(p) and p >= criterion.spike_pvalue),
-    )
-
-
-def steps_to_heavy_tail(
-    steps: Sequence[int], esds: Sequence[Any], criterion: HeavyTailCriterion = HeavyTailCriterion()
-) -> tuple[int | None, int | None]:
-    """First recorded step whose ESD is heavy-tailed, with the recorded step before it.
-
-    Parameters
-    ----------
-    steps
-        Recorded step indices, increasing (``Trajectory.steps``).
-    esds
-        The ESD at each recorded step (``Trajectory.esd``).
-    criterion
-        The definition of heavy-tailed.
-
-    Returns
-    -------
-    (first, previous)
-        ``first`` is the first recorded step that is heavy-tailed (``None`` if
-        none is); the true first step lies in ``(previous, first]``, where
-        ``previous`` is the recorded step before ``first`` (``None`` if ``first``
-        is the first record).
-    """
-    steps = [int(s) for s in steps]
-    if len(steps) != len(esds):
-        raise ValueError(f"steps and esds must have the same length, got {len(steps)} and {len(esds)}")
-    if any(b <= a for a, b in zip(steps, steps[1:])):
-        raise ValueError("steps must be strictly increasing")
-    for i, (s, e) in enumerate(zip(steps, esds)):
-        if heavy_tail_check(e, criterion).heavy_tailed:
-            return s, (steps[i - 1] if i > 0 else None)
-    return None, None
-
-
-# ----------------------------------------------------------------------------- phase tracking
+    if int(h) < 1 or int(d) < 1:
+        raise ValueError(f"h and d must be >= 1, got h={h}, d={d}")
+    e = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
+    p, q = max(int(h), int(d)), min(int(h), int(d))
+    if e.size not in (q, int(d)):
+        raise ValueError(f"eigs must hold min(h, d) = {q} or d = {d} eigenvalues, got {e.size}")
+    return spectra.analyze_spectrum(e[-q:], q / p, rules=rules)
 
 
 @dataclass(frozen=True)
 class PhaseTrack:
-    """Spectral state of a trajectory at every recorded step.
+    """Spectral state of a trajectory at every recorded step, all from one report per step.
 
-    Eigenvalues are those of ``WᵀW / p`` with ``p = max(h, d)`` (Marchenko-Pastur
-    scale; ``W0`` has its bulk in ``[(1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2]``).
+    Eigenvalues are those of ``WᵀW / p`` with ``p = max(h, d)`` (Marchenko-Pastur scale; ``W0``
+    has its bulk in ``[(1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2]``).
 
     Attributes
     ----------
@@ -418,13 +308,17 @@ class PhaseTrack:
     top : (T, n_top) ndarray
         The ``n_top`` largest eigenvalues, descending.
     bulk_edge : (T,) ndarray
-        Upper edge ``lambda_plus`` of the Marchenko-Pastur fit (:func:`htlib.spectra.fit_mp`).
+        Fitted MP edge ``lambda_plus`` (on the non-zero part).
     num_spikes : (T,) int ndarray
+        Outliers beyond ``lambda_plus + 4 s_TW``.
     phase : tuple of str
-        :func:`htlib.spectra.classify_phase` at every step.
+        The 5+1 phase at every step.
     alpha_ks, alpha_hill : (T,) ndarrays
-    heavy_tailed : (T,) bool ndarray
-        :class:`HeavyTailCriterion` at every step.
+        WeightWatcher's ``PL_Alpha_KS`` and ``PL_Alpha_Hill``.
+    heavy_tailed, heavy_tailed_strict : (T,) bool ndarrays
+        The book's heavy-tail verdict (phase is heavy-tailed) and its stricter named option.
+    reports : tuple of SpectrumReport
+        The reports everything above is read from.
     """
 
     steps: np.ndarray
@@ -436,6 +330,8 @@ class PhaseTrack:
     alpha_ks: np.ndarray
     alpha_hill: np.ndarray
     heavy_tailed: np.ndarray
+    heavy_tailed_strict: np.ndarray
+    reports: tuple[Any, ...]
 
 
 def phase_track(
@@ -445,9 +341,9 @@ def phase_track(
     h: int,
     d: int,
     n_top: int = 3,
-    criterion: HeavyTailCriterion = HeavyTailCriterion(),
+    rules: spectra.PhaseRules = spectra.PHASE_RULES,
 ) -> PhaseTrack:
-    """Top eigenvalues, MP bulk edge, spikes, phase, alphas and the heavy-tail test at every record.
+    """One :func:`esd_report` per recorded step, and the arrays a phase plot needs.
 
     Parameters
     ----------
@@ -457,6 +353,8 @@ def phase_track(
         Shape of ``W`` (``h x d``), for the Marchenko-Pastur scale and ratio.
     n_top
         Number of top eigenvalues kept, ``>= 1``.
+    rules
+        The phase thresholds (:class:`htlib.spectra.PhaseRules`).
     """
     if h < 1 or d < 1:
         raise ValueError(f"h and d must be >= 1, got h={h}, d={d}")
@@ -465,28 +363,63 @@ def phase_track(
     if len(steps) != len(esds):
         raise ValueError(f"steps and esds must have the same length, got {len(steps)} and {len(esds)}")
     p, q = max(h, d), min(h, d)
-    gamma = q / p
-    top, edge, spikes, phases, a_ks, a_hill, ht = [], [], [], [], [], [], []
+    reports = tuple(esd_report(e, h=h, d=d, rules=rules) for e in esds)
+    top, hill = [], []
     for e in esds:
-        e = np.sort(np.asarray(e, dtype=np.float64).ravel())[-q:] / p  # drop structural zeros when d > h
-        mp = spectra.fit_mp(e, gamma)
-        check = heavy_tail_check(e, criterion)
+        e = np.sort(np.asarray(e, dtype=np.float64).ravel())[-q:] / p
         t = e[::-1][:n_top]
         top.append(np.pad(t, (0, n_top - t.size), constant_values=np.nan))
-        edge.append(float(mp.lambda_plus))
-        spikes.append(int(mp.num_spikes))
-        phases.append(str(spectra.classify_phase(e, gamma)))
-        a_ks.append(check.alpha)
-        a_hill.append(float(spectra.alpha_hill(e)))
-        ht.append(check.heavy_tailed)
+        hill.append(float(spectra.alpha_hill(e)))
     return PhaseTrack(
         steps=np.asarray(steps, dtype=np.int64),
-        gamma=gamma,
+        gamma=q / p,
         top=np.asarray(top),
-        bulk_edge=np.asarray(edge),
-        num_spikes=np.asarray(spikes, dtype=np.int64),
-        phase=tuple(phases),
-        alpha_ks=np.asarray(a_ks),
-        alpha_hill=np.asarray(a_hill),
-        heavy_tailed=np.asarray(ht, dtype=bool),
+        bulk_edge=np.asarray([r.lambda_plus / p for r in reports]),
+        num_spikes=np.asarray([r.num_outliers for r in reports], dtype=np.int64),
+        phase=tuple(r.phase for r in reports),
+        alpha_ks=np.asarray([r.alpha for r in reports]),
+        alpha_hill=np.asarray(hill),
+        heavy_tailed=np.asarray([r.heavy_tailed for r in reports], dtype=bool),
+        heavy_tailed_strict=np.asarray([r.heavy_tailed_strict for r in reports], dtype=bool),
+        reports=reports,
     )
+
+
+def steps_to_heavy_tail(track: PhaseTrack, *, strict: bool = False) -> tuple[int | None, int | None]:
+    """First recorded step whose ESD is heavy-tailed, with the recorded step before it.
+
+    Parameters
+    ----------
+    track
+        A :class:`PhaseTrack` (:func:`phase_track`): the same reports the phase plots use.
+    strict
+        Use the stricter named option ``heavy_tailed_strict`` instead of the book's verdict.
+
+    Returns
+    -------
+    (first, previous)
+        ``first`` is the first recorded heavy-tailed step (``None`` if none is); the true first
+        step lies in ``(previous, first]`` (``previous`` is ``None`` when ``first`` is the first record).
+    """
+    if not isinstance(track, PhaseTrack):
+        raise ValueError(f"track must be a PhaseTrack (from phase_track), got {type(track).__name__}")
+    flags = track.heavy_tailed_strict if strict else track.heavy_tailed
+    steps = [int(s) for s in track.steps]
+    for i, flag in enumerate(flags):
+        if flag:
+            return steps[i], (steps[i - 1] if i > 0 else None)
+    return None, None
+
+
+_REMOVED = {
+    "HeavyTailCriterion": "the book has one heavy-tail rule: spectra.PhaseRules (thresholds) and "
+                          "SpectrumReport.heavy_tailed / .heavy_tailed_strict",
+    "HeavyTailCheck": "spectra.SpectrumReport (from dynamics.esd_report or spectra.analyze_spectrum)",
+    "heavy_tail_check": "dynamics.esd_report(eigs, h=h, d=d) (same .alpha .xmin .n_tail .spike_pvalue .heavy_tailed)",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REMOVED:
+        raise AttributeError(f"htlib.dynamics.{name} was removed; use {_REMOVED[name]}")
+    raise AttributeError(f"module 'htlib.dynamics' has no attribute {name!r}")

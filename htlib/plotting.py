@@ -28,6 +28,7 @@ __all__ = [
     "metric_grid_panels",
     "phase_strip",
     "mp_overlay",
+    "phase_evidence",
 ]
 
 PALETTE: list[tuple[float, float, float]] = sns.color_palette("colorblind", 10)
@@ -313,4 +314,37 @@ def mp_overlay(
             label=label or rf"MP, $\sigma^2$={sigma2:.3g}")
     if edge:
         ax.axvline(hi, color=color(color_index), ls=":", lw=1.2)
+    return ax
+
+
+def phase_evidence(ax: plt.Axes, eigs: np.ndarray, report, *, scale: float = 1.0, bins: int = 80,
+                   log: bool | None = None, title: str | None = None) -> plt.Axes:
+    """Draw the evidence of a :class:`htlib.spectra.SpectrumReport` on its ESD.
+
+    The non-zero part of ``eigs`` (the spectrum the report was computed on, divided by ``scale``) as a
+    density histogram, the fitted MP density with its edge ``lambda_plus`` (dotted), the outlier
+    threshold ``lambda_plus + 4 s_TW`` (dashed), the outliers as ticks on the axis (attached tail and
+    detached spikes in two colours) and, for a heavy tail, the power-law fit.  ``log`` defaults to a
+    log-log view when the top eigenvalue exceeds ``3 lambda_plus``.
+    """
+    from htlib.spectra import TW_MARGIN
+
+    e = np.sort(np.asarray(eigs, dtype=np.float64))
+    nz = e[report.n_zero:]
+    lp, tw = report.lambda_plus / scale, report.tw_scale / scale
+    if log is None:
+        log = bool(report.lambda_max > 3.0 * report.lambda_plus)
+    esd_hist(ax, nz, bins=bins, log=log, label="ESD, non-zero part")
+    mp_overlay(ax, report.mp.gamma_fit, report.mp.sigma2 / scale)
+    ax.axvline(lp + TW_MARGIN * tw, color=color(2), ls="--", lw=1.2, label=r"$\lambda_+ + 4 s_{TW}$")
+    out = report.outliers / scale
+    n_tail = report.tail_size
+    for pts, ci, lab in ((out[:n_tail], 4, "tail outliers"), (out[n_tail:], 3, "detached outliers")):
+        if pts.size:
+            ax.plot(pts, np.zeros(pts.size), "|", ms=14, mew=2, color=color(ci), label=lab,
+                    transform=ax.get_xaxis_transform())
+    if report.phase == "heavy-tailed":
+        power_law_line(ax, nz, report.alpha, report.xmin / scale)
+    ax.set_title(title or report.phase, fontsize=11)
+    ax.legend(loc="upper right", fontsize=8)
     return ax

@@ -1,15 +1,19 @@
 """Weight-matrix spectra: ESDs, power-law fits, the Marchenko-Pastur law, spikes and the 5+1 phases.
 
-This module owns every spectral measurement of the book (conventions: REFERENCE §B):
+This module owns every spectral measurement of the book :
 
 - :func:`esd` -- the eigenvalues of ``WᵀW`` (squared singular values) in float64;
 - :func:`mp_edges`, :func:`mp_density`, :func:`mp_cdf`, :func:`ks_distance_mp` -- the
   Marchenko-Pastur (MP) law of ``WᵀW/p`` for a ``p x q`` matrix, ``gamma = q/p <= 1``;
-- :func:`fit_mp` -- fitted MP scale, bulk edge and the spikes beyond a Tracy-Widom margin;
+- :func:`zero_block` and :func:`fit_mp` -- the zero mass, and the MP scale, bulk edge and outliers
+  beyond a Tracy-Widom margin fitted on the non-zero part;
 - :func:`alpha_hill` and :func:`fit_power_law` -- WeightWatcher's ``PL_Alpha_Hill`` and
   ``PL_Alpha_KS`` (the "WWFit" Clauset-Shalizi-Newman scan, vectorized over all ``xmin``);
-- :func:`layer_metrics` -- the per-layer values under their WeightWatcher names;
-- :func:`classify_phase` -- the 5+1 phases of Martin & Mahoney (JMLR 2021) by explicit rules;
+- :func:`analyze_spectrum` -- the one spectrum report (:class:`SpectrumReport`): MP fit, Tracy-Widom
+  margin, outliers, tail, zero mass, the 5+1 phase of Martin & Mahoney (JMLR 2021) and the book's
+  one heavy-tail verdict; :func:`classify_phase` returns its label;
+- :func:`layer_metrics` -- per-layer values from that report (WeightWatcher names only where the
+  definitions are WeightWatcher's);
 - :func:`overlaps`, :func:`kernel_target_alignment`, :func:`top_alignment` -- alignments.
 
 Every function accepts NumPy arrays or torch tensors and returns float64 NumPy arrays or
@@ -31,6 +35,9 @@ __all__ = [
     "PHASES",
     "MPFit",
     "PowerLawFit",
+    "PhaseRules",
+    "PHASE_RULES",
+    "SpectrumReport",
     "esd",
     "mp_edges",
     "mp_density",
@@ -38,17 +45,16 @@ __all__ = [
     "mp_quantile",
     "ks_distance_mp",
     "tracy_widom_scale",
+    "zero_block",
     "fit_mp",
     "alpha_hill",
     "fit_power_law",
+    "top_outlier_pvalue",
+    "analyze_spectrum",
+    "classify_phase",
     "layer_metrics",
     "metrics_from_esd",
-    "PhaseTrial",
-    "run_phase_trial",
-    "classify_phase",
-    "phase_diagnostics",
-    "phase_example",
-    "PHASE_EXAMPLES",
+    "report_metrics",
     "overlaps",
     "kernel_target_alignment",
     "top_alignment",
@@ -287,13 +293,17 @@ class MPFit:
     sigma2 : float
         Fitted entry variance (the MP scale).
     lambda_plus, lambda_minus : float
-        MP bulk edges for the fitted ``sigma2``.
+        MP bulk edges for the fitted ``sigma2`` and the ratio ``gamma_fit``.
     num_spikes : int
-        Number of eigenvalues above ``lambda_plus + TW_MARGIN * tw_scale``.
+        Number of eigenvalues above ``lambda_plus + TW_MARGIN * tw_scale`` (the outliers).
     spikes : np.ndarray
         Those eigenvalues, ascending.
     tw_scale : float
         Tracy-Widom scale ``s_TW`` used for the margin.
+    n_zero : int
+        Eigenvalues of the zero block (:func:`zero_block`) left out of the fit.
+    gamma_fit : float
+        Ratio of the non-zero part, ``gamma * (N - n_zero) / N``: the MP law the fit uses.
     """
 
     sigma2: float
@@ -302,6 +312,8 @@ class MPFit:
     num_spikes: int
     spikes: np.ndarray
     tw_scale: float = 0.0
+    n_zero: int = 0
+    gamma_fit: float = float("nan")
 
     @property
     def threshold(self) -> float:
@@ -309,40 +321,87 @@ class MPFit:
         return self.lambda_plus + TW_MARGIN * self.tw_scale
 
 
-def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20) -> MPFit:
-    """Fit the MP scale ``sigma2`` to a spectrum and count the spikes beyond its edge.
+ZERO_FLOOR = 1e-13
+"""Eigenvalues below ``ZERO_FLOOR * lambda_max`` are numerically zero: the float64 Gram eigensolver
+of :func:`esd` is accurate to about ``1e-16 * lambda_max``, so nothing below this is resolved."""
+
+ZERO_GAP_DECADES = 2.0
+"""Zero-block rule: a jump of at least two decades between consecutive eigenvalues.  Inside any
+continuous spectrum of a few hundred points consecutive ratios stay far below 100 (an MP bulk with
+``gamma <= 0.9`` spans only about three decades in all); a hundredfold jump separates a block of
+(numerical) zeros or a noise floor from the rest."""
+
+ZERO_MIN_ABOVE = 0.01
+"""The jump must leave at least ``max(MIN_POSITIVE, 1% of N)`` eigenvalues above it: the top few
+eigenvalues of a very heavy tail can be a hundredfold apart, and are not a zero block."""
+
+
+def zero_block(eigs: Any) -> int:
+    """Number of (numerical) zero eigenvalues: those below the highest jump of ``>= ZERO_GAP_DECADES``
+    decades between consecutive eigenvalues that leaves ``>= max(MIN_POSITIVE, 1% of N)`` above it.
+
+    Eigenvalues below ``ZERO_FLOOR * lambda_max`` are treated as equal (exact zeros and round-off),
+    so a block of exact zeros, of round-off zeros, or a small noise floor (rank collapse with
+    noise) are all found by the same scale-free jump.  Returns 0 when there is no such jump.
+    """
+    x = _check_eigs(eigs, min_positive=1)
+    n = x.size
+    top = x[-1]
+    y = np.log10(np.maximum(x, top * ZERO_FLOOR))
+    max_block = n - max(MIN_POSITIVE, math.ceil(ZERO_MIN_ABOVE * n))
+    if max_block < 1:
+        return 0
+    jumps = np.diff(y)[:max_block]  # jumps[i] lies between x[i] and x[i+1]: block size i + 1
+    big = np.flatnonzero(jumps >= ZERO_GAP_DECADES)
+    return int(big[-1] + 1) if big.size else 0
+
+
+def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = None) -> MPFit:
+    """Fit the MP scale ``sigma2`` to the non-zero part of a spectrum and count the outliers.
 
     Rule (robust to spikes and tails, exact in the large-N limit for pure noise):
 
+    0. The zero block (``n_zero`` eigenvalues, :func:`zero_block` unless given) is left out: the
+       non-zero part of a ``p x q`` matrix with ``n_zero`` dead directions follows MP with the ratio
+       ``gamma_fit = gamma (q - n_zero) / q`` (``p = q / gamma`` is unchanged).  Zeros would
+       otherwise drag the median down and the edge with it.
     1. ``sigma2`` is fitted by matching the median of the bulk to the MP median,
-       ``sigma2 = median(bulk) / m(gamma)``, where ``m(gamma)`` is the median of MP(gamma, 1).
-    2. The bulk edge is ``lambda_plus = sigma2 (1 + sqrt(gamma))**2``.
-    3. Spikes are the eigenvalues above ``lambda_plus + TW_MARGIN * s_TW`` with ``TW_MARGIN = 4``
-       and the Tracy-Widom scale ``s_TW`` of :func:`tracy_widom_scale` for ``q = len(eigs)``,
-       ``p = q / gamma`` (``P(TW1 > 4)`` is below ``1e-3``: pure noise almost never shows a spike).
-    4. The bulk is the spectrum without the spikes; steps 1-3 repeat until the spike count stops
-       changing (at most ``max_iter`` times).
+       ``sigma2 = median(bulk) / m(gamma_fit)``, where ``m`` is the median of MP(gamma_fit, 1).
+    2. The bulk edge is ``lambda_plus = sigma2 (1 + sqrt(gamma_fit))**2``.
+    3. Outliers ("spikes") are the eigenvalues above ``lambda_plus + TW_MARGIN * s_TW`` with
+       ``TW_MARGIN = 4`` and the Tracy-Widom scale ``s_TW`` of :func:`tracy_widom_scale` for
+       ``(p, q - n_zero)`` (``P(TW1 > 4)`` is below ``1e-3``: pure noise almost never shows one).
+    4. The bulk is the non-zero spectrum without the outliers; steps 1-3 repeat until the count
+       stops changing (at most ``max_iter`` times).
 
     Parameters
     ----------
     eigs : array_like
         Eigenvalues of ``WᵀW/p`` (any overall scale; ``sigma2`` absorbs it).
     gamma : float
-        Aspect ratio ``q/p`` in (0, 1].
+        Aspect ratio ``q/p`` in (0, 1], ``q = len(eigs)``.
+    n_zero : int, optional
+        Size of the zero block; detected by :func:`zero_block` when omitted.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
+    nz = zero_block(x) if n_zero is None else int(n_zero)
+    if not (0 <= nz <= x.size - MIN_POSITIVE):
+        raise ValueError(f"n_zero must be in [0, len(eigs) - {MIN_POSITIVE}], got {n_zero!r}")
+    q_all = float(x.size)
+    p = q_all / g
+    x = x[nz:]
     q = float(x.size)
-    p = q / g
-    med_unit = _mp_quantile_unit(0.5, g)
+    g_fit = q / p
+    med_unit = _mp_quantile_unit(0.5, g_fit)
     n_bulk = x.size
     for _ in range(int(max_iter)):
         sigma2 = float(np.median(x[:n_bulk])) / med_unit
         if sigma2 <= 0.0:
-            raise ValueError("eigs: the median eigenvalue is 0; fit_mp needs a bulk (rank-collapsed spectrum?)")
-        lo, hi = mp_edges(g, sigma2)
+            raise ValueError("eigs: the median non-zero eigenvalue is 0; fit_mp needs a bulk")
+        lo, hi = mp_edges(g_fit, sigma2)
         tw = tracy_widom_scale(p, q, sigma2)
         new_bulk = int(np.searchsorted(x, hi + TW_MARGIN * tw, side="right"))
         if new_bulk == n_bulk:
@@ -350,14 +409,14 @@ def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20) -> MPFit:
         n_bulk = max(new_bulk, 1)
     spikes = x[n_bulk:].copy()
     return MPFit(sigma2=sigma2, lambda_plus=hi, lambda_minus=lo, num_spikes=int(spikes.size), spikes=spikes,
-                 tw_scale=tw)
+                 tw_scale=tw, n_zero=nz, gamma_fit=g_fit)
 
 
 # --------------------------------------------------------------------------- power laws
 
 
 def alpha_hill(eigs: Any) -> float:
-    """``PL_Alpha_Hill``: the Hill estimator at the median threshold (REFERENCE §B).
+    """``PL_Alpha_Hill``: the Hill estimator at the median threshold (TempBalance convention, Zhou et al. 2023).
 
     With eigenvalues ascending and ``i = floor(N/2)``, ``m = N - i``:
     ``alpha = 1 + m / sum_{j >= i} ln(l_j / l_i)``.  Zeros are kept (as in the paper's code),
@@ -521,7 +580,7 @@ def _ks_scan_full(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = None) -> PowerLawFit:
-    """Power-law tail fit of a spectrum, WeightWatcher's "WWFit" (``PL_Alpha_KS``), REFERENCE §B.
+    """Power-law tail fit of a spectrum, WeightWatcher's "WWFit" (``PL_Alpha_KS``), Clauset, Shalizi & Newman (2009).
 
     Eigenvalues ``<= 1e-5`` are dropped first (as WeightWatcher does), and those ``> xmax`` when
     ``xmax`` is given.  With ``x_0 <= ... <= x_{N-1}`` left, for every candidate ``i = 0..N-2``
@@ -594,153 +653,384 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
 # --------------------------------------------------------------------------- phases
 
 
-ZERO_GAP_DECADES = 6.0
-"""Rank-collapse rule: a jump of at least this many decades between consecutive eigenvalues."""
+@dataclass(frozen=True)
+class PhaseRules:
+    """The thresholds of :func:`analyze_spectrum`, each with its reason.
 
-COLLAPSE_FRACTION = 0.10
-"""Rank-collapse rule: at least this share of the eigenvalues lies below that jump."""
+    Attributes
+    ----------
+    collapse_fraction : float
+        Rank collapse: at least this share of the eigenvalues is in the zero block (default 10%).
+        A few dead directions (a few percent of zero singular values) leave an MP bulk on the
+        rest and are reported as ``zero_fraction``; Martin & Mahoney's rank collapse is a
+        *significant* mass at zero.
+    separation_tw : float
+        Spikes versus tail: the outliers are detached from the bulk when the lowest of them lies at
+        least this many Tracy-Widom widths above the largest bulk eigenvalue (default 10).  The
+        edge of a finite bulk is smeared over a few TW widths (``P(TW1 > 4) < 1e-3``, and the
+        median-fitted edge carries an error of about one width at ``N ~ 1000``); a tail growing out of
+        the bulk leaves no gap of that size (measured: at most about 5 widths for Student-t and
+        Pareto entries), while a spike at 10 widths has left the edge for good.
+    heavy_reach_tw : float
+        Heavy tail versus a decaying edge: a tail attached to the bulk is heavy when its top
+        eigenvalue lies at least this many TW widths beyond ``lambda_plus`` (default 20).  For
+        entries with a finite fourth moment (tail index ``mu > 4``) the top eigenvalue stays within
+        a few widths of the edge at every size (Tracy-Widom); for ``mu < 4`` it grows like
+        ``N**(4/mu - 1)`` relative to the edge, i.e. ever more widths beyond it.
+    decay_min : int
+        A tail attached to the bulk but short of ``heavy_reach_tw`` is *bulk-decay* when it holds at
+        least ``max(decay_min, decay_fraction * N)`` eigenvalues (default 5 and 0.5%), and
+        *bleeding-out* when fewer: a few eigenvalues leaking past the edge is O(1) in ``N``, a
+        decaying edge is a fixed share of the spectrum.
+    decay_fraction : float
+        See ``decay_min``.
+    renyi_pvalue : float
+        Spikes on top of a tail: the top outliers are detached spikes when the spacing test of
+        Renyi's representation rejects a continuous power-law tail at this level (default 0.01,
+        Bonferroni-corrected over the split points: one continuous tail in a hundred loses its top).
+    strict_alpha : float
+        The stricter, named option ``heavy_tailed_strict`` also asks for Martin & Mahoney's
+        heavy-tailed range of WeightWatcher's ``PL_Alpha_KS``, ``alpha < strict_alpha`` (default 4) ...
+    strict_pvalue : float
+        ... and for the top eigenvalue to belong to the fitted power law (``spike_pvalue >= 0.01``).
+    """
 
-FEW_SPIKES_FRACTION = 0.01
-"""At most ``max(3, 1% of N)`` eigenvalues beyond the MP edge count as isolated spikes."""
+    collapse_fraction: float = 0.10
+    separation_tw: float = 10.0
+    heavy_reach_tw: float = 20.0
+    decay_min: int = 5
+    decay_fraction: float = 0.005
+    renyi_pvalue: float = 0.01
+    strict_alpha: float = 4.0
+    strict_pvalue: float = 0.01
 
-HEAVY_FRACTION = 0.05
-"""Heavy-tailed rule: at least 5% of the eigenvalues lie beyond the MP edge ..."""
+    def __post_init__(self) -> None:
+        checks = {
+            "collapse_fraction": 0.0 < self.collapse_fraction <= 1.0,
+            "separation_tw": self.separation_tw > TW_MARGIN,
+            "heavy_reach_tw": self.heavy_reach_tw >= self.separation_tw,
+            "decay_min": isinstance(self.decay_min, (int, np.integer)) and self.decay_min >= 1,
+            "decay_fraction": 0.0 <= self.decay_fraction < 1.0,
+            "renyi_pvalue": 0.0 < self.renyi_pvalue < 1.0,
+            "strict_alpha": self.strict_alpha > 1.0,
+            "strict_pvalue": 0.0 <= self.strict_pvalue < 1.0,
+        }
+        allowed = {
+            "collapse_fraction": "in (0, 1]", "separation_tw": f"> TW_MARGIN = {TW_MARGIN}",
+            "heavy_reach_tw": ">= separation_tw", "decay_min": "an integer >= 1",
+            "decay_fraction": "in [0, 1)", "renyi_pvalue": "in (0, 1)", "strict_alpha": "> 1",
+            "strict_pvalue": "in [0, 1)",
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"PhaseRules.{name} must be {allowed[name]}, got {getattr(self, name)!r}")
 
-HEAVY_ALPHA = 4.0
-"""... and the power-law tail is steep enough: ``PL_Alpha_KS < 4``."""
 
-SEPARATION = 0.2
-"""A spike is separated from the bulk when it exceeds ``(1 + SEPARATION) * lambda_plus``."""
+PHASE_RULES = PhaseRules()
+"""The book's rules (the defaults of :class:`PhaseRules`)."""
 
 
-def _zero_block(x: np.ndarray) -> int:
-    """Number of eigenvalues below the highest jump of >= ``ZERO_GAP_DECADES`` decades (0 if none)."""
-    top = x[-1]
-    logs = np.log10(np.maximum(x, top * 1e-300))
-    jumps = np.flatnonzero(np.diff(logs) >= ZERO_GAP_DECADES)
-    return int(jumps[-1] + 1) if jumps.size else 0
+def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
+    """Probability that the largest of the tail's eigenvalues is at least as large as observed,
+    if the tail ``l >= xmin`` were i.i.d. from the fitted power law ``p(l) ~ l^(-alpha)``.
+
+    With ``m`` tail eigenvalues and the observed maximum ``l_max`` it is
+    ``1 - (1 - (l_max / xmin)^(1 - alpha))^m``.  A tiny value says the top eigenvalue is a spike
+    standing apart from the power-law tail.
+    """
+    e = np.asarray(eigs, dtype=np.float64).ravel()
+    if not (alpha > 1):
+        raise ValueError(f"alpha must be > 1, got {alpha}")
+    if not (xmin > 0):
+        raise ValueError(f"xmin must be > 0, got {xmin}")
+    tail = e[e >= xmin]
+    if tail.size == 0:
+        raise ValueError("no eigenvalue is >= xmin")
+    m = tail.size
+    ccdf = (tail.max() / xmin) ** (1.0 - alpha)
+    return float(-math.expm1(m * math.log1p(-ccdf))) if ccdf < 1 else 1.0
 
 
-def phase_diagnostics(eigs: Any, gamma: float) -> dict[str, Any]:
-    """The quantities :func:`classify_phase` decides on, with the label (for reports and the book).
+def _renyi_detached(outliers: np.ndarray, edge: float, pvalue: float) -> int:
+    """Number of top outliers that stand apart from the rest of an attached tail (0 if none).
 
-    Returns a dict with ``n``, ``n_zero`` (eigenvalues below a >= 6-decade jump),
-    ``num_spikes`` and ``lambda_plus`` (from :func:`fit_mp`), ``frac_out = num_spikes / n``,
-    ``max_over_edge = lambda_max / lambda_plus``, ``alpha`` (``PL_Alpha_KS``) and ``phase``.
+    With the outliers ``o_1 < ... < o_k`` above the edge ``o_0 = lambda_plus``, the gap below the
+    top ``m`` points has the rank-weighted log spacing ``E = m log(o_{k-m+1} / o_{k-m})``.  For a
+    power-law tail the weighted spacings are i.i.d. exponential (Renyi's representation), so the
+    ratio of ``E`` to the mean of the ``k - m`` weighted spacings below it is F(2, 2(k - m))
+    distributed, with tail ``P(F > t) = (1 + t / (k - m))**(-(k - m))``.  The smallest of these
+    p-values over ``m = 1..k-1``, times ``k - 1`` (Bonferroni), below ``pvalue`` marks the top ``m``
+    as detached spikes.
+    """
+    k = outliers.size
+    if k < 2:
+        return 0
+    y = np.log(np.concatenate(([edge], outliers)))
+    E = (k - np.arange(k)) * np.diff(y)  # E[i-1]: weighted spacing below o_i, i = 1..k
+    cum = np.cumsum(E)
+    best_p, best_m = 1.0, 0
+    for m in range(1, k):
+        n_low = k - m
+        lower = cum[n_low - 1] / n_low
+        if lower <= 0.0:
+            continue
+        t = E[n_low] / lower
+        p = (1.0 + t / n_low) ** (-n_low)
+        if p < best_p:
+            best_p, best_m = p, m
+    return best_m if best_p * (k - 1) < pvalue else 0
+
+
+@dataclass(frozen=True)
+class SpectrumReport:
+    """Everything :func:`analyze_spectrum` measured on one ESD, and the phase it concludes.
+
+    Attributes
+    ----------
+    phase : str
+        One of :data:`PHASES`.
+    reason : str
+        The rule that decided, in words with its numbers.
+    n, gamma : int, float
+        Number of eigenvalues ``q`` and the aspect ratio ``q/p`` given.
+    n_zero : int
+        Size of the zero block (:func:`zero_block`); ``zero_fraction = n_zero / n``.
+    mp : MPFit or None
+        The MP fit on the non-zero part (None only for a rank collapse that leaves fewer than 5 non-zero
+        eigenvalues) (:func:`fit_mp`): ``sigma2``, ``lambda_plus``, ``tw_scale``,
+        the outliers beyond ``lambda_plus + 4 s_TW``.
+    lambda_max : float
+        Largest eigenvalue.
+    edge_margin_tw : float
+        ``(lambda_max - lambda_plus) / s_TW``: where the top eigenvalue sits, in Tracy-Widom widths.
+    bulk_gap_tw : float
+        Gap between the largest bulk eigenvalue and the lowest outlier, in TW widths (nan without
+        outliers).
+    num_detached : int
+        Outliers detached from the bulk: all of them when ``bulk_gap_tw >= separation_tw``, else
+        the top ones the spacing test separates from an attached tail.
+    tail_size : int
+        Outliers attached to the bulk (the tail): ``num_outliers - num_detached``.
+    tail_reach_tw : float
+        Top of the attached tail beyond ``lambda_plus``, in TW widths (nan without a tail).
+    pl : PowerLawFit or None
+        WeightWatcher's ``PL_Alpha_KS`` fit (:func:`fit_power_law`) of the eigenvalues as given (None when
+        fewer than 5 eigenvalues exceed WeightWatcher's floor ``1e-5``).
+    spike_pvalue : float
+        :func:`top_outlier_pvalue` of the top eigenvalue under that power law (nan if undefined).
+    rules : PhaseRules
+        The thresholds used.
+    """
+
+    phase: str
+    reason: str
+    n: int
+    gamma: float
+    n_zero: int
+    mp: MPFit | None
+    lambda_max: float
+    edge_margin_tw: float
+    bulk_gap_tw: float
+    num_detached: int
+    tail_size: int
+    tail_reach_tw: float
+    pl: PowerLawFit | None
+    spike_pvalue: float
+    rules: PhaseRules = PHASE_RULES
+
+    @property
+    def zero_fraction(self) -> float:
+        """Share of the eigenvalues in the zero block."""
+        return self.n_zero / self.n
+
+    @property
+    def num_outliers(self) -> int:
+        """Eigenvalues beyond ``lambda_plus + 4 s_TW`` (``mp.num_spikes``; 0 without an MP fit)."""
+        return int(self.mp.num_spikes) if self.mp is not None else 0
+
+    @property
+    def outliers(self) -> np.ndarray:
+        """Those eigenvalues, ascending."""
+        return self.mp.spikes if self.mp is not None else np.zeros(0)
+
+    @property
+    def lambda_plus(self) -> float:
+        """Fitted MP bulk edge (nan when too few non-zero eigenvalues remain to fit one)."""
+        return float(self.mp.lambda_plus) if self.mp is not None else float("nan")
+
+    @property
+    def bulk_edge(self) -> float:
+        """Alias of :attr:`lambda_plus`."""
+        return self.lambda_plus
+
+    @property
+    def tw_scale(self) -> float:
+        """Tracy-Widom width ``s_TW`` at the fitted scale (nan without an MP fit)."""
+        return float(self.mp.tw_scale) if self.mp is not None else float("nan")
+
+    @property
+    def alpha(self) -> float:
+        """WeightWatcher's ``PL_Alpha_KS`` (nan when no power law can be fitted)."""
+        return float(self.pl.alpha) if self.pl is not None else float("nan")
+
+    @property
+    def xmin(self) -> float:
+        """Threshold of the power-law fit (nan without one)."""
+        return float(self.pl.xmin) if self.pl is not None else float("nan")
+
+    @property
+    def n_tail(self) -> int:
+        """Eigenvalues in the fitted power law (``>= xmin``; 0 without one)."""
+        return int(self.pl.n_tail) if self.pl is not None else 0
+
+    @property
+    def heavy_tailed(self) -> bool:
+        """The book's one heavy-tail verdict: the phase is ``"heavy-tailed"``."""
+        return self.phase == "heavy-tailed"
+
+    @property
+    def very_heavy_tailed(self) -> bool:
+        """Heavy-tailed with ``PL_Alpha_KS < 2`` (Martin & Mahoney's very heavy-tailed range)."""
+        return self.heavy_tailed and self.alpha < 2.0
+
+    @property
+    def heavy_tailed_strict(self) -> bool:
+        """The stricter named option: heavy-tailed, ``PL_Alpha_KS < rules.strict_alpha`` and the top
+        eigenvalue absorbed by the fitted power law (``spike_pvalue >= rules.strict_pvalue``)."""
+        return (self.heavy_tailed and self.alpha < self.rules.strict_alpha
+                and bool(np.isfinite(self.spike_pvalue)) and self.spike_pvalue >= self.rules.strict_pvalue)
+
+
+def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> SpectrumReport:
+    """One analysis of an ESD: MP fit, outliers, tail, zero mass and the 5+1 phase (Martin & Mahoney 2021).
+
+    ``eigs`` are the eigenvalues of ``WᵀW`` or ``WᵀW/p`` of a ``p x q`` matrix (``q = len(eigs)``,
+    ``gamma = q/p <= 1``).  The phase depends only on ratios and is scale-free; the power-law fit
+    drops eigenvalues ``<= 1e-5`` as WeightWatcher does, so pass the raw ESD of ``WᵀW`` to get
+    WeightWatcher's ``alpha``.  Every number is computed once and kept in the report.
+
+    The rules, in this order (thresholds in :class:`PhaseRules`, each with its reason):
+
+    1. **rank-collapse**: the zero block (:func:`zero_block`, exact zeros or a noise floor at least a
+       hundredfold below the rest) holds ``>= collapse_fraction`` (10%) of the eigenvalues.
+    2. MP fit on the non-zero part (:func:`fit_mp`); outliers are the eigenvalues beyond
+       ``lambda_plus + 4 s_TW``.  **random-like**: no outlier.
+    3. **bulk+spikes**: the outliers are detached, the lowest one at least ``separation_tw`` (10) TW
+       widths above the largest bulk eigenvalue.  Any number of them: a rank-60 signal is 60
+       detached spikes, not a tail (no size-dependent allowance is needed, the gap decides).
+    4. Otherwise the outliers grow out of the bulk (a tail).  Top outliers that a spacing test
+       (Renyi, ``renyi_pvalue``) separates from the rest are spikes on top of the tail; the tail is
+       what remains.  **heavy-tailed**: the tail reaches ``>= heavy_reach_tw`` (20) TW widths beyond
+       ``lambda_plus`` (``very_heavy_tailed`` when ``PL_Alpha_KS < 2`` as well).
+    5. **bulk+spikes**: a short tail with spikes detached on top of it.
+    6. **bulk-decay**: a short tail of ``>= max(decay_min, decay_fraction N)`` eigenvalues;
+       **bleeding-out**: fewer (a few eigenvalues leaking just past the edge).
+
+    Reliability and size.  The labels use Tracy-Widom widths, which shrink like ``p**(-2/3)``, so
+    the same matrix family is labelled more sharply as it grows.  From ``p x q = 1500 x 1000``
+    (``s_TW ~ 0.5%`` of ``lambda_plus``) on, the labels are reliable: Gaussian matrices, rank-one
+    signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals, Student-t and Pareto entries
+    with ``mu < 4`` (with or without a spike on top), 5/20/50% zero singular values and rank collapse
+    on a noise floor all get Martin & Mahoney's label (``tests/test_phases.py``); the boundary cases
+    are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14 widths of the edge) and edges deformed
+    by unequal variances.  At ``300 x 200`` (``s_TW ~ 1.6%``) a rank-one signal needs
+    ``theta >~ 1.4`` to count as a spike and a bleeding edge may hide inside the margin; below about
+    ``q = 200`` the labels of the weak-signal phases (bleeding-out, bulk-decay) are not reliable.
+    Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not separable from MP at either
+    size: the top eigenvalue stays within the TW window, so those matrices are labelled random-like,
+    which is also their large-size limit.  Limitations: a short tail of at most 3 outliers with one
+    strong spike on top can be read as heavy-tailed (the spacing test has little power on 2-3 points);
+    and at ``N ~ 1000`` the reach cannot tell a power-law tail from a bulk edge deformed by unequal
+    variances (the "profile" family; one FB-Adam step of paper 003, whose sign update leaves a spike at
+    ~160 ``lambda_plus`` above a 36-eigenvalue continuum reaching 1.3 ``lambda_plus``): both are a
+    continuum of outliers growing out of the bulk beyond 20 widths, and both are labelled heavy-tailed.
+    ``heavy_tailed_strict`` (``PL_Alpha_KS < 4`` and the top eigenvalue absorbed) separates them.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
+    if not isinstance(rules, PhaseRules):
+        raise ValueError(f"rules must be a PhaseRules, got {type(rules).__name__}")
     n = x.size
-    out: dict[str, Any] = {"n": n, "n_zero": _zero_block(x)}
-    if out["n_zero"] >= COLLAPSE_FRACTION * n:
-        out.update(num_spikes=None, lambda_plus=None, frac_out=None, max_over_edge=None, alpha=None,
-                   phase="rank-collapse")
-        return out
-    mp = fit_mp(x, g)
-    pl = fit_power_law(x)
+    pl: PowerLawFit | None = None
+    pval = float("nan")
+    try:
+        pl = fit_power_law(x)
+        pval = top_outlier_pvalue(x, pl.alpha, pl.xmin)
+    except ValueError:  # fewer than MIN_POSITIVE eigenvalues above WeightWatcher's floor, or an undefined p-value
+        pass
+    n_floor = int(np.count_nonzero(x <= x[-1] * ZERO_FLOOR))
+    nz = max(zero_block(x), n_floor)
+    lmax = float(x[-1])
+    if nz > n - MIN_POSITIVE:  # fewer non-zero eigenvalues than any fit needs: collapsed beyond measure
+        return SpectrumReport(phase="rank-collapse", reason=f"only {n - nz} non-zero eigenvalues of {n}", n=n, gamma=g,
+                              n_zero=nz, mp=None, lambda_max=lmax, edge_margin_tw=float("nan"), bulk_gap_tw=float("nan"),
+                              num_detached=0, tail_size=0, tail_reach_tw=float("nan"), pl=pl, spike_pvalue=pval,
+                              rules=rules)
+    mp = fit_mp(x, g, n_zero=nz)
+    tw = mp.tw_scale
+    margin = (lmax - mp.lambda_plus) / tw
+    common = dict(n=n, gamma=g, n_zero=nz, mp=mp, lambda_max=lmax, edge_margin_tw=margin, pl=pl,
+                  spike_pvalue=pval, rules=rules)
+    if nz >= rules.collapse_fraction * n:
+        return SpectrumReport(phase="rank-collapse", reason=f"{nz} of {n} eigenvalues in the zero block "
+                              f"(>= {rules.collapse_fraction:.0%})", bulk_gap_tw=float("nan"), num_detached=0,
+                              tail_size=0, tail_reach_tw=float("nan"), **common)
     k = mp.num_spikes
-    out.update(num_spikes=k, lambda_plus=mp.lambda_plus, frac_out=k / n, max_over_edge=float(x[-1] / mp.lambda_plus),
-               alpha=pl.alpha)
     if k == 0:
-        phase = "random-like"
-    elif k / n >= HEAVY_FRACTION and pl.alpha < HEAVY_ALPHA:
-        phase = "heavy-tailed"
-    elif k > max(3.0, FEW_SPIKES_FRACTION * n):
-        phase = "bulk-decay"
-    elif x[-1] > (1.0 + SEPARATION) * mp.lambda_plus:
-        phase = "bulk+spikes"
-    else:
-        phase = "bleeding-out"
-    out["phase"] = phase
-    return out
+        return SpectrumReport(phase="random-like", reason=f"no eigenvalue beyond lambda_+ + {TW_MARGIN:g} s_TW "
+                              f"(top at {margin:.1f} s_TW)", bulk_gap_tw=float("nan"), num_detached=0,
+                              tail_size=0, tail_reach_tw=float("nan"), **common)
+    nonzero = x[nz:]
+    bulk_top = float(nonzero[nonzero.size - k - 1]) if nonzero.size > k else float(mp.lambda_plus)
+    gap = (float(mp.spikes[0]) - bulk_top) / tw
+    if gap >= rules.separation_tw:
+        return SpectrumReport(phase="bulk+spikes", reason=f"{k} outlier(s) detached: gap {gap:.1f} s_TW above "
+                              f"the bulk (>= {rules.separation_tw:g})", bulk_gap_tw=gap, num_detached=k,
+                              tail_size=0, tail_reach_tw=float("nan"), **common)
+    m = _renyi_detached(mp.spikes, mp.lambda_plus, rules.renyi_pvalue)
+    tail = mp.spikes[: k - m]
+    reach = (float(tail[-1]) - mp.lambda_plus) / tw
+    rest = dict(bulk_gap_tw=gap, num_detached=m, tail_size=int(tail.size), tail_reach_tw=reach, **common)
+    if reach >= rules.heavy_reach_tw:
+        return SpectrumReport(phase="heavy-tailed", reason=f"tail of {tail.size} outliers attached to the bulk "
+                              f"reaches {reach:.0f} s_TW (>= {rules.heavy_reach_tw:g})", **rest)
+    if m > 0:
+        return SpectrumReport(phase="bulk+spikes", reason=f"{m} spike(s) detached above a short tail "
+                              f"({reach:.1f} s_TW)", **rest)
+    need = max(rules.decay_min, math.ceil(rules.decay_fraction * n))
+    if tail.size >= need:
+        return SpectrumReport(phase="bulk-decay", reason=f"short tail of {tail.size} outliers (>= {need}) "
+                              f"reaching {reach:.1f} s_TW", **rest)
+    return SpectrumReport(phase="bleeding-out", reason=f"{tail.size} outlier(s) (< {need}) just past the edge, "
+                          f"reaching {reach:.1f} s_TW", **rest)
 
 
-def classify_phase(eigs: Any, gamma: float) -> str:
-    """Label a spectrum with one of the 5+1 phases of Martin & Mahoney (2021).
-
-    ``eigs`` is the ESD of ``WᵀW/p`` (any overall scale) of a ``p x q`` matrix, ``gamma = q/p``.
-    The rules, applied in this order (``N = len(eigs)``, MP fit by :func:`fit_mp`, whose spikes
-    are the eigenvalues above ``lambda_plus + 4 s_TW``):
-
-    1. ``"rank-collapse"``: at least 10% of the eigenvalues sit below a jump of at least
-       6 decades between consecutive eigenvalues (exact or numerical zeros; scale-free, so a
-       continuous heavy tail is never mistaken for zeros).
-    2. ``"random-like"``: no eigenvalue beyond the MP edge plus the Tracy-Widom margin.
-    3. ``"heavy-tailed"``: at least 5% of the eigenvalues lie beyond that edge and the
-       power-law fit is steep, ``PL_Alpha_KS < 4`` (``< 2``: very heavy-tailed).
-    4. ``"bulk-decay"``: more than ``max(3, 1% of N)`` eigenvalues beyond the edge (a tail
-       decaying out of an MP bulk, not a few isolated spikes).
-    5. ``"bulk+spikes"``: a few outliers, the largest separated from the bulk:
-       ``lambda_max > 1.2 lambda_plus``.
-    6. ``"bleeding-out"``: a few outliers, all hugging the edge (``lambda_max <= 1.2 lambda_plus``).
-
-    The thresholds are module constants (``ZERO_GAP_DECADES``, ``COLLAPSE_FRACTION``,
-    ``HEAVY_FRACTION``, ``HEAVY_ALPHA``, ``FEW_SPIKES_FRACTION``, ``SEPARATION``, ``TW_MARGIN``);
-    :func:`phase_diagnostics` returns the quantities the rules use.
-    """
-    return str(phase_diagnostics(eigs, gamma)["phase"])
-
-
-PHASE_EXAMPLES: dict[str, str] = {
-    "random-like": "i.i.d. Gaussian entries",
-    "bleeding-out": "Gaussian plus rank-one signals just above the BBP threshold (theta = 1.0, 1.05, 1.1, 1.15)",
-    "bulk+spikes": "Gaussian plus rank-one signals of growing strength (theta = 1.5, 2.5, 4)",
-    "bulk-decay": "entries |w| ~ Pareto(mu = 2.5) with random signs (tail index mu in (2, 4))",
-    "heavy-tailed": "entries |w| ~ Pareto(mu = 1) with random signs (tail index mu in (0, 2))",
-    "rank-collapse": "a low-rank product A B, A (h x r), B (r x d), r = d / 10",
-}
-"""The synthetic family :func:`phase_example` draws for each phase."""
-
-
-def phase_example(phase: str, *, h: int = 1500, d: int = 1000, seed: int = 0,
-                  mu: float | None = None, thetas: tuple[float, ...] | None = None) -> np.ndarray:
-    """A synthetic ``h x d`` float64 matrix of the given phase (:data:`PHASE_EXAMPLES`).
-
-    Spiked examples are ``G + sqrt(h) * sum_k theta_k u_k v_kᵀ`` with ``G`` standard Gaussian and
-    orthonormal ``u_k``, ``v_k``: each ``theta_k`` above the BBP threshold ``gamma**(1/4)``
-    (``gamma = d/h``) produces an outlier at ``(1 + theta²)(gamma + theta²)/theta²`` in the ESD of
-    ``WᵀW/h``.  ``mu`` overrides the Pareto tail index, ``thetas`` the signal strengths.
-    """
-    if phase not in PHASES:
-        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
-    if not (isinstance(h, (int, np.integer)) and isinstance(d, (int, np.integer)) and h >= d >= 10):
-        raise ValueError(f"h and d must be integers with h >= d >= 10, got h={h!r}, d={d!r}")
-    rng = np.random.default_rng(seed)
-    if phase in ("bulk-decay", "heavy-tailed"):
-        m = float(mu) if mu is not None else (2.5 if phase == "bulk-decay" else 1.0)
-        if not m > 0:
-            raise ValueError(f"mu must be > 0, got {mu!r}")
-        return (rng.pareto(m, (h, d)) + 1.0) * rng.choice(np.array([-1.0, 1.0]), (h, d))
-    if phase == "rank-collapse":
-        r = max(1, d // 10)
-        return rng.standard_normal((h, r)) @ rng.standard_normal((r, d)) / math.sqrt(r)
-    G = rng.standard_normal((h, d))
-    if phase == "random-like":
-        return G
-    if thetas is None:
-        thetas = (1.5, 2.5, 4.0) if phase == "bulk+spikes" else (1.0, 1.05, 1.1, 1.15)
-    th = np.asarray(thetas, dtype=np.float64)
-    if th.ndim != 1 or th.size == 0 or th.size > d or not np.all(th > 0):
-        raise ValueError(f"thetas must be a non-empty sequence of values > 0, got {thetas!r}")
-    U = np.linalg.qr(rng.standard_normal((h, th.size)))[0]
-    V = np.linalg.qr(rng.standard_normal((d, th.size)))[0]
-    return G + math.sqrt(h) * (U * th) @ V.T
+def classify_phase(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> str:
+    """The 5+1 phase of an ESD: ``analyze_spectrum(eigs, gamma).phase`` (rules and sizes there)."""
+    return analyze_spectrum(eigs, gamma, rules=rules).phase
 
 
 # --------------------------------------------------------------------------- per-layer metrics
 
 
 def layer_metrics(W: Any) -> dict[str, Any]:
-    """WeightWatcher-named spectral metrics of one weight matrix ``W`` (h x d).
+    """Per-layer spectral metrics of one weight matrix ``W`` (h x d), from one :func:`analyze_spectrum`.
 
-    Computed on the raw ESD ``l`` of ``WᵀW`` (:func:`esd`, ``min(h, d)`` values):
+    Computed on the raw ESD ``l`` of ``WᵀW`` (:func:`esd`, ``min(h, d)`` values).  Under
+    WeightWatcher's names and with its definitions:
 
-    - ``alpha``: ``PL_Alpha_KS`` of :func:`fit_power_law`; ``alpha_hill``: :func:`alpha_hill`;
+    - ``alpha``: ``PL_Alpha_KS`` (:func:`fit_power_law`); ``alpha_hill``: :func:`alpha_hill`;
     - ``alpha_weighted = alpha * log10(l_max)``; ``log_spectral_norm = log10(l_max)``;
-    - ``stable_rank = sum(l) / l_max``; ``log_norm = log10(sum(l))``;
-    - ``num_spikes``: :func:`fit_mp` on ``l / max(h, d)`` with ``gamma = min(h, d) / max(h, d)``;
-    - ``mp_softrank = lambda_plus / l_max`` (both on that scale);
-    - ``phase``: :func:`classify_phase` on the same normalized ESD.
+    - ``stable_rank = sum(l) / l_max``; ``log_norm = log10(sum(l))``.
+
+    Under the book's own names (WeightWatcher's ``num_spikes`` and ``mp_softrank`` fit the MP scale
+    by a kernel-density brute-force search and count every eigenvalue above ``lambda_plus``; ours
+    use the median fit of :func:`fit_mp` on the non-zero part and a Tracy-Widom margin, so they
+    carry other names):
+
+    - ``mp_outliers``: eigenvalues beyond ``lambda_plus + 4 s_TW``;
+    - ``mp_edge_ratio = lambda_plus / l_max`` (on the same scale);
+    - ``phase`` and ``heavy_tailed`` from the same report.
     """
     A = _check_matrix(W)
     return metrics_from_esd(esd(A), *A.shape)
@@ -751,56 +1041,27 @@ def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
     x = _check_eigs(eigs)
     if not (int(h) >= 1 and int(d) >= 1 and x.size == min(int(h), int(d))):
         raise ValueError(f"eigs must hold min(h, d) eigenvalues for h={h!r}, d={d!r}; got {x.size}")
+    rep = analyze_spectrum(x, min(int(h), int(d)) / max(int(h), int(d)))
+    return report_metrics(rep, x)
+
+
+def report_metrics(rep: SpectrumReport, eigs: Any) -> dict[str, Any]:
+    """The :func:`layer_metrics` dictionary of a report and the raw ESD it was computed from."""
+    x = _check_eigs(eigs)
     lmax = float(x[-1])
     total = float(np.sum(x))
-    pl = fit_power_law(x)
-    p, q = max(int(h), int(d)), min(int(h), int(d))
-    g = q / p
-    norm = x / p
-    diag = phase_diagnostics(norm, g)
-    mp = fit_mp(norm, g) if diag["num_spikes"] is not None else None
     return {
-        "alpha": pl.alpha,
+        "alpha": rep.alpha,
         "alpha_hill": alpha_hill(x),
-        "alpha_weighted": pl.alpha * math.log10(lmax),
+        "alpha_weighted": rep.alpha * math.log10(lmax),
         "log_spectral_norm": math.log10(lmax),
         "stable_rank": total / lmax,
         "log_norm": math.log10(total),
-        "num_spikes": int(mp.num_spikes) if mp is not None else 0,
-        "mp_softrank": float(mp.lambda_plus / norm[-1]) if mp is not None else 0.0,
-        "phase": diag["phase"],
+        "mp_outliers": rep.num_outliers,
+        "mp_edge_ratio": rep.lambda_plus / rep.lambda_max,
+        "phase": rep.phase,
+        "heavy_tailed": rep.heavy_tailed,
     }
-
-
-@dataclass(frozen=True)
-class PhaseTrial:
-    """One synthetic example of :func:`phase_example`: the phase it is drawn for, its size and seed."""
-
-    phase: str
-    h: int = 1500
-    d: int = 1000
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.phase not in PHASES:
-            raise ValueError(f"phase must be one of {PHASES}, got {self.phase!r}")
-        if not (isinstance(self.h, int) and isinstance(self.d, int) and self.h >= self.d >= 10):
-            raise ValueError(f"h and d must be integers with h >= d >= 10, got h={self.h!r}, d={self.d!r}")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
-
-
-def run_phase_trial(cfg: PhaseTrial) -> dict[str, Any]:
-    """Draw ``phase_example(cfg)``, and return its ESD of ``WᵀW/h`` (``"eigs"``), the
-    :func:`phase_diagnostics` (``"diagnostics"``), the :func:`fit_mp` scale (``"sigma2"``,
-    ``None`` when rank-collapsed) and the :func:`layer_metrics` (``"metrics"``)."""
-    W = phase_example(cfg.phase, h=cfg.h, d=cfg.d, seed=cfg.seed)
-    raw = esd(W)
-    eigs = raw / cfg.h
-    g = cfg.d / cfg.h
-    diag = phase_diagnostics(eigs, g)
-    sigma2 = fit_mp(eigs, g).sigma2 if diag["num_spikes"] is not None else None
-    return {"eigs": eigs, "diagnostics": diag, "sigma2": sigma2, "metrics": metrics_from_esd(raw, cfg.h, cfg.d)}
 
 
 # --------------------------------------------------------------------------- alignments

@@ -7,7 +7,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-import scipy.stats
 import torch
 
 from htlib import dynamics, spectra
@@ -141,35 +140,43 @@ def _wishart(h: int, d: int, seed: int) -> np.ndarray:
     return spectra.esd(rng.standard_normal((h, d)))
 
 
-def test_heavy_tail_check_separates_pareto_mp_and_spike():
-    rng = np.random.default_rng(7)
-    pareto = np.sort(1.0 + scipy.stats.pareto.rvs(1.5, size=1000, random_state=rng))  # density ~ x^-2.5
-    hot = dynamics.heavy_tail_check(pareto)
-    assert hot.heavy_tailed and 2.0 < hot.alpha < 3.1
+def _heavy_esd(h: int, d: int, seed: int) -> np.ndarray:
+    """Raw ESD of a Student-t(1.5) matrix: a very heavy tail (Martin & Mahoney's mu < 2)."""
+    return spectra.esd(np.random.default_rng(seed).standard_t(1.5, (h, d)))
+
+
+def test_esd_report_separates_heavy_tail_mp_and_spike():
+    hot = dynamics.esd_report(_heavy_esd(600, 300, 7), h=600, d=300)
+    assert hot.heavy_tailed and hot.phase == "heavy-tailed" and hot.alpha < 2.5
     mp = _wishart(600, 300, 8)
-    assert not dynamics.heavy_tail_check(mp).heavy_tailed
+    cold = dynamics.esd_report(mp, h=600, d=300)
+    assert not cold.heavy_tailed and cold.phase == "random-like"
     spiked = mp.copy()
     spiked[-1] = 1e3 * mp.max()  # a spike far from a light bulk
-    chk = dynamics.heavy_tail_check(spiked)
-    assert not chk.heavy_tailed
+    chk = dynamics.esd_report(spiked, h=600, d=300)
+    assert not chk.heavy_tailed and chk.phase == "bulk+spikes"
+    # structural zeros of WᵀW when d > h are dropped: same report as the h x h Gram's spectrum
+    W = np.random.default_rng(9).standard_normal((300, 600))
+    full = np.sort(np.linalg.eigvalsh(W.T @ W))
+    assert dynamics.esd_report(full, h=300, d=600).phase == dynamics.esd_report(spectra.esd(W), h=300, d=600).phase
+    with pytest.raises(ValueError, match="eigs must hold"):
+        dynamics.esd_report(mp[:100], h=600, d=300)
 
 
 def test_steps_to_heavy_tail_finds_the_first_record():
-    rng = np.random.default_rng(9)
     mp = _wishart(600, 300, 10)
-    pareto = np.sort(1.0 + scipy.stats.pareto.rvs(1.5, size=300, random_state=rng))
-    assert dynamics.steps_to_heavy_tail([0, 5, 10, 15], [mp, mp, pareto, pareto]) == (10, 5)
-    assert dynamics.steps_to_heavy_tail([0, 5], [mp, mp]) == (None, None)
-    assert dynamics.steps_to_heavy_tail([3], [pareto]) == (3, None)
-    with pytest.raises(ValueError, match="increasing"):
-        dynamics.steps_to_heavy_tail([2, 1], [mp, mp])
-
-
-def test_heavy_tail_criterion_validates():
-    with pytest.raises(ValueError, match="alpha_max"):
-        dynamics.HeavyTailCriterion(alpha_max=1.0)
-    with pytest.raises(ValueError, match="min_tail_fraction"):
-        dynamics.HeavyTailCriterion(min_tail_fraction=0.0)
+    hot = _heavy_esd(600, 300, 11)
+    track = dynamics.phase_track([0, 5, 10, 15], [mp, mp, hot, hot], h=600, d=300)
+    assert dynamics.steps_to_heavy_tail(track) == (10, 5)
+    assert track.phase == ("random-like", "random-like", "heavy-tailed", "heavy-tailed")
+    assert list(track.heavy_tailed) == [r.heavy_tailed for r in track.reports]
+    assert dynamics.steps_to_heavy_tail(dynamics.phase_track([0, 5], [mp, mp], h=600, d=300)) == (None, None)
+    assert dynamics.steps_to_heavy_tail(dynamics.phase_track([3], [hot], h=600, d=300)) == (3, None)
+    # the strict option can only drop steps
+    first_strict, _ = dynamics.steps_to_heavy_tail(track, strict=True)
+    assert first_strict is None or first_strict >= 10
+    with pytest.raises(ValueError, match="PhaseTrack"):
+        dynamics.steps_to_heavy_tail([0, 1])
 
 
 def test_phase_track_of_a_random_matrix_and_a_spiked_one():
@@ -179,6 +186,7 @@ def test_phase_track_of_a_random_matrix_and_a_spiked_one():
     v = np.ones(d) / np.sqrt(d)
     W1 = W0 + 3 * np.sqrt(h) * np.outer(u, v)  # strength 3 in MP units: far above the BBP threshold
     track = dynamics.phase_track([0, 1], [spectra.esd(W0), spectra.esd(W1)], h=h, d=d)
+    assert track.phase[0] == "random-like" and not track.heavy_tailed.any()
     g = d / h
     lo, hi = (1 - np.sqrt(g)) ** 2, (1 + np.sqrt(g)) ** 2
     assert track.gamma == pytest.approx(g)
