@@ -44,6 +44,9 @@ __all__ = [
     "build_model",
     "first_linear",
     "train_small_net",
+    "RunFit",
+    "fit_runs",
+    "kappa_summary",
 ]
 
 MODELS = ("lenet", "minialexnet", "mlp")
@@ -300,3 +303,50 @@ def resolve_experiment(preset: str, *, data_dir: str = "", **book) -> BatchSizeE
             raise ValueError("preset='paper' needs data_dir, a local CIFAR-10 folder (cifar-10-batches-py); nothing is downloaded")
         return replace(PRESETS["paper"], data_dir=data_dir)
     return BatchSizeExperiment(**book)
+
+
+@dataclass(frozen=True)
+class RunFit:
+    """One trained run and the HTMP fit of its FC1 ESD (``kappa = inf``: MP fitted at least as well)."""
+
+    model: str
+    batch_size: int
+    seed: int
+    train_acc: float
+    test_acc: float
+    gamma: float
+    eigs: np.ndarray
+    kappa: float
+    scale: float
+    ks: float
+    mp_scale: float
+    mp_ks: float
+
+
+def fit_runs(results: list[SmallNetResult]) -> list[RunFit]:
+    """Fit HTMP (``htlib.htmp.fit_htmp``, KS over kappa and scale, against MP) to each run's
+    FC1 spectrum (the eigenvalues of ``W Wᵀ``, the smaller Gram side)."""
+    from htlib import htmp, spectra
+
+    out = []
+    for r in results:
+        lam = spectra.esd(r.weights)
+        f = htmp.fit_htmp(lam, r.gamma)
+        out.append(RunFit(r.config.model, r.config.batch_size, r.config.seed, r.train_acc, r.test_acc, r.gamma, lam,
+                          f.kappa, f.scale, f.ks, f.mp_scale, f.mp_ks))
+    return out
+
+
+def kappa_summary(fits: list[RunFit]):
+    """Per (model, batch size): median, min and max of the fitted kappa over repeats, mean accuracies.
+
+    The median is used because ``kappa = inf`` (MP) is a possible outcome of a repeat.
+    """
+    import pandas as pd
+
+    df = pd.DataFrame([dict(model=f.model, batch=f.batch_size, kappa=f.kappa, train_acc=f.train_acc, test_acc=f.test_acc,
+                            ks=f.ks, mp_ks=f.mp_ks) for f in fits])
+    g = df.groupby(["model", "batch"], sort=False)
+    return pd.DataFrame({"kappa median": g.kappa.median(), "kappa min": g.kappa.min(), "kappa max": g.kappa.max(),
+                         "repeats": g.kappa.size(), "train acc": g.train_acc.mean(), "test acc": g.test_acc.mean(),
+                         "KS HTMP": g.ks.mean(), "KS MP": g.mp_ks.mean()})
