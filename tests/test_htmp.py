@@ -335,3 +335,18 @@ def test_ppf_bracket_beyond_the_bulk_at_large_kappa():
     q = np.array([0.01, 0.5, 0.999])
     x = H.htmp.ppf(q, 600.3, 0.5)
     np.testing.assert_allclose(H.htmp_cdf(x, 600.3, 0.5), q, atol=1e-9)
+
+
+def test_spiked_spectrum_outliers_follow_bbp_and_bulk_follows_htmp():
+    gamma, ells = 0.5, (4.0, 6.0, 9.0)
+    top = np.mean([H.spiked_htmp_spectrum(1000, math.inf, gamma, ells, seed=s)[-3:] for s in range(3)], axis=0)
+    # BBP: a population spike l > 1 + sqrt(gamma) sits at l (1 + gamma/(l - 1)) in the MP case; an
+    # outlier fluctuates by about l sqrt(2/n), so the mean of 3 seeds is within ~2.5% (1 sd)
+    expect = np.array([l * (1 + gamma / (l - 1)) for l in ells])
+    np.testing.assert_allclose(top, expect, rtol=0.07)
+    bulk = H.spiked_htmp_spectrum(600, 5.5, gamma, (), seed=1)
+    assert H.ks_distance(bulk / bulk.mean(), 5.5, gamma) < 3 / math.sqrt(600)
+    z = H.spiked_htmp_spectrum(100, math.inf, gamma, (), null_fraction=0.2, seed=0)
+    assert np.sum(z < 1e-10 * z.max()) == 20
+    with pytest.raises(ValueError, match="null_fraction"):
+        H.spiked_htmp_spectrum(100, 2.0, gamma, (), null_fraction=1.0, seed=0)
