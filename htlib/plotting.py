@@ -339,5 +339,4 @@ def htmp_fit_panels(eigs_list, fits, titles, *, ncols: int = 2, bins: int = 40) 
         ax.legend(fontsize=9)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    fig.tight_layout()
     return fig
