@@ -548,3 +548,13 @@ def test_trace_norm_agreement():
     assert st["dip_trace"] and st["dip_norm"] and abs(st["corr_diff"] - 1) < 1e-12 and abs(st["hutch_z"] - 2) < 1e-12
     st = lin.trace_norm_agreement(np.array([1.0, 2.0, 4.0, 5.0, 9.0]), np.array([1.0, 2.0, 2.0, 5.0, 5.0]))
     assert not st["dip_trace"] and st["corr_diff"] < 0.9
+
+
+def test_eigenbasis_loss_has_the_same_hessian_spectrum():
+    rng = np.random.default_rng(29)
+    X = rng.standard_normal((25, 5)) * rng.uniform(0.2, 2.0, 5)
+    Y = rng.standard_normal((25, 3))
+    Ws = [rng.standard_normal((4, 5)), rng.standard_normal((3, 4))]
+    Q, loss = lin._eigenbasis_loss(X, Y)
+    H = lin.hessian_matrix(loss, [torch.as_tensor(Ws[0] @ Q), torch.as_tensor(Ws[1])])
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(H))[::-1], _hessian_eigs(Ws, X, Y), atol=1e-10)
