@@ -1,24 +1,30 @@
-"""Linear-network Hessians: exact GGN spectrum vs HVP LOBPCG vs power iteration.
+"""Linear-network Hessians: the exact GGN route against LOBPCG on Hessian-vector products.
 
-Network: 4-layer width-64 linear MLP on whitened digits (n=1797, d0=64, dL=10; 12,928 parameters),
-balanced weights, labels Y = f(X) so that the loss is zero and the Hessian equals the GGN.
+Networks (balanced weights, labels ``Y = f(X)``, so the loss is zero and the Hessian equals the GGN):
 
-1. Top-10 eigenvalues: ``htlib.linear.ggn_spectrum`` (a 640x640 Kronecker sum) against
-   ``scipy.sparse.linalg.lobpcg`` on autograd Hessian-vector products of the full-data loss,
-   each method's error against the exact values is printed next to its time.
-2. LOBPCG against PyHessian-style power iteration with deflation (top-1 and top-10), both on the
-   same (sufficient-statistics) Hessian-vector product: time ratio, HVP counts and the accuracy
-   each reached (power iteration is capped in iterations, so its ratio is a lower bound when it
-   ends less accurate than LOBPCG).
-3. With ``--chapter``: the wall time of ``book/linear_hessian.ipynb`` at default parameters with an
-   empty result cache (papermill).
+* ``digits``: 4-layer width-64 linear MLP on whitened digits (n=1797, d0=64, dL=10; 12,928 parameters);
+  ``M`` is 640 x 640 and ``ggn_spectrum`` diagonalizes it densely.
+* ``mnist5k``: the same net on whitened MNIST-5k (n=5000, d0=784; 59,008 parameters); ``M`` is
+  7840 x 7840 and ``ggn_spectrum`` uses Lanczos on the matrix-free Kronecker-sum product.
 
-Run: ``python benchmarks/bench_linear.py [--chapter]``; prints a markdown table.
+For each: the top-10 by ``htlib.linear.ggn_spectrum`` (the exact route) and by
+``scipy.sparse.linalg.lobpcg`` on autograd Hessian-vector products of the full-data loss (the route
+PyHessian-style tools take; tol 1e-8), each as the median of ``--repeats`` (default 5) timed calls after
+one warm-up, with one BLAS/torch thread and again with two.  The error of each method against the dense
+reference is printed next to its time, and the 1-minute load average is printed next to every figure:
+a ratio measured on a loaded machine is not a record.  Optionally (``--power``) PyHessian-style power
+iteration on the sufficient-statistics HVP against LOBPCG on the same HVP.  With ``--chapter``: the wall
+time of ``book/linear_hessian.ipynb`` at default parameters with an empty result cache (papermill).
+
+Run: ``python benchmarks/bench_linear.py [--repeats 5] [--cases digits,mnist5k] [--power] [--chapter]``;
+prints markdown tables.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,16 +32,18 @@ import time
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import machine_line, timeit, today  # noqa: E402
+from _common import machine_line, today  # noqa: E402
 
 from htlib import linear as lin  # noqa: E402
 
 
-def setup():
-    X, _, _ = lin.prepare_data("digits", 1797, None, whitened=True)
-    dims = [64, 64, 64, 64, 10]
+def setup(case: str):
+    n = {"digits": 1797, "mnist5k": 5000}[case]
+    X, _, _ = lin.prepare_data(case, n, None, whitened=True)
+    dims = [X.shape[1], 64, 64, 64, 10]
     s = np.random.default_rng(0).uniform(0.2, 1.0, 10)
     Ws = lin.balanced_weights(dims, s, seed=1)
     Y = X
@@ -44,69 +52,102 @@ def setup():
     return X, Y, Ws
 
 
-def relerr(a, b):
+def relerr(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / abs(b[0]))
 
 
-def main(chapter: bool) -> None:
-    X, Y, Ws = setup()
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def median_time(fn, repeats: int) -> tuple[float, object, str]:
+    """Median wall time over ``repeats`` calls after one warm-up; the last result; the load average."""
+    out = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out, load()
+
+
+def bench_case(case: str, threads: int, repeats: int, rows: list, ratios: list) -> None:
+    X, Y, Ws = setup(case)
     Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
     params = [torch.as_tensor(W) for W in Ws]
+    reference = lin.ggn_spectrum(Ws, X, method="dense")[:10] if X.shape[1] * 10 <= 2500 else None
+    t_ex, exact, l_ex = median_time(lambda: lin.ggn_spectrum(Ws, X, k=10), repeats)
+    ref = exact if reference is None else reference
     full_loss = lambda *w: lin.mse_loss(w, Xt, Yt)  # noqa: E731
+
+    def lob():
+        return lin.hessian_top_eigenvalues(full_loss, params, 10, method="lobpcg", tol=1e-8, maxiter=1000,
+                                           return_count=True)
+
+    t_lob, (vals, count), l_lob = median_time(lob, repeats)
+    rows.append((case, threads, "exact ggn_spectrum top-10", t_ex, "-", relerr(exact, ref), l_ex))
+    rows.append((case, threads, "LOBPCG top-10, full-data HVP", t_lob, count, relerr(vals, ref), l_lob))
+    ratios.append((case, threads, t_lob / t_ex, l_lob))
+
+
+def bench_power(repeats: int) -> list:
+    X, Y, Ws = setup("digits")
+    params = [torch.as_tensor(W) for W in Ws]
+    Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
     n = X.shape[0]
     stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
     gram = lambda *w: lin.gram_loss(w, *stats)  # noqa: E731
     exact = lin.ggn_spectrum(Ws, X, k=10)
-    rows = []
-
-    t_exact = timeit(lambda: lin.ggn_spectrum(Ws, X, k=10), repeats=3)
-    rows.append(("exact GGN top-10 (ggn_spectrum)", t_exact, 0, relerr(exact, exact)))
-
-    def lob(loss, k, tol):
-        return lin.hessian_top_eigenvalues(loss, params, k, method="lobpcg", tol=tol, maxiter=1000, return_count=True)
-
-    # one run each (the machine is shared and slow); the error column shows the accuracy reached
-    t0 = time.perf_counter()
-    vals, count = lob(full_loss, 10, 1e-8)
-    t_lob = time.perf_counter() - t0
-    rows.append(("LOBPCG top-10, full-data HVP (tol 1e-8)", t_lob, count, relerr(vals, exact)))
-
-    out = {}
+    out = []
     for k, pmax in ((1, 3000), (10, 400)):
-        t0 = time.perf_counter()
-        vals, count = lob(gram, k, 1e-8)
-        out[("lobpcg", k)] = time.perf_counter() - t0
-        rows.append((f"LOBPCG top-{k}, sufficient-statistics HVP (tol 1e-8)", out[("lobpcg", k)], count,
-                     relerr(vals, exact[:k])))
-        t0 = time.perf_counter()
-        vals, count = lin.hessian_top_eigenvalues(gram, params, k, method="power", tol=1e-10, maxiter=pmax,
-                                                  return_count=True)
-        out[("power", k)] = time.perf_counter() - t0
-        out[("power_err", k)] = relerr(vals, exact[:k])
-        rows.append((f"power iteration top-{k}, deflation (tol 1e-10, <= {pmax} its/eigenvalue)",
-                     out[("power", k)], count, out[("power_err", k)]))
+        t_l, (v_l, c_l), ld = median_time(lambda: lin.hessian_top_eigenvalues(
+            gram, params, k, method="lobpcg", tol=1e-8, maxiter=1000, return_count=True), repeats)
+        t_p, (v_p, c_p), ld2 = median_time(lambda: lin.hessian_top_eigenvalues(
+            gram, params, k, method="power", tol=1e-10, maxiter=pmax, return_count=True), repeats)
+        out.append((k, t_l, c_l, relerr(v_l, exact[:k]), t_p, c_p, relerr(v_p, exact[:k]), ld, ld2))
+    return out
 
-    print(f"Date {today()}; {machine_line()}\n")
-    print("| method | seconds | HVPs | max rel. error |")
-    print("|---|---|---|---|")
-    for name, t, c, e in rows:
-        print(f"| {name} | {t:.3g} | {c} | {e:.1e} |")
-    print()
-    print(f"| ratio | value |\n|---|---|")
-    print(f"| LOBPCG (full-data HVP) / exact ggn_spectrum, top-10 | {t_lob / t_exact:.3g}x |")
-    for k in (1, 10):
-        print(f"| power / LOBPCG, top-{k} (power reached rel. error {out[('power_err', k)]:.1e}) "
-              f"| {out[('power', k)] / out[('lobpcg', k)]:.3g}x |")
 
-    if chapter:
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cases", default="digits,mnist5k")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--power", action="store_true")
+    ap.add_argument("--chapter", action="store_true")
+    args = ap.parse_args()
+    rows: list = []
+    ratios: list = []
+    for threads in [int(t) for t in args.threads.split(",")]:
+        torch.set_num_threads(threads)
+        with threadpool_limits(threads):
+            for case in args.cases.split(","):
+                bench_case(case, threads, args.repeats, rows, ratios)
+    print(f"Date {today()}; {machine_line()}; median of {args.repeats}\n")
+    print("| case | threads | method | seconds | HVPs | max rel. error | load (1 min) |")
+    print("|---|---|---|---|---|---|---|")
+    for case, th, name, t, c, e, ld in rows:
+        print(f"| {case} | {th} | {name} | {t:.3g} | {c} | {e:.1e} | {ld} |")
+    print("\n| case | threads | LOBPCG (full-data HVP) / exact, top-10 | load (1 min) |\n|---|---|---|---|")
+    for case, th, r, ld in ratios:
+        print(f"| {case} | {th} | {r:.3g}x | {ld} |")
+    if args.power:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            res = bench_power(args.repeats)
+        print("\n| top-k | LOBPCG s (HVPs, err) | power s (HVPs, err) | power / LOBPCG | load |\n|---|---|---|---|---|")
+        for k, tl, cl, el, tp, cp, ep, ld, ld2 in res:
+            print(f"| {k} | {tl:.3g} ({cl}, {el:.1e}) | {tp:.3g} ({cp}, {ep:.1e}) | {tp / tl:.3g}x | {ld}, {ld2} |")
+    if args.chapter:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, HTLIB_CACHE_DIR=tmp, TQDM_DISABLE="1")
             root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-m", "papermill", "book/linear_hessian.ipynb", os.path.join(tmp, "o.ipynb")],
                            cwd=root, env=env, check=True, capture_output=True)
-            print(f"\n| chapter book/linear_hessian.ipynb at defaults, empty cache | {time.perf_counter() - t0:.0f} s |")
+            print(f"\n| chapter book/linear_hessian.ipynb at defaults, empty cache | {time.perf_counter() - t0:.0f} s "
+                  f"| load {load()} |")
 
 
 if __name__ == "__main__":
-    main("--chapter" in sys.argv)
+    main()

@@ -86,3 +86,31 @@ def test_digits_default():
     assert X.shape == (1797, 64) and y.shape == (1797,)
     assert X.min() == 0 and X.max() == 16
     np.testing.assert_array_equal(np.unique(y), np.arange(10))
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def test_mnist5k_bundled_without_network(no_network):
+    X, y = datasets.load_mnist5k()
+    assert X.shape == (5000, 784) and X.dtype == np.float64
+    assert y.shape == (5000,) and np.issubdtype(y.dtype, np.integer)
+    np.testing.assert_array_equal(np.bincount(y), np.full(10, 500))  # 500 images per digit
+    assert X.min() == 0.0 and X.max() == 1.0
+    # real images, not noise: the digit-mean images differ and every image has ink
+    assert np.all(X.sum(1) > 0)
+    means = np.stack([X[y == c].mean(0) for c in range(10)])
+    assert np.linalg.matrix_rank(means) == 10
+    X2, y2 = datasets.load_dataset("mnist5k")
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)

@@ -282,7 +282,7 @@ def test_bad_input():
 
 
 def test_run_linear_experiment_small():
-    cfg = lin.LinearExperiment(depth=2, width=16, n=200, alpha_max=0.3, epochs=40, measure_points=2,
+    cfg = lin.LinearExperiment(depth=2, width=16, n=200, alpha_max=0.3, epochs=40, measure_points=2, dataset="digits",
                                k=3, hutchinson_probes=4, lr=0.05, eig_method="eigsh")
     r = lin.run_linear_experiment(cfg)
     assert r["numeric"].shape == (3, 3) and r["ggn"].shape == (3, 3)
@@ -307,3 +307,254 @@ def test_depth_sweep_and_exact_case():
     assert r["crossover"][1] > r["crossover"][0]
     e = lin.exact_ggn_case(n=20, d=4, depth=3, sigma_x=2.0)
     np.testing.assert_allclose(e["numeric"][:16], e["theory"], atol=1e-9 * e["theory"][0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Rank-correct whitening, robustness, the reconstructed Fig. 5 bounds, the fast exact route
+# ---------------------------------------------------------------------------------------------
+
+
+def _rank_deficient_features(seed=20):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((30, 7)) * np.array([2.0, 1.0, 0.0, 0.5, 3.0, 0.0, 1.0])  # two blank "pixels"
+    X[:, 6] = X[:, 0] + X[:, 1]  # and one linearly dependent feature: rank 4
+    return X
+
+
+def test_whiten_is_rank_correct():
+    X = _rank_deficient_features()
+    assert lin.numerical_rank(X) == 4
+    Xw = lin.whiten(X, 1.5)
+    n = X.shape[0]
+    assert lin.numerical_rank(Xw) == 4
+    np.testing.assert_allclose(Xw[:, [2, 5]], 0.0, atol=1e-12)  # blank features stay blank (to round-off)
+    # X^T X = n sigma^2 P with P the projector on the row space of X
+    P = np.linalg.pinv(X) @ X
+    np.testing.assert_allclose(Xw.T @ Xw, n * 1.5**2 * P, atol=1e-10)
+    # same column space as X
+    np.testing.assert_allclose(X @ np.linalg.pinv(X) @ Xw, Xw, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_whiten_commutes_with_row_permutation(seed):
+    X = _rank_deficient_features(30 + seed)
+    perm = np.random.default_rng(seed).permutation(X.shape[0])
+    np.testing.assert_allclose(lin.whiten(X[perm]), lin.whiten(X)[perm], atol=1e-10)
+    np.testing.assert_allclose(lin.whiten(X[::-1]), lin.whiten(X)[::-1], atol=1e-10)
+
+
+def test_interpolate_whitening_endpoints_and_condition_number():
+    X = _rank_deficient_features()
+    np.testing.assert_allclose(lin.interpolate_whitening(X, 0.0), X, atol=1e-10)
+    np.testing.assert_allclose(lin.interpolate_whitening(X, 1.0), lin.whiten(X), atol=1e-10)
+    s = np.linalg.svd(X, compute_uv=False)[:4]
+    sh = np.linalg.svd(lin.interpolate_whitening(X, 0.5), compute_uv=False)[:4]
+    assert abs(sh[0] / sh[-1] - np.sqrt(s[0] / s[-1])) < 1e-8 * sh[0] / sh[-1]
+
+
+def test_bad_inputs_name_the_argument():
+    rng = np.random.default_rng(21)
+    Ws = [rng.standard_normal((4, 3)), rng.standard_normal((2, 4))]
+    X = rng.standard_normal((10, 3))
+    bad = [W.copy() for W in Ws]
+    bad[1][0, 0] = np.nan
+    loss = _gram_loss(X, rng.standard_normal((10, 2)))
+    for fn in (lambda: lin.ggn_spectrum(bad, X), lambda: lin.ggn_trace(bad, X)):
+        with pytest.raises(ValueError, match=r"weights\[1\].*NaN or inf"):
+            fn()
+    inf_params = [torch.as_tensor(W) for W in Ws]
+    inf_params[0] = inf_params[0].clone()
+    inf_params[0][0, 0] = float("inf")
+    with pytest.raises(ValueError, match=r"params\[0\].*NaN or inf"):
+        lin.hessian_top_eigenvalues(loss, inf_params, 1)
+    with pytest.raises(ValueError, match=r"params\[0\].*NaN or inf"):
+        lin.hutchinson_trace(loss, inf_params, 4, seed=0)
+    with pytest.raises(ValueError, match="X must not be empty"):
+        lin.whiten(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="X must not be empty"):
+        lin.ggn_spectrum(Ws, np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="X must have d0=3"):
+        lin.ggn_trace(Ws, rng.standard_normal((10, 5)))
+    with pytest.raises(ValueError, match="X is required"):
+        lin.ggn_trace(Ws, None)
+    with pytest.raises(ValueError, match="X is all zero"):
+        lin.sharpness_bounds(np.zeros((5, 3)), Ws[1] @ Ws[0], 2)
+    with pytest.raises(ValueError, match="labels must not be empty"):
+        lin.one_hot([])
+    with pytest.raises(ValueError, match=r"weights\[1\] has 5 columns"):
+        lin.block_diagonal_sharpness(rng.standard_normal((4, 3)), rng.standard_normal((2, 5)))
+    with pytest.raises(ValueError, match="same number of rows"):
+        lin.sharpness_isotropic(X, rng.standard_normal((9, 2)), 2)
+    with pytest.raises(ValueError, match="same number of rows"):
+        lin.train_gd(Ws, X, rng.standard_normal((9, 2)), lr=0.1, epochs=1)
+    with pytest.raises(ValueError, match="same number of rows"):
+        lin.ols_balanced_weights(X, rng.standard_normal((9, 2)), [3, 4, 2], seed=0)
+    with pytest.raises(ValueError, match="k must be an integer"):
+        lin.ggn_spectrum(Ws, X, k=2.0)
+    with pytest.raises(ValueError, match="k must be an integer"):
+        lin.hessian_top_eigenvalues(loss, [torch.as_tensor(W) for W in Ws], 1.5)
+    for fn in (lambda: lin.balanced_spectrum([1.0], 2.5, 2, 2), lambda: lin.sharpness_isotropic(X, X, 2.0),
+               lambda: lin.sharpness_bounds(X, Ws[1] @ Ws[0], "2")):
+        with pytest.raises(ValueError, match="L must be an integer"):
+            fn()
+
+
+def _gram_loss(X, Y):
+    Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
+    n = X.shape[0]
+    stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
+    return lambda *w: lin.gram_loss(w, *stats)
+
+
+def test_train_gd_reports_divergence():
+    rng = np.random.default_rng(22)
+    X, Y = rng.standard_normal((20, 4)) * 3, rng.standard_normal((20, 2))
+    Ws = [rng.standard_normal((5, 4)), rng.standard_normal((2, 5))]
+    for activation in ("linear", "tanh"):
+        with pytest.raises(lin.TrainingDiverged, match=r"diverged at epoch \d+: loss = "):
+            lin.train_gd(Ws, X, Y, lr=10.0, epochs=500, activation=activation)
+    assert issubclass(lin.TrainingDiverged, ValueError)
+
+
+def test_linear_training_matches_plain_autograd_gd():
+    # the eigenbasis/sufficient-statistics trainer against a plain torch GD loop on the full data
+    rng = np.random.default_rng(23)
+    X = rng.standard_normal((40, 6)) * rng.uniform(0.1, 2.0, 6)
+    Y = rng.standard_normal((40, 3))
+    Ws = lin.kaiming_uniform_weights([6, 5, 4, 3], seed=1)
+    res = lin.train_gd(Ws, X, Y, lr=0.05, epochs=200, patience=10_000, record_at=[100])
+    Wt = [torch.tensor(W, requires_grad=True) for W in Ws]
+    Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
+    for t in range(200):
+        if t == 100:
+            for a, b in zip(res.snapshots[100], Wt):
+                np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-12)
+        g = torch.autograd.grad(lin.mse_loss(Wt, Xt, Yt), Wt)
+        with torch.no_grad():
+            for W, gw in zip(Wt, g):
+                W -= 0.05 * gw
+    for a, b in zip(res.weights, Wt):
+        np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-12)
+    assert abs(res.losses[-1] - lin.mse_loss(Wt, Xt, Yt).item()) < 1e-12
+
+
+def test_ols_balanced_weights_refuses_narrow_layers():
+    rng = np.random.default_rng(24)
+    X, Y = rng.standard_normal((30, 6)), rng.standard_normal((30, 4))
+    with pytest.raises(ValueError, match=r"dims: every layer must be at least rank\(W\) = 4 wide"):
+        lin.ols_balanced_weights(X, Y, [6, 3, 4], seed=0)
+    Ws = lin.ols_balanced_weights(X, Y, [6, 4, 4], seed=0)
+    np.testing.assert_allclose(_product(Ws).T, np.linalg.lstsq(X, Y, rcond=None)[0], atol=1e-10)
+
+
+def test_power_returns_largest_algebraic_on_indefinite_hessian():
+    # quadratic loss with a known indefinite Hessian whose largest-magnitude eigenvalue is negative
+    rng = np.random.default_rng(25)
+    Q, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    evals = np.array([3.0, 2.0, 1.0, 0.5, 0.0, -1.0, -4.0, -6.0])
+    A = torch.as_tensor(Q @ np.diag(evals) @ Q.T)
+    loss = lambda w: 0.5 * w @ (A @ w)  # noqa: E731
+    top = lin.hessian_top_eigenvalues(loss, [torch.ones(8, dtype=torch.float64)], 2, method="power",
+                                      tol=1e-13, maxiter=20000)
+    np.testing.assert_allclose(top, [3.0, 2.0], atol=1e-6)
+    # and on a real linear network away from a minimum (indefinite Hessian), against the dense Hessian
+    Ws, X, Y, loss_fn, params = _nonzero_loss_problem()
+    h = _hessian_eigs(Ws, X, Y)
+    assert h[-1] < 0
+    top = lin.hessian_top_eigenvalues(loss_fn, params, 1, method="power", tol=1e-12, maxiter=20000)
+    assert abs(top[0] - h[0]) < 1e-6 * h[0]
+
+
+@pytest.mark.parametrize("case", ["balanced", "random", "rank_deficient"])
+def test_lanczos_route_matches_dense(case):
+    rng = np.random.default_rng(26)
+    if case == "balanced":  # degenerate spectrum: edge values with multiplicity (d0-r)+(dL-r)
+        Ws = lin.balanced_weights([12, 6, 6, 7], rng.uniform(0.5, 1.5, 6), seed=0)
+        X = lin.whiten(rng.standard_normal((50, 12)))
+    else:
+        Ws = [rng.standard_normal((6, 12)), rng.standard_normal((5, 6)), rng.standard_normal((7, 5))]
+        X = rng.standard_normal((50, 12)) * rng.uniform(0.1, 3.0, 12)
+        if case == "rank_deficient":
+            X[:, :3] = 0.0
+    dense = lin.ggn_spectrum(Ws, X, method="dense")
+    fast = lin.ggn_spectrum(Ws, X, k=8, method="lanczos")
+    np.testing.assert_allclose(fast, dense[:8], atol=1e-10 * dense[0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_weyl_bounds_against_dense_hessian(seed):
+    rng = np.random.default_rng(40 + seed)
+    dims = [5, 6, 4, 3] if seed % 2 else [4, 5, 3]
+    Ws = [rng.standard_normal((b, a)) for a, b in zip(dims[:-1], dims[1:])]
+    X = rng.standard_normal((15, dims[0])) * np.exp(rng.uniform(-3, 1, dims[0]))
+    lam = _hessian_eigs(Ws, X, _zero_loss_labels(Ws, X))[0]
+    lo, hi = lin.weyl_sharpness_bounds(Ws, X)
+    assert lo <= lam * (1 + 1e-10) and lam <= hi * (1 + 1e-10)
+    # t_1 = ||X||^2 ||W_L..W_2||^2 / n by hand
+    t = lin.layer_sharpness_terms(Ws, X)
+    A1 = _product(Ws[1:])
+    assert abs(t[0] - np.linalg.norm(X, 2) ** 2 * np.linalg.norm(A1, 2) ** 2 / 15) < 1e-10 * t[0]
+
+
+def test_weyl_bounds_tight_at_the_two_extremes():
+    rng = np.random.default_rng(27)
+    Y = lin.one_hot(rng.integers(0, 4, 200), 4)
+    X0 = rng.standard_normal((200, 12)) * np.arange(1.0, 13) ** -3.0  # highly anisotropic
+    for t, which in ((1.0, "upper"), (0.0, "lower")):
+        X = lin.interpolate_whitening(X0, t)
+        Ws = lin.ols_balanced_weights(X, Y, [12, 8, 8, 4], seed=0)
+        lam = _hessian_eigs(Ws, X, X @ _product(Ws).T)[0]  # zero-loss labels: Hessian = GGN
+        lo, hi = lin.weyl_sharpness_bounds(Ws, X)
+        if which == "upper":  # isotropic + balanced: attained; lower is L = 3 times smaller
+            assert abs(hi - lam) < 1e-8 * lam and abs(lam / lo - 3.0) < 1e-8
+        else:
+            assert lam / lo < 1.01 and lo < hi
+
+
+def test_balance_and_balanced_prediction():
+    rng = np.random.default_rng(28)
+    s = rng.uniform(0.3, 1.5, 4)
+    Ws = lin.balanced_weights([6, 4, 5, 7], s, seed=0)
+    assert lin.balance_gaps(Ws).max() < 1e-12
+    X = lin.whiten(rng.standard_normal((40, 6)), 1.3)
+    np.testing.assert_allclose(lin.balanced_prediction(Ws, X, 1.3), lin.ggn_spectrum(Ws, X), atol=1e-10)
+    K = lin.kaiming_uniform_weights([6, 4, 5, 7], seed=0)
+    assert lin.balance_gaps(K).min() > 0.1
+
+
+def test_nonzero_eigenvalue_count_is_r_d0_plus_dL_minus_r():
+    for dims in ([6, 2, 5], [5, 3, 3, 4]):
+        c = lin.nonzero_eigenvalue_counts(dims)
+        r = min(dims)
+        assert c["measured"] == r * (dims[0] + dims[-1] - r) == c["formula"]
+        assert c["measured"] > c["paper"] == r * r
+
+
+def test_largest_imbalanced_n_is_largest():
+    labels = np.repeat(np.arange(10), 500)
+    alphas = [0.1, 0.3, 0.5]
+    m = lin.largest_imbalanced_n(labels, alphas)
+    X = np.zeros((labels.size, 1))
+    for a in alphas:
+        lin.class_imbalanced_subset(X, labels, m, a, seed=0)
+    with pytest.raises(ValueError, match="lower n"):
+        for a in alphas:
+            lin.class_imbalanced_subset(X, labels, m + 1, a, seed=0)
+
+
+def test_trace_norm_agreement():
+    x = np.array([5.0, 4.0, 3.0, 3.5, 6.0])
+    st = lin.trace_norm_agreement(x, 2 * x + 1, x + 0.1, np.full(5, 0.05))
+    assert st["dip_trace"] and st["dip_norm"] and abs(st["corr_diff"] - 1) < 1e-12 and abs(st["hutch_z"] - 2) < 1e-12
+    st = lin.trace_norm_agreement(np.array([1.0, 2.0, 4.0, 5.0, 9.0]), np.array([1.0, 2.0, 2.0, 5.0, 5.0]))
+    assert not st["dip_trace"] and st["corr_diff"] < 0.9
+
+
+def test_eigenbasis_loss_has_the_same_hessian_spectrum():
+    rng = np.random.default_rng(29)
+    X = rng.standard_normal((25, 5)) * rng.uniform(0.2, 2.0, 5)
+    Y = rng.standard_normal((25, 3))
+    Ws = [rng.standard_normal((4, 5)), rng.standard_normal((3, 4))]
+    Q, loss = lin._eigenbasis_loss(X, Y)
+    H = lin.hessian_matrix(loss, [torch.as_tensor(Ws[0] @ Q), torch.as_tensor(Ws[1])])
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(H))[::-1], _hessian_eigs(Ws, X, Y), atol=1e-10)
