@@ -295,3 +295,17 @@ def test_run_sweep_on_dask_local_cluster_matches_serial_and_resumes(cache_tmp):
 class _NoExecutor(cf.Executor):
     def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
         raise AssertionError("a cached config was recomputed")
+
+
+def test_spike_over_bulk_on_the_eigenvalue_scale():
+    # 99 bulk eigenvalues at 1 and one spike at 50: the 90th percentile is the bulk, the ratio is 50
+    eigs = np.r_[np.ones(99), 50.0]
+    assert gen.spike_over_bulk(eigs) == pytest.approx(50.0)
+    # a flat spectrum has no spike: ratio 1; the s1/s2 rule would also say 1 here, but on a spike at 4x the
+    # second eigenvalue s1/s2 = 2 while lambda_max/q90 = 4 x (second / q90)
+    assert gen.spike_over_bulk(np.full(10, 3.0)) == pytest.approx(1.0)
+    e = np.r_[np.linspace(1.0, 2.0, 99), 8.0]
+    assert gen.spike_over_bulk(e) == pytest.approx(8.0 / np.quantile(e, 0.9))
+    assert gen.top_singular_ratio(e) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="q"):
+        gen.spike_over_bulk(e, q=1.0)
