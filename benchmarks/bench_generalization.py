@@ -42,11 +42,12 @@ def run_flops(n: int, d: int, h: int, n_test: int, steps: int, records: int) -> 
     """(fp32 FLOPs, fp64 FLOPs) of the GEMMs of one run of htlib.two_layer.train.
 
     Per step: forward ``X Wᵀ`` and the gradient ``Δᵀ X``, ``4 n d h``.  Per recorded step:
-    probe and test features and the train-set loss (fp32, ``2 (2n + n_test) d h``); the ridge
-    Gram ``ZᵀZ`` and the KTA's Gram (fp64, ``2 * 2 n h^2``); two ``WᵀW`` Grams (fp64, ``2 * 2 h d^2``)
-    and their eigendecompositions (fp64, about ``2 * 4/3 d^3 * 3``, counted as GEMM FLOPs).
+    probe and test features under each of the two readout conventions and the train-set loss
+    (fp32, ``2 (2 (n + n_test) + n) d h``); the ridge Gram ``ZᵀZ`` (which also gives the KTA) per
+    convention (fp64, ``2 * 2 n h^2``); two ``WᵀW`` Grams (fp64, ``2 * 2 h d^2``) and their
+    eigendecompositions (fp64, about ``2 * 4/3 d^3 * 3``, counted as GEMM FLOPs).
     """
-    f32 = steps * 4.0 * n * d * h + records * 2.0 * (2 * n + n_test) * d * h
+    f32 = steps * 4.0 * n * d * h + records * 2.0 * (2 * (n + n_test) + n) * d * h
     f64 = records * (4.0 * n * h * h + 4.0 * h * d * d + 8.0 * d**3)
     return f32, f64
 

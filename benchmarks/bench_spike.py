@@ -31,6 +31,7 @@ from htlib.two_layer import (  # noqa: E402
     full_batch_gradient,
     init_weights,
     make_data,
+    READOUT_SCALES,
     readout_metrics,
 )
 
@@ -49,7 +50,8 @@ def step_and_record_times(config: TwoLayerConfig) -> tuple[float, float]:
         return adam_step(W, G, state, config.eta)
 
     def record():
-        readout_metrics(W, data, config.lam)
+        for scale in READOUT_SCALES:  # train() reads out under both conventions
+            readout_metrics(W, data, config.lam, scale)
         W64 = W.double()
         eigs = spectra.esd(W64)
         spectra.top_alignment(W64, data.beta.double())

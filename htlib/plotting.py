@@ -373,4 +373,34 @@ def htmp_fit_panels(eigs_list, fits, titles, *, ncols: int = 2, bins: int = 40) 
         ax.legend(fontsize=9)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
+
+
+# --- readout conventions (paper 003) ---
+
+
+def metric_grid_2x2(grid, *, readout: str = "d", title: str | None = None,
+                    names: "dict[str, str] | None" = None) -> plt.Figure:
+    """The Fig. 7 panels of paper 003 in two rows of two: losses and KTA under the readout
+    convention ``readout`` (``"d"`` or ``"sqrt_d"``), PL_Alpha_Hill and PL_Alpha_KS.
+
+    ``grid`` is an :class:`htlib.generalization.GridMetrics`; each panel shows the mean +- std
+    over seeds, one colour per optimizer (train solid, test dashed).
+    """
+    names = names or {"gd": "GD", "adam": "FB-Adam"}
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    for k, opt in enumerate(grid.optimizers):
+        name = names.get(opt, opt)
+        mean_std_plot(axes[0, 0], grid.etas, grid.get(f"train_loss@{readout}", opt).T, label=f"{name} train",
+                      color_index=k)
+        mean_std_plot(axes[0, 0], grid.etas, grid.get(f"test_loss@{readout}", opt).T, label=f"{name} test",
+                      color_index=k, ls="--", marker="s")
+        for ax, metric in zip(axes.flat[1:], (f"kta@{readout}", "alpha_hill", "alpha_ks")):
+            mean_std_plot(ax, grid.etas, grid.get(metric, opt).T, label=name, color_index=k)
+    for ax, lab in zip(axes.flat, ("loss (MSE)", "KTA", "PL_Alpha_Hill", "PL_Alpha_KS")):
+        ax.set_xlabel(r"learning rate $\eta$")
+        ax.set_title(lab)
+    axes[0, 0].legend()
+    axes[0, 1].legend()
+    if title:
+        fig.suptitle(title)
     return fig

@@ -10,7 +10,12 @@ is ``eta * G/(|G| + eps) ~ eta sign(G)``; ``bias_correction=False`` gives the pa
 eq. (2), ``(1 - beta1)/sqrt(1 - beta2) sign(G_0) ~ 3.16 sign(G_0)``.
 
 After the W updates, the readout ``a`` is refitted by ridge regression on the probe
-set; the metrics (probe/test loss, KTA, ``sim(W, beta*)``, the ESD of ``WᵀW`` and its
+set.  The readout features come in two conventions (``readout_scale``): ``"sqrt_d"`` is
+the paper's formula ``tanh(X Wᵀ/sqrt(d))/sqrt(h)``; ``"d"`` is ``tanh(X Wᵀ/d)/sqrt(h)``,
+what the authors' code computed for the published figures (a forward hook keeps a view
+of the first layer's output, which the forward pass then divides in place by ``sqrt(d)``;
+the evaluation divides it by ``sqrt(d)`` a second time).  Training is the same under
+both; every recorded step stores the losses and the KTA under both conventions; the metrics (probe/test loss, KTA, ``sim(W, beta*)``, the ESD of ``WᵀW`` and its
 power-law exponents from :mod:`htlib.spectra`) are recorded along the way by
 :func:`train`.  Training runs in the config's dtype (float32 by default) with the
 gradient in closed form; the readout solve and every spectrum are float64.
@@ -50,6 +55,10 @@ __all__ = [
     "first_step_norms",
     "ridge_readout",
     "readout_metrics",
+    "readout_features",
+    "READOUT_SCALES",
+    "READOUT_METRICS",
+    "WEIGHT_NORM_ORDERS",
     "spectral_norm",
     "top_eigenpair",
     "train",
@@ -65,6 +74,17 @@ ADAM_EPS: float = 1e-8
 """PyTorch's default Adam epsilon."""
 
 _OPTIMIZERS = ("gd", "adam")
+
+READOUT_SCALES: tuple[str, ...] = ("d", "sqrt_d")
+"""Readout-feature conventions: ``"d"`` -> ``tanh(X Wᵀ/d)/sqrt(h)`` (the authors' code, hence the
+paper's figures); ``"sqrt_d"`` -> ``tanh(X Wᵀ/sqrt(d))/sqrt(h)`` (the paper's formula)."""
+READOUT_METRICS: tuple[str, ...] = ("train_loss", "test_loss", "kta")
+"""The metrics that depend on the readout convention; ``"<metric>@<scale>"`` names one of them
+under a given convention (e.g. ``"test_loss@sqrt_d"``)."""
+WEIGHT_NORM_ORDERS: tuple[str, ...] = ("before_forward", "after_update")
+"""Where weight normalization acts: ``"before_forward"`` (the authors' code: W is normalized
+before each gradient, the recorded ``W_t`` is the raw post-update matrix) or ``"after_update"``
+(W is normalized after each update, the recorded ``W_t`` has ``||W_t||_F^2 = h d``)."""
 
 
 def _check_int(name: str, value: object, low: int) -> None:
@@ -99,7 +119,18 @@ class TwoLayerConfig:
     steps
         Number of full-batch updates of W (``>= 0``).
     weight_norm
-        After each update ``W <- sqrt(h d) W / ||W||_F``.
+        Weight normalization ``W <- sqrt(h d) W / ||W||_F`` (where: ``weight_norm_order``).
+    weight_norm_order
+        ``"before_forward"`` (default, the authors' order: normalize before each gradient;
+        ``W_0`` is recorded raw and every recorded ``W_t``, ``t >= 1``, is the raw
+        post-update matrix ``N(W_{t-1}) - lr * direction``) or ``"after_update"``
+        (normalize after each update; the recorded ``W_t`` is normalized).  Both orders
+        give the same normalized iterates; the recorded matrices differ by a scalar
+        factor (``W_0`` aside), so scale-free spectral numbers agree and the losses do not.
+    readout_scale
+        The convention of :attr:`Trajectory.train_loss`, ``test_loss`` and ``kta``
+        (one of :data:`READOUT_SCALES`; default ``"d"``, the published figures').  Both
+        conventions are recorded anyway, in :attr:`Trajectory.readouts`.
     steplr_gamma
         The learning rate is multiplied by ``gamma`` after every step (``0 < gamma <= 1``).
     bias_correction
@@ -135,6 +166,8 @@ class TwoLayerConfig:
     eta: float = 1.0
     steps: int = 1
     weight_norm: bool = False
+    weight_norm_order: str = "before_forward"
+    readout_scale: str = "d"
     steplr_gamma: float = 1.0
     bias_correction: bool = True
     seed: int = 0
@@ -159,6 +192,10 @@ class TwoLayerConfig:
             raise ValueError(f"steplr_gamma must be in (0, 1], got {self.steplr_gamma!r}")
         if self.optimizer not in _OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+        if self.weight_norm_order not in WEIGHT_NORM_ORDERS:
+            raise ValueError(f"weight_norm_order must be one of {WEIGHT_NORM_ORDERS}, got {self.weight_norm_order!r}")
+        if self.readout_scale not in READOUT_SCALES:
+            raise ValueError(f"readout_scale must be one of {READOUT_SCALES}, got {self.readout_scale!r}")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
@@ -193,9 +230,9 @@ class Trajectory:
     steps
         Recorded step indices (recording stops at a divergence).
     train_loss, test_loss
-        Probe-set and test-set MSE after the ridge readout.
+        Probe-set and test-set MSE after the ridge readout, under ``config.readout_scale``.
     kta
-        Kernel-target alignment of the probe-set features.
+        Kernel-target alignment of the probe-set features, under ``config.readout_scale``.
     sim
         ``|v1ᵀ beta*|``, ``v1`` the top right singular vector of ``W_t``.
     alpha_hill, alpha_ks
@@ -213,6 +250,9 @@ class Trajectory:
         Largest eigenvalue of ``W_tᵀW_t`` (``||W_t||_2^2``) per recorded step.
     update_loss
         Train-set MSE with the frozen ``a0`` (the loss the updates minimise) per recorded step.
+    readouts
+        ``{scale: {"train_loss", "test_loss", "kta"}}`` for every scale of
+        :data:`READOUT_SCALES`: the same run read out under both conventions.
     """
 
     config: TwoLayerConfig
@@ -229,6 +269,19 @@ class Trajectory:
     diverged_at: int | None
     lambda_max: np.ndarray = field(default_factory=lambda: np.zeros(0))
     update_loss: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    readouts: dict = field(default_factory=dict)
+
+    def metric(self, name: str) -> np.ndarray:
+        """A recorded metric by name; ``"<metric>@<scale>"`` (e.g. ``"test_loss@sqrt_d"``) picks
+        a readout metric under a given convention, a plain name the config's convention."""
+        if "@" in name:
+            base, scale = name.split("@", 1)
+            if base not in READOUT_METRICS or scale not in READOUT_SCALES:
+                raise ValueError(f"metric {name!r}: expected one of {READOUT_METRICS} '@' one of {READOUT_SCALES}")
+            return self.readouts[scale][base]
+        if not hasattr(self, name) or name in ("config", "esd", "weights", "readouts"):
+            raise ValueError(f"unknown metric {name!r}")
+        return getattr(self, name)
 
     def update(self, t: int) -> np.ndarray:
         """The update ``M_t = W_{t+1} - W_t`` (both steps must be in ``keep_weights``)."""
@@ -251,6 +304,7 @@ class Trajectory:
             "alpha_ks": float(self.alpha_ks[i]),
             "lambda_max": float(self.lambda_max[i]),
             "update_loss": float(self.update_loss[i]),
+            **{f"{m}@{s}": float(self.readouts[s][m][i]) for s in self.readouts for m in READOUT_METRICS},
         }
 
 
@@ -281,6 +335,19 @@ def student_features(W: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and (W.requires_grad or X.requires_grad):  # autograd-safe path
         return torch.tanh(Z / math.sqrt(d)) / math.sqrt(h)
     return Z.mul_(1.0 / math.sqrt(d)).tanh_().mul_(1.0 / math.sqrt(h))
+
+
+def readout_features(W: torch.Tensor, X: torch.Tensor, readout_scale: str = "d") -> torch.Tensor:
+    """Readout features ``tanh(X Wᵀ / s) / sqrt(h)``, ``s = d`` (``"d"``) or ``sqrt(d)`` (``"sqrt_d"``).
+
+    ``"sqrt_d"`` equals :func:`student_features` (the model the updates train); ``"d"`` is
+    what the authors' evaluation code fed to the ridge readout, the losses and the KTA.
+    """
+    if readout_scale not in READOUT_SCALES:
+        raise ValueError(f"readout_scale must be one of {READOUT_SCALES}, got {readout_scale!r}")
+    h, d = W.shape
+    scale = float(d) if readout_scale == "d" else math.sqrt(d)
+    return torch.tanh((X @ W.T) / scale) / math.sqrt(h)
 
 
 def student_output(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
@@ -463,9 +530,10 @@ def ridge_readout(Z: torch.Tensor, y: torch.Tensor, lam: float) -> torch.Tensor:
     return _ridge_solve(Z64.T @ Z64, Z64.T @ y.to(torch.float64), lam, n)
 
 
-def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float) -> dict:
+def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_scale: str = "d") -> dict:
     """Fit the ridge readout on the probe set and report ``{"train_loss", "test_loss", "kta"}``
-    (probe-set MSE, test-set MSE, KTA of the probe features), as Python floats.
+    (probe-set MSE, test-set MSE, KTA of the probe features), as Python floats, with the
+    features :func:`readout_features` of convention ``readout_scale``.
 
     The features are computed in W's dtype, everything after in float64.  The KTA is
     ``||Zᵀy||^2 / (||ZᵀZ||_F ||y||^2)`` (the definition of
@@ -473,14 +541,14 @@ def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float) -> dict:
     solve needs anyway, so the ``h x h`` Gram is formed once.
     """
     _check_float("lam", lam, low=0.0, strict=True)
-    Zp = student_features(W, data.X_probe).to(torch.float64)
+    Zp = readout_features(W, data.X_probe, readout_scale).to(torch.float64)
     yp = data.y_probe.to(torch.float64)
     n = Zp.shape[0]
     gram = Zp.T @ Zp
     Zty = Zp.T @ yp
     a = _ridge_solve(gram, Zty, lam, n)
     train_loss = torch.mean((Zp @ a - yp) ** 2).item()
-    Zt = student_features(W, data.X_test).to(torch.float64)
+    Zt = readout_features(W, data.X_test, readout_scale).to(torch.float64)
     test_loss = torch.mean((Zt @ a - data.y_test.to(torch.float64)) ** 2).item()
     kta = (torch.dot(Zty, Zty) / (torch.linalg.matrix_norm(gram) * torch.dot(yp, yp))).item()
     return {"train_loss": train_loss, "test_loss": test_loss, "kta": kta}
@@ -530,7 +598,9 @@ def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: Two
     W64 = W.detach().to(device="cpu", dtype=torch.float64)
     if not math.isfinite(float(torch.sum(W64 * W64))):  # finite W whose Gram overflows
         return None
-    out = readout_metrics(W, data, config.lam)
+    readouts = {s: readout_metrics(W, data, config.lam, s) for s in READOUT_SCALES}
+    out = dict(readouts[config.readout_scale])
+    out["readouts"] = readouts
     out["update_loss"] = mse_loss(W, a, data.X_train, data.y_train).item()
     beta = data.beta.detach().to(device="cpu", dtype=torch.float64).numpy()
     lam_max, v1 = top_eigenpair(W64)
@@ -546,7 +616,8 @@ def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: Two
         out["alpha_hill"] = math.nan
         out["alpha_ks"] = math.nan
     scalars = ("train_loss", "test_loss", "kta", "sim", "lambda_max", "update_loss")
-    if not all(math.isfinite(out[k]) for k in scalars):
+    if not all(math.isfinite(out[k]) for k in scalars) or not all(
+            math.isfinite(v) for r in readouts.values() for v in r.values()):
         return None
     return out
 
@@ -556,7 +627,9 @@ def train(config: TwoLayerConfig) -> Trajectory:
 
     The updates are the explicit GD / FB-Adam formulas of this module on the closed-form
     gradient; StepLR multiplies the learning rate by ``steplr_gamma`` after every step; with
-    ``weight_norm`` W is renormalised after every update.  At the recorded steps
+    ``weight_norm`` W is renormalised before each gradient (``weight_norm_order =
+    "before_forward"``, the authors' order: the recorded ``W_t`` is the raw post-update
+    matrix) or after each update (``"after_update"``).  At the recorded steps
     (:meth:`TwoLayerConfig.recorded_steps`) the ridge readout is refitted on the probe set
     and every metric recorded.  When W or a metric becomes non-finite the run stops and
     ``diverged_at`` is that step; nothing non-finite is ever recorded.
@@ -593,12 +666,14 @@ def train(config: TwoLayerConfig) -> Trajectory:
     with torch.no_grad():
         if observe(0):
             for t in range(config.steps):
+                if config.weight_norm and config.weight_norm_order == "before_forward":
+                    W = normalize_weights(W)
                 G = full_batch_gradient(W, a, data.X_train, data.y_train)
                 if config.optimizer == "gd":
                     W = gd_step(W, G, float(lrs[t]))
                 else:
                     W, state = adam_step(W, G, state, float(lrs[t]), bias_correction=config.bias_correction)
-                if config.weight_norm:
+                if config.weight_norm and config.weight_norm_order == "after_update":
                     W = normalize_weights(W)
                 if not observe(t + 1):
                     break
@@ -621,6 +696,8 @@ def train(config: TwoLayerConfig) -> Trajectory:
         diverged_at=diverged_at,
         lambda_max=col("lambda_max"),
         update_loss=col("update_loss"),
+        readouts={s: {m: np.array([row["readouts"][s][m] for _, row in rows], dtype=np.float64)
+                      for m in READOUT_METRICS} for s in READOUT_SCALES},
     )
 
 
@@ -628,8 +705,11 @@ def train(config: TwoLayerConfig) -> Trajectory:
 
 
 def collect_grid(trajectories: list[Trajectory], metrics: tuple[str, ...] = (
-    "train_loss", "test_loss", "kta", "sim", "lambda_max", "alpha_hill", "alpha_ks")) -> dict:
+    "train_loss", "test_loss", "kta", "sim", "lambda_max", "alpha_hill", "alpha_ks",
+    *(f"{m}@{s}" for s in READOUT_SCALES for m in READOUT_METRICS))) -> dict:
     """Arrange the last recorded step of many runs as ``{optimizer: {metric: (seeds, etas) array}}``.
+
+    Metric names as in :meth:`Trajectory.metric` (``"test_loss@sqrt_d"`` etc. for one convention).
 
     Rows are the seeds and columns the learning rates, both ascending; a run that diverged
     before its last step contributes NaN (and is counted in ``{optimizer: {"diverged": ...}}``).
@@ -647,7 +727,7 @@ def collect_grid(trajectories: list[Trajectory], metrics: tuple[str, ...] = (
             i, j = seeds.index(t.config.seed), etas.index(t.config.eta)
             if t.steps.size and t.steps[-1] == t.config.steps:
                 for m in metrics:
-                    block[m][i, j] = getattr(t, m)[-1]
+                    block[m][i, j] = t.metric(m)[-1]
             diverged[i, j] = t.diverged_at is not None
         block["diverged"] = diverged
         out[opt] = block

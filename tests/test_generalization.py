@@ -177,6 +177,9 @@ def _synthetic_grid(seeds: int = 4) -> gen.GridMetrics:
     values["alpha_hill"] = np.where(le >= 0, 2.0 - 0.02 * le, 2.0 - le) + noise()  # nearly flat for eta >= 1
     values["alpha_ks"] = 5.0 - 0.5 * le + noise()  # falls throughout
     values["alpha_weighted"] = values["alpha_ks"] * 2
+    for m in ("train_loss", "test_loss", "kta"):
+        values[f"{m}@d"] = values[m]
+        values[f"{m}@sqrt_d"] = values[m][:, ::-1]  # the other readout: reversed in eta
     return gen.GridMetrics(("gd", "adam"), etas, np.arange(seeds), values, np.zeros(shape, bool))
 
 
@@ -191,13 +194,17 @@ def test_correlation_table_and_claims_on_synthetic_grid():
     assert gen.check_adam_benign_band(grid, n_boot=300).verdict == "agrees"
     flipped = dataclasses.replace(grid, values={**grid.values, "alpha_ks": -grid.values["alpha_ks"]})
     assert gen.check_hill_flat_ks_decreasing(flipped).verdict == "partly"
+    # the readout argument picks the convention: reversed losses flip the verdict
+    assert gen.check_gd_large_eta(grid, readout="sqrt_d", n_boot=300).verdict != "agrees"
+    with pytest.raises(ValueError, match="readout"):
+        gen.check_gd_large_eta(grid, readout="sqrt")
     with pytest.raises(ValueError, match="no learning rate"):
         gen.correlation_table(grid, eta_min=1e6)
 
 
 def test_check_ridge_verdicts():
     def c(train, test):
-        return {"train_loss": np.array([1.0, train]), "test_loss": np.array([1.0, test])}
+        return {"train_loss@d": np.array([1.0, train]), "test_loss@d": np.array([1.0, test])}
 
     paper_like = {1e-1: c(0.5, 0.6), 1e-2: c(0.4, 0.5), 1e-3: c(0.2, 0.45), 1e-4: c(0.1, 0.44)}
     assert gen.check_ridge(paper_like).verdict == "agrees"
@@ -221,7 +228,7 @@ def test_readout_curve_reuses_weights(cache_tmp):
     # another lambda: htlib.two_layer's own readout, and an independent least-squares ridge solve
     data = gen.make_data(base)
     W3 = torch.as_tensor(traj.weights[3])
-    ref = readout_metrics(W3, data, 0.3)
+    ref = readout_metrics(W3, data, 0.3, "d")
     assert curves[0.3]["train_loss"][3] == pytest.approx(ref["train_loss"], rel=1e-10)
     assert curves[0.3]["test_loss"][3] == pytest.approx(ref["test_loss"], rel=1e-10)
     W = W3.to(torch.float64)
@@ -230,7 +237,13 @@ def test_readout_curve_reuses_weights(cache_tmp):
     n, h = Z.shape
     A = np.vstack([Z, np.sqrt(0.3 * n / h) * np.eye(h)])
     a = np.linalg.lstsq(A, np.concatenate([y, np.zeros(h)]), rcond=None)[0]
-    assert curves[0.3]["train_loss"][3] == pytest.approx(np.mean((Z @ a - y) ** 2), rel=1e-5)  # float32 training
+    assert curves[0.3]["train_loss@sqrt_d"][3] == pytest.approx(np.mean((Z @ a - y) ** 2), rel=1e-5)
+    Zd = (torch.tanh(data.X_probe.double() @ W.T / base.d) / np.sqrt(base.h)).numpy()  # the figures' features
+    A = np.vstack([Zd, np.sqrt(0.3 * n / h) * np.eye(h)])
+    a = np.linalg.lstsq(A, np.concatenate([y, np.zeros(h)]), rcond=None)[0]
+    assert curves[0.3]["train_loss@d"][3] == pytest.approx(np.mean((Zd @ a - y) ** 2), rel=1e-5)
+    assert base.readout_scale == "d"
+    np.testing.assert_array_equal(curves[0.3]["train_loss"], curves[0.3]["train_loss@d"])
     with pytest.raises(ValueError, match="keep_weights"):
         gen.ReadoutConfig(f8.by_gamma[0.5], (0.1,))
     with pytest.raises(ValueError, match="lams"):
@@ -256,7 +269,8 @@ def test_label_noise_and_sample_size_checks_run_on_real_trajectories():
     assert chk.verdict in ("agrees", "partly", "disagrees") and "ratio" in chk.measured
     small, large = (train(TwoLayerConfig(**{**base, "n": n})) for n in (32, 64))
     chk = gen.check_sample_size(small, large)
-    assert "s1/s2" in chk.measured
+    assert "s1/s2" in chk.measured and "q90" in chk.measured
+    assert chk.paper == "003" and chk.verdict in ("agrees", "partly", "disagrees")
 
 
 # ----------------------------------------------------------------------------- executors
@@ -281,3 +295,17 @@ def test_run_sweep_on_dask_local_cluster_matches_serial_and_resumes(cache_tmp):
 class _NoExecutor(cf.Executor):
     def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
         raise AssertionError("a cached config was recomputed")
+
+
+def test_spike_over_bulk_on_the_eigenvalue_scale():
+    # 99 bulk eigenvalues at 1 and one spike at 50: the 90th percentile is the bulk, the ratio is 50
+    eigs = np.r_[np.ones(99), 50.0]
+    assert gen.spike_over_bulk(eigs) == pytest.approx(50.0)
+    # a flat spectrum has no spike: ratio 1; the s1/s2 rule would also say 1 here, but on a spike at 4x the
+    # second eigenvalue s1/s2 = 2 while lambda_max/q90 = 4 x (second / q90)
+    assert gen.spike_over_bulk(np.full(10, 3.0)) == pytest.approx(1.0)
+    e = np.r_[np.linspace(1.0, 2.0, 99), 8.0]
+    assert gen.spike_over_bulk(e) == pytest.approx(8.0 / np.quantile(e, 0.9))
+    assert gen.top_singular_ratio(e) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="q"):
+        gen.spike_over_bulk(e, q=1.0)

@@ -22,6 +22,7 @@ from htlib.two_layer import (
     init_weights,
     make_data,
     mse_loss,
+    readout_features,
     readout_metrics,
     ridge_readout,
     spectral_norm,
@@ -102,26 +103,33 @@ def _reference_run(cfg: TwoLayerConfig, steps: int) -> list[np.ndarray]:
         opt = torch.optim.Adam([W], lr=cfg.eta)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=cfg.steplr_gamma)
     out = [W.detach().numpy().copy()]
+    def normalize():
+        with torch.no_grad():
+            W.mul_(math.sqrt(W.numel()) / torch.linalg.matrix_norm(W))
+
     for _ in range(steps):
+        if cfg.weight_norm and cfg.weight_norm_order == "before_forward":
+            normalize()  # the authors' order: normalize, then the forward pass; W is measured raw
         opt.zero_grad()
         mse_loss(W, a, data.X_train, data.y_train).backward()
         opt.step()
         sched.step()
-        if cfg.weight_norm:
-            with torch.no_grad():
-                W.mul_(math.sqrt(W.numel()) / torch.linalg.matrix_norm(W))
+        if cfg.weight_norm and cfg.weight_norm_order == "after_update":
+            normalize()
         out.append(W.detach().numpy().copy())
     return out
 
 
 @pytest.mark.parametrize(
     "optimizer,eta,gamma,wn",
-    [("gd", 50.0, 1.0, False), ("gd", 300.0, 0.5, True), ("adam", 0.05, 1.0, False), ("adam", 0.3, 0.6, True)],
+    [("gd", 50.0, 1.0, None), ("gd", 300.0, 0.5, "after_update"), ("adam", 0.05, 1.0, None),
+     ("adam", 0.3, 0.6, "after_update"), ("gd", 300.0, 0.5, "before_forward"), ("adam", 0.3, 0.6, "before_forward")],
 )
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_updates_match_torch_optim(optimizer, eta, gamma, wn, dtype):
     steps = 4
-    cfg = small(optimizer=optimizer, eta=eta, steps=steps, steplr_gamma=gamma, weight_norm=wn, dtype=dtype,
+    wn_kw = dict(weight_norm=False) if wn is None else dict(weight_norm=True, weight_norm_order=wn)
+    cfg = small(optimizer=optimizer, eta=eta, steps=steps, steplr_gamma=gamma, dtype=dtype, **wn_kw,
                 keep_weights=tuple(range(steps + 1)), record_esd=False)
     traj = train(cfg)
     ref = _reference_run(cfg, steps)
@@ -168,13 +176,19 @@ def test_ridge_matches_lstsq_on_augmented_system():
     assert rel(a, ref) < 1e-10
 
 
-def test_readout_metrics_against_numpy_and_spectra():
+@pytest.mark.parametrize("scale", ["sqrt_d", "d"])
+def test_readout_metrics_against_numpy_and_spectra(scale):
+    """Both conventions against features computed here in NumPy: tanh(X Wᵀ/s)/sqrt(h), s = sqrt(d) or d."""
     cfg = small()
     data = make_data(cfg)
     W, _ = init_weights(cfg)
-    m = readout_metrics(W, data, cfg.lam)
-    Zp = student_features(W, data.X_probe).numpy()
-    Zt = student_features(W, data.X_test).numpy()
+    m = readout_metrics(W, data, cfg.lam, scale)
+    Wn = W.numpy()
+    s = math.sqrt(cfg.d) if scale == "sqrt_d" else float(cfg.d)
+    Zp = np.tanh(data.X_probe.numpy() @ Wn.T / s) / math.sqrt(cfg.h)
+    Zt = np.tanh(data.X_test.numpy() @ Wn.T / s) / math.sqrt(cfg.h)
+    if scale == "sqrt_d":  # the model's own features
+        np.testing.assert_allclose(student_features(W, data.X_probe).numpy(), Zp, rtol=1e-12, atol=1e-15)
     yp, yt = data.y_probe.numpy(), data.y_test.numpy()
     n, h = Zp.shape
     A = np.vstack([Zp, np.sqrt(cfg.lam * n / h) * np.eye(h)])
@@ -321,3 +335,90 @@ def test_first_eta_above_and_collect_grid():
         assert grid[r.config.optimizer]["test_loss"][i, j] == r.test_loss[-1]
         assert grid[r.config.optimizer]["sim"][i, j] == r.sim[-1]
     assert not grid["gd"]["diverged"].any()
+
+
+# ---------------------------------------------------------------- readout conventions
+
+
+def test_forward_hook_with_inplace_division_stores_scaled_preactivations():
+    """The pattern of the authors' code, rebuilt here: a forward hook keeps ``out.detach()`` of the
+    first layer, and the forward pass divides that output in place by sqrt(d).  ``detach`` shares
+    storage, so the kept tensor ends up as X Wᵀ/sqrt(d); an evaluation that divides it by sqrt(d)
+    again feeds tanh(X Wᵀ/d)/sqrt(h) to the readout, i.e. the ``"d"`` convention."""
+    torch.manual_seed(0)
+    d, h, n = 12, 7, 9
+    layer = torch.nn.Linear(d, h, bias=False)
+    kept = {}
+    layer.register_forward_hook(lambda mod, inp, out: kept.__setitem__("z", out.detach()))
+
+    def forward(X):
+        Z = layer(X)
+        Z /= math.sqrt(d)  # in place: the hooked tensor changes too
+        return torch.tanh(Z)
+
+    X = torch.randn(n, d)
+    with torch.no_grad():
+        forward(X)
+        W = layer.weight.detach().clone()
+        stored = kept["z"].clone()
+        np.testing.assert_allclose(stored.numpy(), (X @ W.T / math.sqrt(d)).numpy(), rtol=1e-6, atol=1e-7)
+        assert not torch.allclose(stored, X @ W.T)  # the raw output is gone
+        evaluated = torch.tanh(kept["z"] / math.sqrt(d)) / math.sqrt(h)  # what the evaluation then computes
+    np.testing.assert_allclose(evaluated.numpy(), readout_features(W, X, "d").numpy(), rtol=1e-6, atol=1e-7)
+    ref_d = np.tanh(X.double().numpy() @ W.double().numpy().T / d) / math.sqrt(h)
+    np.testing.assert_allclose(evaluated.double().numpy(), ref_d, rtol=1e-5, atol=1e-7)
+    # without the in-place division (out-of-place Z = Z / sqrt(d)) the kept tensor stays X Wᵀ
+    kept.clear()
+    with torch.no_grad():
+        Z = layer(X)
+        Z = Z / math.sqrt(d)
+    np.testing.assert_allclose(kept["z"].numpy(), (X @ W.T).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_d_convention_equals_independent_ridge_and_losses():
+    """One recorded run: the "d" losses and KTA equal a NumPy computation from tanh(X Wᵀ/d)/sqrt(h),
+    a ridge solve of the augmented least-squares system and the two MSEs; both conventions recorded."""
+    cfg = small(optimizer="adam", eta=0.3, steps=2, keep_weights=(0, 2))
+    traj = train(cfg)
+    data = make_data(cfg)
+    assert traj.config.readout_scale == "d"
+    for t, i in ((0, 0), (2, 2)):
+        W = traj.weights[t]
+        Zp = np.tanh(data.X_probe.numpy() @ W.T / cfg.d) / math.sqrt(cfg.h)
+        Zt = np.tanh(data.X_test.numpy() @ W.T / cfg.d) / math.sqrt(cfg.h)
+        yp, yt = data.y_probe.numpy(), data.y_test.numpy()
+        n, h = Zp.shape
+        A = np.vstack([Zp, np.sqrt(cfg.lam * n / h) * np.eye(h)])
+        a, *_ = np.linalg.lstsq(A, np.concatenate([yp, np.zeros(h)]), rcond=None)
+        assert traj.train_loss[i] == pytest.approx(np.mean((Zp @ a - yp) ** 2), rel=1e-9)
+        assert traj.test_loss[i] == pytest.approx(np.mean((Zt @ a - yt) ** 2), rel=1e-9)
+        kta = np.sum((Zp.T @ yp) ** 2) / (np.linalg.norm(Zp.T @ Zp) * (yp @ yp))
+        assert traj.kta[i] == pytest.approx(kta, rel=1e-9)
+        assert traj.metric("test_loss@d")[i] == traj.test_loss[i]
+        other = readout_metrics(torch.as_tensor(W), data, cfg.lam, "sqrt_d")
+        assert traj.metric("test_loss@sqrt_d")[i] == pytest.approx(other["test_loss"], rel=1e-12)
+        assert abs(other["train_loss"] - traj.train_loss[i]) > 1e-3  # the conventions do differ
+    # the config's readout picks the plain fields; training is the same
+    alt = train(dataclasses.replace(cfg, readout_scale="sqrt_d"))
+    np.testing.assert_array_equal(alt.weights[2], traj.weights[2])
+    np.testing.assert_array_equal(alt.train_loss, traj.metric("train_loss@sqrt_d"))
+    with pytest.raises(ValueError, match="readout_scale"):
+        small(readout_scale="sqrtd")
+    with pytest.raises(ValueError, match="weight_norm_order"):
+        small(weight_norm_order="after")
+    with pytest.raises(ValueError, match="metric"):
+        traj.metric("loss@d")
+
+
+def test_weight_norm_orders_share_normalized_iterates():
+    """Authors' order (normalize before each gradient, record raw) against the after-update order:
+    both record the raw W_0; only the after-update order records normalized W_t (the exact update
+    arithmetic of both orders is checked against torch.optim above)."""
+    base = small(optimizer="adam", eta=0.5, steps=3, weight_norm=True, keep_weights=(0, 1, 2, 3))
+    before = train(base)
+    after = train(dataclasses.replace(base, weight_norm_order="after_update"))
+    target = math.sqrt(base.h * base.d)
+    np.testing.assert_array_equal(before.weights[0], after.weights[0])  # both record the raw W_0
+    for t in (1, 2, 3):
+        assert np.linalg.norm(after.weights[t]) == pytest.approx(target, rel=1e-10)
+        assert abs(np.linalg.norm(before.weights[t]) - target) > 1e-3 * target  # raw, not normalized
