@@ -203,7 +203,8 @@ def test_phase_track_of_a_random_matrix_and_a_spiked_one():
 
 
 def test_weight_normalization_keeps_frobenius_norm_after_every_step():
-    cfg = _small(weight_norm=True, steps=5, keep_weights=tuple(range(6)), eta=1.0)
+    # the "after_update" order stores the normalized matrix; the authors' default order is tested below
+    cfg = _small(weight_norm=True, weight_norm_order="after_update", steps=5, keep_weights=tuple(range(6)), eta=1.0)
     traj = train(cfg)
     target = np.sqrt(cfg.h * cfg.d)
     for t in range(1, 6):
@@ -215,7 +216,8 @@ def test_weight_normalization_keeps_frobenius_norm_after_every_step():
 
 
 def test_weight_normalization_float32():
-    cfg = _small(weight_norm=True, steps=3, keep_weights=(1, 2, 3), dtype="float32", optimizer="gd", eta=50.0)
+    cfg = _small(weight_norm=True, weight_norm_order="after_update", steps=3, keep_weights=(1, 2, 3), dtype="float32",
+                 optimizer="gd", eta=50.0)
     traj = train(cfg)
     for t in (1, 2, 3):
         assert np.linalg.norm(traj.weights[t].astype(np.float64)) == pytest.approx(np.sqrt(cfg.h * cfg.d), rel=1e-5)
