@@ -1,0 +1,67 @@
+"""Argument checks shared by every numerics module: one place for the error messages.
+
+Every check names the argument it refuses and states what is allowed, so a reader who passes a
+negative width or a NaN matrix learns which argument to fix.  Each returns the value in the type
+the caller computes with (``int``, ``float``, a float64 NumPy array).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def check_int(name: str, value: object, low: int = 0) -> int:
+    """``value`` as an ``int`` that is ``>= low``; NumPy integers pass, floats and bools are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_float(name: str, value: object, *, low: float | None = None, high: float | None = None,
+                strict: bool = True) -> float:
+    """``value`` as a finite ``float`` inside ``(low, high)`` (``[low, high]`` with ``strict=False``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    below = low is not None and (v <= low if strict else v < low)
+    above = high is not None and (v >= high if strict else v > high)
+    if not math.isfinite(v) or below or above:
+        lo = "" if low is None else f"{'>' if strict else '>='} {low}"
+        hi = "" if high is None else f"{'<' if strict else '<='} {high}"
+        bounds = " and ".join(b for b in (lo, hi) if b)
+        raise ValueError(f"{name} must be finite{' and ' + bounds if bounds else ''}, got {value!r}")
+    return v
+
+
+def to_numpy(x: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
+    """A NumPy copy of an array-like or a (detached, CPU) torch tensor, in ``dtype``."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    try:
+        return np.array(x, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric array-like, got {type(x).__name__}") from err
+
+
+def check_matrix(name: str, a: Any, *, finite: bool = True, dtype: Any = np.float64) -> np.ndarray:
+    """A 2-D, non-empty (and by default finite) matrix as a NumPy array in ``dtype``."""
+    arr = to_numpy(a, name, dtype)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} holds NaN or inf entries; only finite values are allowed")
+    return arr
+
+
+def check_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``allowed``; otherwise a message that lists them."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return str(value)
