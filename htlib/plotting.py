@@ -12,12 +12,15 @@ from typing import Sequence
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
 
 __all__ = [
     "PALETTE",
     "use_book_style",
     "color",
+    "table",
+    "Table",
     "esd_hist",
     "log_bins",
     "mean_std_plot",
@@ -61,6 +64,84 @@ def use_book_style() -> None:
 def color(i: int) -> tuple[float, float, float]:
     """The ``i``-th palette colour (cycled)."""
     return PALETTE[i % len(PALETTE)]
+
+
+class Table(pd.DataFrame):
+    """A DataFrame that shows every row, column and character: pandas' display limits (50 characters
+    a cell, 20 columns) would cut a chapter's table, and the reader would see ``...``."""
+
+    @property
+    def _constructor(self):
+        return Table
+
+    def _repr_html_(self) -> str | None:
+        with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None):
+            return super()._repr_html_()
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None,
+                               "display.width", 1000):
+            return super().__repr__()
+
+
+def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None, *,
+          formats: dict[str, str] | None = None, index: str | None = None, default: str = ".4g"):
+    """The book's one table helper: a :class:`pandas.DataFrame` of fixed-precision text.
+
+    Parameters
+    ----------
+    rows : sequence of sequences or of dicts
+        One entry per row; sequences are matched to ``columns`` by position, dicts by key.
+    columns : sequence of str, optional
+        Column names, in order (required for sequence rows; default: the first dict's keys).
+    formats : dict, optional
+        Format spec per column (``".4f"``, ``".3g"``, ``"d"``, ``".0%"``); numbers of other columns
+        get ``default``, integers ``"d"``, booleans ``"yes"``/``"no"``; strings are kept as they are.
+    index : str, optional
+        Column to use as the row index (e.g. the case name).
+    default : str
+        Format spec of the numbers of a column without one.
+
+    Returns
+    -------
+    Table
+        A :class:`pandas.DataFrame` shown whole (no ``...``); every cell a string, so the printed digits are exactly ``formats``' -- whatever pandas'
+        display options are -- and nbval compares them as text.
+    """
+    import numbers
+
+    rows = list(rows)
+    if columns is None:
+        if not rows or not isinstance(rows[0], dict):
+            raise ValueError("columns must be given unless rows are dicts")
+        columns = list(rows[0])
+    columns = list(columns)
+    formats = dict(formats or {})
+    unknown = set(formats) - set(columns)
+    if unknown:
+        raise ValueError(f"formats names unknown column(s) {sorted(unknown)}; columns are {columns}")
+    if index is not None and index not in columns:
+        raise ValueError(f"index must be one of the columns {columns}, got {index!r}")
+
+    def cell(col: str, value) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (bool, np.bool_)):
+            return "yes" if value else "no"
+        if isinstance(value, numbers.Integral) and col not in formats:
+            return format(int(value), "d")
+        if isinstance(value, numbers.Real):
+            return format(value, formats.get(col, default))
+        return str(value)
+
+    out = []
+    for r in rows:
+        values = [r[c] for c in columns] if isinstance(r, dict) else list(r)
+        if len(values) != len(columns):
+            raise ValueError(f"each row must have {len(columns)} values ({columns}), got {len(values)}")
+        out.append([cell(c, v) for c, v in zip(columns, values)])
+    frame = Table(out, columns=columns)
+    return frame.set_index(index) if index is not None else frame
 
 
 def log_bins(values: np.ndarray, bins: int = 80) -> np.ndarray:

@@ -55,26 +55,22 @@ def test_spiked_family_outlier_at_bbp_location():
     assert e[-1] == pytest.approx((1 + 16.0) * (g + 16.0) / 16.0, rel=0.03)
 
 
-def test_expected_phases_and_confusion_counts():
-    assert R.expected_phases("gaussian", 1500, 1000) == ("random-like",)
-    assert "bleeding-out" in R.expected_phases("rank1-1.4", 300, 200)
-    assert R.expected_phases("rank1-1.4", 1500, 1000) == ("bulk+spikes",)
-    c = R.confusion_counts(["a", "b"], [["random-like", "random-like"], ["heavy-tailed"]])
-    assert c.sum() == 3 and c[0, S.PHASES.index("random-like")] == 2 and c[1, S.PHASES.index("heavy-tailed")] == 1
-
-
 def test_bad_input_raises():
     with pytest.raises(ValueError, match="name must be one of"):
         R.labelled_matrix("cauchy")
-    with pytest.raises(ValueError, match="h and d"):
+    with pytest.raises(ValueError, match="h and d must satisfy h >= d"):
         R.labelled_matrix("gaussian", 10, 20)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(ValueError, match="d must be an integer >= 10"):
+        R.labelled_matrix("gaussian", 30, 5)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
         R.labelled_matrix("gaussian", 30, 20, seed=-1)
-    with pytest.raises(ValueError, match="name must be one of"):
-        R.expected_phases("cauchy", 30, 20)
-    with pytest.raises(ValueError, match="phase must be one of"):
-        R.confusion_counts(["a"], [["spiky"]])
-    with pytest.raises(ValueError, match="name must be one of"):
-        R.PhaseCase("cauchy")
-    with pytest.raises(ValueError, match="p must be"):
+    with pytest.raises(ValueError, match="p must be an integer >= 1"):
         R.gaussian_matrix(0, 3, seed=0)
+    with pytest.raises(ValueError, match="q must be an integer >= 1"):
+        R.gaussian_matrix(3, 2.5, seed=0)
+    with pytest.raises(ValueError, match="sigma2 must be finite and > 0"):
+        R.gaussian_matrix(3, 2, seed=0, sigma2=0.0)
+    with pytest.raises(ValueError, match=r"gamma must be in \(0, 1\]"):
+        R.mp_size_sweep([20], 1.5, [0])
+    with pytest.raises(ValueError, match="p >= q"):
+        R.compare_with_mp(np.ones((3, 5)))
