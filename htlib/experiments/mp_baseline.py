@@ -85,7 +85,7 @@ def comparison_table(comparisons: Sequence[MPComparison]):
     """One row per matrix: size, top eigenvalue against the edge, Tracy-Widom gap, KS, spikes."""
     rows = [(c.gamma, c.p, c.q, c.lambda_max, c.lambda_plus, c.edge_gap_tw, c.ks_distance, c.num_spikes)
             for c in comparisons]
-    return plotting.table(rows, ["gamma", "rows", "cols", "lambda_max", "lambda_+", "gap/s_TW", "KS", "spikes"],
+    return plotting.table(rows, ["gamma", "rows", "cols", "lambda_max", "lambda_+", "gap/s_TW", "KS", "spikes"], index="gamma",
                           formats={"gamma": ".3f", "lambda_max": ".4f", "lambda_+": ".4f", "gap/s_TW": ".2f",
                                    "KS": ".4f"})
 
@@ -143,7 +143,7 @@ def size_sweep(rows: Sequence[int], gamma: float, seeds: int) -> SizeSweep:
 def size_table(sw: SizeSweep):
     """One row per size: seed means of the KS distance and of the top eigenvalue's distance to the edge."""
     rows = zip(sw.p, sw.q, sw.ks_mean, sw.gap_abs, sw.gap_tw)
-    return plotting.table(rows, ["rows", "cols", "KS mean", "|lmax - l+| mean", "|gap|/s_TW mean"],
+    return plotting.table(rows, ["rows", "cols", "KS mean", "|lmax - l+| mean", "|gap|/s_TW mean"], index="rows",
                           formats={"KS mean": ".5f", "|lmax - l+| mean": ".5f", "|gap|/s_TW mean": ".2f"})
 
 
