@@ -1,8 +1,9 @@
-"""The one plotting style of the book, and the plot helpers every chapter shares.
+"""The one plotting style of the book, its colours, the plot helpers and the table helper every chapter shares.
 
-Colours come from seaborn's colour-blind-safe palette; ESD helpers put tails on
-log axes; every helper takes an ``ax`` and returns it, so chapters compose
-figures freely.  Chapters should call :func:`use_book_style` once.
+Colours come from seaborn's colour-blind-safe palette (:func:`color`; :data:`SEQUENTIAL_CMAP` for
+heatmaps), never from a cell; ESD helpers put tails on log axes; every helper takes an ``ax`` and
+returns it, so chapters compose figures freely.  Chapters should call :func:`use_book_style` once.
+Tables come from :func:`table`: fixed precision per column, shown whole.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ __all__ = [
     "power_law_line",
     "train_test_curves",
     "alpha_band_scatter",
-    "metric_grid_panels",
     "phase_strip",
     "mp_overlay",
     "phase_evidence",
@@ -306,31 +306,6 @@ def alpha_band_scatter(
         ax.figure.colorbar(sc, ax=ax, label=r"$\log_{10}\eta$")
     ax.set_xscale("log")
     return ax
-
-
-def metric_grid_panels(grid, *, title: str | None = None, names: "dict[str, str] | None" = None) -> plt.Figure:
-    """The Fig. 7 layout of paper 003: losses, KTA, PL_Alpha_Hill, PL_Alpha_KS against eta.
-
-    ``grid`` is an :class:`htlib.generalization.GridMetrics`; each panel shows the
-    mean +- std over seeds, one colour per optimizer (train solid, test dashed).
-    """
-    names = names or {"gd": "GD", "adam": "FB-Adam"}
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
-    for k, opt in enumerate(grid.optimizers):
-        name = names.get(opt, opt)
-        mean_std_plot(axes[0], grid.etas, grid.get("train_loss", opt).T, label=f"{name} train", color_index=k)
-        mean_std_plot(axes[0], grid.etas, grid.get("test_loss", opt).T, label=f"{name} test", color_index=k,
-                      ls="--", marker="s")
-        for ax, metric in zip(axes[1:], ("kta", "alpha_hill", "alpha_ks")):
-            mean_std_plot(ax, grid.etas, grid.get(metric, opt).T, label=name, color_index=k)
-    for ax, lab in zip(axes, ("loss (MSE)", "KTA", "PL_Alpha_Hill", "PL_Alpha_KS")):
-        ax.set_xlabel(r"learning rate $\eta$")
-        ax.set_title(lab)
-    axes[0].legend()
-    axes[1].legend()
-    if title:
-        fig.suptitle(title)
-    return fig
 
 
 # --- spike to heavy tail ---
