@@ -41,7 +41,10 @@ no cache and draw nothing.  They import only each other and the shared argument 
 **Experiments** (``htlib.experiments.<chapter>``, one module per book chapter) hold what a chapter
 computes at the papers' settings: figure configurations, sweeps through the result cache, the
 chapter's :class:`htlib.claims.Claim` records and its figure helpers.  A chapter's code cells call
-these.  Why a subpackage: see :mod:`htlib.experiments`.
+these.  They form a subpackage of htlib, not a folder beside the book, so that the chapters,
+``make paper`` and the tests import them by one path from an installed htlib, the result cache
+hashes them with the numerics, and the layer boundary is a folder a test can check (details in
+:mod:`htlib.experiments`).
 
 **Book tooling** runs and checks the book:
 
@@ -55,7 +58,8 @@ these.  Why a subpackage: see :mod:`htlib.experiments`.
 
 ``run``, ``book`` and ``paper`` alone import papermill, nbformat, nbconvert and yaml (the
 ``tooling`` extra of ``pyproject.toml``); nothing else imports them, so ``import htlib.spectra``
-works in an environment that has none of these.
+works in an environment that has none of these.  (``claims.glue_text``/``publish_claims`` import
+myst-nb's ``glue`` inside the function: only a chapter being executed calls them.)
 """
 
 __version__ = "0.1.0"
