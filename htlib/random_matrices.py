@@ -19,7 +19,7 @@ import torch
 from htlib import spectra
 from htlib._checks import check_float, check_int
 
-__all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "mp_size_sweep", "LABELLED_CASES", "labelled_matrix"]
+__all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "MPSizeSweep", "mp_size_sweep", "LABELLED_CASES", "labelled_matrix"]
 
 
 def gaussian_matrix(
@@ -81,15 +81,27 @@ def compare_with_mp(W: torch.Tensor | np.ndarray, *, sigma2: float = 1.0) -> MPC
     )
 
 
-def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> dict[str, np.ndarray]:
-    """MP agreement of ``p x q`` Gaussian matrices with ``q = gamma p``, over sizes and seeds.
+@dataclass(frozen=True)
+class MPSizeSweep:
+    """MP agreement of Gaussian matrices over sizes (rows) and seeds (columns of each array).
 
-    Returns arrays of shape ``(len(sizes), len(seeds))`` keyed ``"ks_distance"``,
-    ``"edge_gap"`` (``lambda_max - lambda_plus``) and ``"edge_gap_tw"``, plus ``"p"`` and ``"q"``.
+    ``p``/``q`` are the matrix sizes (``q = round(gamma p)``); ``ks_distance``, ``edge_gap``
+    (``lambda_max - lambda_plus``) and ``edge_gap_tw`` (the same in Tracy-Widom units) have shape
+    ``(len(p), number of seeds)``.
     """
+
+    p: np.ndarray
+    q: np.ndarray
+    ks_distance: np.ndarray
+    edge_gap: np.ndarray
+    edge_gap_tw: np.ndarray
+
+
+def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> MPSizeSweep:
+    """:func:`compare_with_mp` of ``p x q`` Gaussian matrices with ``q = gamma p``, for every size and seed."""
     if check_float("gamma", gamma, low=0.0) > 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma!r}")
-    ps = np.asarray([int(s) for s in sizes])
+    ps = np.asarray([check_int("sizes", s, 1) for s in sizes])
     qs = np.maximum(1, np.rint(gamma * ps)).astype(int)
     out = {k: np.zeros((len(ps), len(seeds))) for k in ("ks_distance", "edge_gap", "edge_gap_tw")}
     for i, (p, q) in enumerate(zip(ps, qs)):
@@ -98,8 +110,7 @@ def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> d
             out["ks_distance"][i, j] = c.ks_distance
             out["edge_gap"][i, j] = c.lambda_max - c.lambda_plus
             out["edge_gap_tw"][i, j] = c.edge_gap_tw
-    out["p"], out["q"] = ps, qs
-    return out
+    return MPSizeSweep(p=ps, q=qs, **out)
 
 
 # --------------------------------------------------------------------------- labelled test set

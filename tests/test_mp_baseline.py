@@ -23,10 +23,10 @@ def test_gamma_panels_use_the_documented_sizes_and_seeds():
 def test_size_sweep_summary_matches_the_raw_sweep():
     sw = M.size_sweep([40, 80, 160], gamma=0.5, seeds=2)
     raw = R.mp_size_sweep([40, 80, 160], gamma=0.5, seeds=[100, 101])
-    assert np.allclose(sw.ks_mean, raw["ks_distance"].mean(axis=1))
-    assert np.allclose(sw.gap_tw, np.abs(raw["edge_gap_tw"]).mean(axis=1))
+    assert np.allclose(sw.ks_mean, raw.ks_distance.mean(axis=1))
+    assert np.allclose(sw.gap_tw, np.abs(raw.edge_gap_tw).mean(axis=1))
     # the slope is the least-squares slope of log KS on log h (closed form)
-    x, y = np.log(raw["p"]), np.log(sw.ks_mean)
+    x, y = np.log(raw.p), np.log(sw.ks_mean)
     slope = np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2)
     assert sw.ks_slope == pytest.approx(slope, rel=1e-10)
     assert M.size_table(sw)["KS mean"].tolist() == [f"{v:.5f}" for v in sw.ks_mean]

@@ -111,8 +111,8 @@ def test_run_phase_case_matches_a_direct_analysis():
     res = P.run_phase_case(P.PhaseCase("rank5", 120, 80, 1))
     raw = np.maximum(np.linalg.eigvalsh(R.labelled_matrix("rank5", 120, 80, seed=1).T
                                         @ R.labelled_matrix("rank5", 120, 80, seed=1)), 0.0)
-    assert np.allclose(res["eigs"] * res["scale"], raw, rtol=1e-9, atol=1e-9 * raw.max())
-    assert res["report"].phase == S.analyze_spectrum(raw, 80 / 120).phase == "bulk+spikes"
+    assert np.allclose(res.eigs * res.scale, raw, rtol=1e-9, atol=1e-9 * raw.max())
+    assert res.report.phase == S.analyze_spectrum(raw, 80 / 120).phase == "bulk+spikes"
 
 
 def test_confusion_and_claims_on_a_small_size(tmp_path, monkeypatch):

@@ -94,13 +94,13 @@ def test_compare_with_mp_known_variance_scales_the_edges():
 
 def test_mp_size_sweep_is_compare_with_mp_per_size_and_seed():
     out = R.mp_size_sweep([30, 60], gamma=0.5, seeds=[7, 8])
-    assert out["p"].tolist() == [30, 60] and out["q"].tolist() == [15, 30]
+    assert out.p.tolist() == [30, 60] and out.q.tolist() == [15, 30]
     for i, p in enumerate((30, 60)):
         for j, seed in enumerate((7, 8)):
             c = R.compare_with_mp(R.gaussian_matrix(p, p // 2, seed=seed))
-            assert out["ks_distance"][i, j] == c.ks_distance
-            assert out["edge_gap"][i, j] == pytest.approx(c.lambda_max - c.lambda_plus)
-            assert out["edge_gap_tw"][i, j] == c.edge_gap_tw
+            assert out.ks_distance[i, j] == c.ks_distance
+            assert out.edge_gap[i, j] == pytest.approx(c.lambda_max - c.lambda_plus)
+            assert out.edge_gap_tw[i, j] == c.edge_gap_tw
 
 
 def _hill(x: np.ndarray, k: int) -> float:

@@ -15,7 +15,7 @@ import numpy as np
 
 from htlib import plotting, spectra
 from htlib.claims import Claim
-from htlib.random_matrices import MPComparison, compare_with_mp, gaussian_matrix, mp_size_sweep
+from htlib.random_matrices import MPComparison, MPSizeSweep, compare_with_mp, gaussian_matrix, mp_size_sweep
 
 __all__ = ["w0_table", "w0_figure", "GammaPanel", "gamma_panels", "comparison_table", "gamma_table", "gamma_figure",
            "SizeSweep", "size_sweep", "size_table", "size_figure", "chapter_claims",
@@ -116,13 +116,10 @@ def gamma_figure(panels: Sequence[GammaPanel], *, bins: int = 80):
 
 @dataclass(frozen=True)
 class SizeSweep:
-    """:func:`htlib.random_matrices.mp_size_sweep` with its seed means and the fitted KS slope."""
+    """The finite-size sweep (:class:`htlib.random_matrices.MPSizeSweep`), its seed means and the
+    fitted slope of log KS against log h."""
 
-    p: np.ndarray
-    q: np.ndarray
-    ks_distance: np.ndarray
-    edge_gap: np.ndarray
-    edge_gap_tw: np.ndarray
+    raw: MPSizeSweep
     ks_mean: np.ndarray
     gap_abs: np.ndarray
     gap_tw: np.ndarray
@@ -133,16 +130,15 @@ def size_sweep(rows: Sequence[int], gamma: float, seeds: int) -> SizeSweep:
     """The sweep over ``rows`` at ratio ``gamma``, seeds ``100, 101, ...``; means over seeds of the KS
     distance, ``|lambda_max - lambda_+|`` and its Tracy-Widom multiple, and the slope of log KS on log h."""
     s = mp_size_sweep(rows, gamma=gamma, seeds=list(range(100, 100 + seeds)))
-    ks_mean = s["ks_distance"].mean(axis=1)
-    return SizeSweep(p=s["p"], q=s["q"], ks_distance=s["ks_distance"], edge_gap=s["edge_gap"],
-                     edge_gap_tw=s["edge_gap_tw"], ks_mean=ks_mean,
-                     gap_abs=np.abs(s["edge_gap"]).mean(axis=1), gap_tw=np.abs(s["edge_gap_tw"]).mean(axis=1),
-                     ks_slope=float(np.polyfit(np.log(s["p"]), np.log(ks_mean), 1)[0]))
+    ks_mean = s.ks_distance.mean(axis=1)
+    return SizeSweep(raw=s, ks_mean=ks_mean, gap_abs=np.abs(s.edge_gap).mean(axis=1),
+                     gap_tw=np.abs(s.edge_gap_tw).mean(axis=1),
+                     ks_slope=float(np.polyfit(np.log(s.p), np.log(ks_mean), 1)[0]))
 
 
 def size_table(sw: SizeSweep):
     """One row per size: seed means of the KS distance and of the top eigenvalue's distance to the edge."""
-    rows = zip(sw.p, sw.q, sw.ks_mean, sw.gap_abs, sw.gap_tw)
+    rows = zip(sw.raw.p, sw.raw.q, sw.ks_mean, sw.gap_abs, sw.gap_tw)
     return plotting.table(rows, ["rows", "cols", "KS mean", "|lmax - l+| mean", "|gap|/s_TW mean"], index="rows",
                           formats={"KS mean": ".5f", "|lmax - l+| mean": ".5f", "|gap|/s_TW mean": ".2f"})
 
@@ -152,10 +148,11 @@ def size_figure(sw: SizeSweep):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for j in range(sw.ks_distance.shape[1]):
-        axes[0].plot(sw.p, sw.ks_distance[:, j], "o", color=plotting.color(0), alpha=0.5)
-        axes[1].plot(sw.p, np.abs(sw.edge_gap[:, j]), "o", color=plotting.color(0), alpha=0.5)
-    ref = sw.p.astype(float)
+    raw = sw.raw
+    for j in range(raw.ks_distance.shape[1]):
+        axes[0].plot(raw.p, raw.ks_distance[:, j], "o", color=plotting.color(0), alpha=0.5)
+        axes[1].plot(raw.p, np.abs(raw.edge_gap[:, j]), "o", color=plotting.color(0), alpha=0.5)
+    ref = raw.p.astype(float)
     axes[0].plot(ref, sw.ks_mean[0] * (ref / ref[0]) ** -1.0, color=plotting.color(1), label=r"$\propto h^{-1}$")
     axes[0].plot(ref, sw.ks_mean[0] * (ref / ref[0]) ** -0.5, color=plotting.color(2), ls="--",
                  label=r"$\propto h^{-1/2}$ (i.i.d. samples)")

@@ -20,7 +20,7 @@ from htlib.claims import Claim
 from htlib.random_matrices import LABELLED_CASES, labelled_matrix
 from htlib.sweep import run_sweep
 
-__all__ = ["EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "PhaseCase", "run_phase_case",
+__all__ = ["EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "PhaseCase", "PhaseResult", "run_phase_case",
            "confusion_counts", "run_examples", "examples_table", "evidence_table", "reasons_table",
            "metrics_table", "examples_figure", "Confusion", "confusion", "confusion_table",
            "undecidable_table", "FamilyRates", "family_rates", "chapter_claims"]
@@ -36,7 +36,7 @@ _BBP = "the outlier of theta = 1.0 is predicted 1.8 s_TW past the edge at 1500 x
 _MU4 = ("tail index mu > 4: the top eigenvalue stays within the Tracy-Widom window of the edge at this size "
         "(asymptotically the ESD is MP), so Martin & Mahoney's finite-size bulk-decay is not visible")
 
-EXPECTED_PHASES: dict[str, dict[str, Any]] = {
+EXPECTED_PHASES: dict[str, PhaseResult] = {
     "gaussian": {"label": "random-like"},
     "rank1-0.5": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
     "rank1-0.8": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
@@ -108,12 +108,24 @@ class PhaseCase:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
 
 
-def run_phase_case(cfg: PhaseCase) -> dict[str, Any]:
-    """Draw the case, and return its ESD of ``WᵀW/h`` (``"eigs"``) and :func:`spectra.analyze_spectrum` of
-    the raw ESD (``"report"``; the phase is scale-free, the raw ESD gives WeightWatcher's alpha), and the
-    factor ``"scale" = h`` between the report's eigenvalue scale and ``"eigs"``."""
+@dataclass(frozen=True)
+class PhaseResult:
+    """One labelled matrix's ESD and spectrum report.
+
+    ``eigs`` is the ESD of ``WᵀW/h``; ``report`` is :func:`htlib.spectra.analyze_spectrum` of the raw
+    ESD of ``WᵀW`` (the phase is scale-free; the raw ESD gives WeightWatcher's alpha); ``scale = h``
+    is the factor between the two.
+    """
+
+    eigs: np.ndarray
+    scale: float
+    report: spectra.SpectrumReport
+
+
+def run_phase_case(cfg: PhaseCase) -> PhaseResult:
+    """Draw the case and analyse its spectrum (:class:`PhaseResult`)."""
     raw = spectra.esd(labelled_matrix(cfg.name, cfg.h, cfg.d, seed=cfg.seed))
-    return {"eigs": raw / cfg.h, "scale": float(cfg.h), "report": spectra.analyze_spectrum(raw, cfg.d / cfg.h)}
+    return PhaseResult(eigs=raw / cfg.h, scale=float(cfg.h), report=spectra.analyze_spectrum(raw, cfg.d / cfg.h))
 
 
 def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> np.ndarray:
@@ -133,7 +145,7 @@ def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> n
 # --------------------------------------------------------------------------- the six examples
 
 
-def run_examples(h: int, d: int, seed: int) -> dict[str, dict[str, Any]]:
+def run_examples(h: int, d: int, seed: int) -> dict[str, PhaseResult]:
     """:func:`run_phase_case` of the :data:`EXAMPLES`, keyed by phase (through the result cache)."""
     res = run_sweep(run_phase_case, [PhaseCase(n, h, d, seed) for n in EXAMPLES.values()], progress=False,
                     desc="phase examples")
@@ -146,19 +158,19 @@ def examples_table():
                           index="phase")
 
 
-def evidence_table(examples: dict[str, dict[str, Any]], h: int):
+def evidence_table(examples: dict[str, PhaseResult], h: int):
     """Each example's spectrum report: zero block, MP scale ``sigma2 / h``, Tracy-Widom distances, tail."""
     cols = ["example", "label", "zeros", "sigma2", "top/s_TW", "outl", "gap/s_TW", "detach", "tail",
             "reach/s_TW", "alpha_KS"]
     rows = [(EXAMPLES[p], r.phase, r.n_zero, r.mp.sigma2 / h, r.edge_margin_tw, r.num_outliers, r.bulk_gap_tw,
              r.num_detached, r.tail_size, r.tail_reach_tw, r.alpha)
-            for p, r in ((p, res["report"]) for p, res in examples.items())]
+            for p, r in ((p, res.report) for p, res in examples.items())]
     return plotting.table(rows, cols, index="example", default=".3g", formats={"sigma2": ".3f"})
 
 
-def reasons_table(examples: dict[str, dict[str, Any]]):
+def reasons_table(examples: dict[str, PhaseResult]):
     """The classifier's reason for each example's label."""
-    return plotting.table([(EXAMPLES[p], res["report"].reason) for p, res in examples.items()],
+    return plotting.table([(EXAMPLES[p], res.report.reason) for p, res in examples.items()],
                           ["example", "reason"], index="example")
 
 
@@ -166,23 +178,23 @@ METRIC_KEYS: tuple[str, ...] = ("alpha", "alpha_hill", "alpha_weighted", "log_sp
                                 "log_norm", "mp_edge_ratio", "mp_outliers")
 
 
-def metrics_table(examples: dict[str, dict[str, Any]]):
+def metrics_table(examples: dict[str, PhaseResult]):
     """:func:`htlib.spectra.report_metrics` of each example, on the raw ESD of ``WᵀW``."""
     rows = []
     for p, res in examples.items():
-        m = spectra.report_metrics(res["report"], res["eigs"] * res["scale"])
+        m = spectra.report_metrics(res.report, res.eigs * res.scale)
         rows.append([EXAMPLES[p]] + [m[k] for k in METRIC_KEYS])
     return plotting.table(rows, ["example", *METRIC_KEYS], index="example", default=".4g")
 
 
-def examples_figure(examples: dict[str, dict[str, Any]], *, bins: int = 80):
+def examples_figure(examples: dict[str, PhaseResult], *, bins: int = 80):
     """The six examples in two rows of three, each with the evidence of its report."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 3, figsize=(12, 7.5))
     for ax, (phase, res) in zip(axes.flat, examples.items()):
-        plotting.phase_evidence(ax, res["eigs"], res["report"], scale=res["scale"], bins=bins,
-                                title=f"{EXAMPLES[phase]}: {res['report'].phase}")
+        plotting.phase_evidence(ax, res.eigs, res.report, scale=res.scale, bins=bins,
+                                title=f"{EXAMPLES[phase]}: {res.report.phase}")
     return fig
 
 
@@ -215,7 +227,7 @@ def confusion(h: int, d: int, seeds: Sequence[int]) -> Confusion:
     """Classify every family of :data:`LABELLED_CASES` at ``h x d`` for each seed (through the cache)."""
     cfgs = [PhaseCase(n, h, d, s) for n in LABELLED_CASES for s in seeds]
     res = run_sweep(run_phase_case, cfgs, progress=False, desc=f"labelled set {h}x{d}")
-    reports = {n: [r["report"] for c, r in zip(cfgs, res) if c.name == n] for n in LABELLED_CASES}
+    reports = {n: [r.report for c, r in zip(cfgs, res) if c.name == n] for n in LABELLED_CASES}
     labels = {n: [r.phase for r in reps] for n, reps in reports.items()}
     ok = {n: all(x in expected_phases(n, h, d) for x in lab) for n, lab in labels.items()}
     return Confusion(h, d, labels, confusion_counts(list(labels), list(labels.values())), ok, reports)
