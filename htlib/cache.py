@@ -2,9 +2,20 @@
 
 A result is stored under a key built from (a) the name of the function that
 produced it, (b) its configuration, serialised canonically, and (c) a hash of
-htlib's own source code and of the numeric libraries' versions.  A cached
-result is therefore never returned for a different config, nor after the code
-that computed it has changed.
+the source that computes results -- htlib's numerics and experiments layers --
+and of the numeric libraries' versions.  A cached result is therefore never
+returned for a different config, nor after the code that computed it has
+changed.
+
+What the key hashes (:func:`source_hash` with ``scope="results"``): every
+``.py`` file of htlib except the book tooling of :data:`TOOLING_MODULES`
+(``run``, ``book``, ``paper``, ``cache``, ``sweep``, ``claims``, ``plotting``).
+Those draw, tabulate, schedule and store results but compute none, so restyling
+a figure or a claims table keeps the (hours of) cached training runs.  A new
+module is hashed unless it is added to that list: the safe default.  The book's
+execution cache (:func:`htlib.book.execution_cache_path`) keys on
+``scope="all"`` instead, since a chapter's figures and tables do depend on the
+tooling.
 
 The cache lives in ``$HTLIB_CACHE_DIR`` when set; otherwise in
 ``<repository>/_build/htlib-cache`` when htlib runs from a source checkout
@@ -26,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = [
+    "TOOLING_MODULES",
     "cache_dir",
     "source_hash",
     "config_key",
@@ -35,6 +47,9 @@ __all__ = [
 ]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+
+TOOLING_MODULES: frozenset[str] = frozenset({"run", "book", "paper", "cache", "sweep", "claims", "plotting"})
+"""Top-level htlib modules that compute no result, left out of the result-cache key."""
 
 
 def cache_dir() -> Path:
@@ -51,12 +66,22 @@ def cache_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=8)
-def source_hash(package_dir: str | None = None) -> str:
-    """SHA-256 of every ``.py`` file of htlib (path and content) and of the
-    installed numpy / scipy / torch versions.  Any edit to htlib changes it."""
+def source_hash(package_dir: str | None = None, scope: str = "results") -> str:
+    """SHA-256 of htlib's ``.py`` files (path and content) and of the installed
+    numpy / scipy / torch versions.
+
+    ``scope="results"`` (the result cache) hashes the numerics and experiments
+    layers: every file but the top-level :data:`TOOLING_MODULES`.
+    ``scope="all"`` (the book's execution cache) hashes every file.
+    """
+    if scope not in ("results", "all"):
+        raise ValueError(f"scope must be one of 'results', 'all'; got {scope!r}")
     root = Path(package_dir) if package_dir else _PACKAGE_DIR
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if scope == "results" and len(rel.parts) == 1 and path.stem in TOOLING_MODULES:
+            continue
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())

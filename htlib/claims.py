@@ -23,6 +23,7 @@ __all__ = [
     "PAPERS",
     "CLAIMS_GLUE_KEY",
     "claims_frame",
+    "counts_table",
     "publish_claims",
     "read_claims",
     "glue_text",
@@ -333,3 +334,12 @@ def glue_counts(board: Scoreboard) -> dict[str, dict[str, int]]:
             glue_text(f"count_{paper}_{verdict.replace(' ', '_')}", n, "d")
         glue_text(f"count_{paper}_total", sum(by_verdict.values()), "d")
     return counts
+
+
+def counts_table(counts: dict[str, dict[str, int]]):
+    """``{paper: {verdict: count}}`` (from :func:`paper_counts` or :func:`glue_counts`) as the book's
+    table (:func:`htlib.plotting.table`): one row per paper, one column per verdict."""
+    from htlib.plotting import table
+
+    return table([(paper, *(by_verdict.get(v, 0) for v in VERDICTS)) for paper, by_verdict in counts.items()],
+                 ["paper", *VERDICTS], index="paper")

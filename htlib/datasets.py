@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from htlib._checks import check_choice
+
 __all__ = [
     "load_mnist5k",
     "load_digits",
@@ -143,8 +145,7 @@ def load_cifar10(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarra
 
 def load_dataset(name: str, data_dir: str | Path | None = None, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Load a data set by name (one of :data:`DATASETS`); all but ``mnist5k`` and ``digits`` need ``data_dir``."""
-    if name not in DATASETS:
-        raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
+    check_choice("name", name, tuple(DATASETS))
     if name == "digits":
         return load_digits()
     if name == "mnist5k":

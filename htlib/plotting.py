@@ -1,8 +1,9 @@
-"""The one plotting style of the book, and the plot helpers every chapter shares.
+"""The one plotting style of the book, its colours, the plot helpers and the table helper every chapter shares.
 
-Colours come from seaborn's colour-blind-safe palette; ESD helpers put tails on
-log axes; every helper takes an ``ax`` and returns it, so chapters compose
-figures freely.  Chapters should call :func:`use_book_style` once.
+Colours come from seaborn's colour-blind-safe palette (:func:`color`; :data:`SEQUENTIAL_CMAP` for
+heatmaps), never from a cell; ESD helpers put tails on log axes; every helper takes an ``ax`` and
+returns it, so chapters compose figures freely.  Chapters should call :func:`use_book_style` once.
+Tables come from :func:`table`: fixed precision per column, shown whole.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from typing import Sequence
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
 
 __all__ = [
     "PALETTE",
     "use_book_style",
     "color",
+    "table",
+    "Table",
     "esd_hist",
     "log_bins",
     "mean_std_plot",
@@ -25,7 +29,6 @@ __all__ = [
     "power_law_line",
     "train_test_curves",
     "alpha_band_scatter",
-    "metric_grid_panels",
     "phase_strip",
     "mp_overlay",
     "phase_evidence",
@@ -61,6 +64,84 @@ def use_book_style() -> None:
 def color(i: int) -> tuple[float, float, float]:
     """The ``i``-th palette colour (cycled)."""
     return PALETTE[i % len(PALETTE)]
+
+
+class Table(pd.DataFrame):
+    """A DataFrame that shows every row, column and character: pandas' display limits (50 characters
+    a cell, 20 columns) would cut a chapter's table, and the reader would see ``...``."""
+
+    @property
+    def _constructor(self):
+        return Table
+
+    def _repr_html_(self) -> str | None:
+        with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None):
+            return super()._repr_html_()
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None,
+                               "display.width", 1000):
+            return super().__repr__()
+
+
+def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None, *,
+          formats: dict[str, str] | None = None, index: str | None = None, default: str = ".4g"):
+    """The book's one table helper: a :class:`pandas.DataFrame` of fixed-precision text.
+
+    Parameters
+    ----------
+    rows : sequence of sequences or of dicts
+        One entry per row; sequences are matched to ``columns`` by position, dicts by key.
+    columns : sequence of str, optional
+        Column names, in order (required for sequence rows; default: the first dict's keys).
+    formats : dict, optional
+        Format spec per column (``".4f"``, ``".3g"``, ``"d"``, ``".0%"``); numbers of other columns
+        get ``default``, integers ``"d"``, booleans ``"yes"``/``"no"``; strings are kept as they are.
+    index : str, optional
+        Column to use as the row index (e.g. the case name).
+    default : str
+        Format spec of the numbers of a column without one.
+
+    Returns
+    -------
+    Table
+        A :class:`pandas.DataFrame` shown whole (no ``...``); every cell a string, so the printed digits are exactly ``formats``' -- whatever pandas'
+        display options are -- and nbval compares them as text.
+    """
+    import numbers
+
+    rows = list(rows)
+    if columns is None:
+        if not rows or not isinstance(rows[0], dict):
+            raise ValueError("columns must be given unless rows are dicts")
+        columns = list(rows[0])
+    columns = list(columns)
+    formats = dict(formats or {})
+    unknown = set(formats) - set(columns)
+    if unknown:
+        raise ValueError(f"formats names unknown column(s) {sorted(unknown)}; columns are {columns}")
+    if index is not None and index not in columns:
+        raise ValueError(f"index must be one of the columns {columns}, got {index!r}")
+
+    def cell(col: str, value) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (bool, np.bool_)):
+            return "yes" if value else "no"
+        if isinstance(value, numbers.Integral) and col not in formats:
+            return format(int(value), "d")
+        if isinstance(value, numbers.Real):
+            return format(value, formats.get(col, default))
+        return str(value)
+
+    out = []
+    for r in rows:
+        values = [r[c] for c in columns] if isinstance(r, dict) else list(r)
+        if len(values) != len(columns):
+            raise ValueError(f"each row must have {len(columns)} values ({columns}), got {len(values)}")
+        out.append([cell(c, v) for c, v in zip(columns, values)])
+    frame = Table(out, columns=columns)
+    return frame.set_index(index) if index is not None else frame
 
 
 def log_bins(values: np.ndarray, bins: int = 80) -> np.ndarray:
@@ -225,31 +306,6 @@ def alpha_band_scatter(
         ax.figure.colorbar(sc, ax=ax, label=r"$\log_{10}\eta$")
     ax.set_xscale("log")
     return ax
-
-
-def metric_grid_panels(grid, *, title: str | None = None, names: "dict[str, str] | None" = None) -> plt.Figure:
-    """The Fig. 7 layout of paper 003: losses, KTA, PL_Alpha_Hill, PL_Alpha_KS against eta.
-
-    ``grid`` is an :class:`htlib.generalization.GridMetrics`; each panel shows the
-    mean +- std over seeds, one colour per optimizer (train solid, test dashed).
-    """
-    names = names or {"gd": "GD", "adam": "FB-Adam"}
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
-    for k, opt in enumerate(grid.optimizers):
-        name = names.get(opt, opt)
-        mean_std_plot(axes[0], grid.etas, grid.get("train_loss", opt).T, label=f"{name} train", color_index=k)
-        mean_std_plot(axes[0], grid.etas, grid.get("test_loss", opt).T, label=f"{name} test", color_index=k,
-                      ls="--", marker="s")
-        for ax, metric in zip(axes[1:], ("kta", "alpha_hill", "alpha_ks")):
-            mean_std_plot(ax, grid.etas, grid.get(metric, opt).T, label=name, color_index=k)
-    for ax, lab in zip(axes, ("loss (MSE)", "KTA", "PL_Alpha_Hill", "PL_Alpha_KS")):
-        ax.set_xlabel(r"learning rate $\eta$")
-        ax.set_title(lab)
-    axes[0].legend()
-    axes[1].legend()
-    if title:
-        fig.suptitle(title)
-    return fig
 
 
 # --- spike to heavy tail ---

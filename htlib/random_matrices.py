@@ -1,23 +1,25 @@
-"""Random-matrix baselines: Gaussian weight matrices and how closely their ESD follows Marchenko-Pastur.
+"""Random matrices with known spectra: Gaussian baselines against Marchenko-Pastur, and labelled families.
 
-This module owns the "random-like" reference of the book: i.i.d. Gaussian
-matrices (the paper-003 initialisation ``W0``) and their comparison with the
-MP law of :mod:`htlib.spectra` (top eigenvalue against the edge, in Tracy-Widom
-units, and the KS distance of the whole ESD).
+- :func:`gaussian_matrix`, :func:`compare_with_mp`, :func:`mp_size_sweep` -- i.i.d. Gaussian
+  matrices (a network's initialisation ``W0``) and how closely their ESD follows the MP law of
+  :mod:`htlib.spectra` (top eigenvalue against the edge in Tracy-Widom units, KS distance);
+- :data:`LABELLED_CASES`, :func:`labelled_matrix` -- synthetic families whose spectrum is known
+  from their construction (spikes above or below the BBP threshold, heavy-tailed entries of a
+  given tail index, zero columns, low rank), the test set of a phase classifier.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from htlib import spectra
+from htlib._checks import check_float, check_int
 
-__all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "mp_size_sweep", "LABELLED_CASES", "EXPECTED_PHASES",
-           "labelled_matrix", "expected_phases", "PhaseCase", "run_phase_case", "confusion_counts"]
+__all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "MPSizeSweep", "mp_size_sweep", "LABELLED_CASES", "labelled_matrix"]
 
 
 def gaussian_matrix(
@@ -30,13 +32,10 @@ def gaussian_matrix(
     device: str = "cpu",
 ) -> torch.Tensor:
     """A ``p x q`` matrix with i.i.d. ``N(0, sigma2)`` entries (torch's generator, seeded)."""
-    for name, value in (("p", p), ("q", q)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if not sigma2 > 0:
-        raise ValueError(f"sigma2 must be > 0, got {sigma2!r}")
-    gen = torch.Generator(device=device).manual_seed(int(seed))
-    return torch.randn(int(p), int(q), generator=gen, dtype=dtype, device=device) * float(sigma2) ** 0.5
+    p, q = check_int("p", p, 1), check_int("q", q, 1)
+    sigma2 = check_float("sigma2", sigma2, low=0.0)
+    gen = torch.Generator(device=device).manual_seed(check_int("seed", seed))
+    return torch.randn(p, q, generator=gen, dtype=dtype, device=device) * sigma2 ** 0.5
 
 
 @dataclass(frozen=True)
@@ -82,15 +81,27 @@ def compare_with_mp(W: torch.Tensor | np.ndarray, *, sigma2: float = 1.0) -> MPC
     )
 
 
-def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> dict[str, np.ndarray]:
-    """MP agreement of ``p x q`` Gaussian matrices with ``q = gamma p``, over sizes and seeds.
+@dataclass(frozen=True)
+class MPSizeSweep:
+    """MP agreement of Gaussian matrices over sizes (rows) and seeds (columns of each array).
 
-    Returns arrays of shape ``(len(sizes), len(seeds))`` keyed ``"ks_distance"``,
-    ``"edge_gap"`` (``lambda_max - lambda_plus``) and ``"edge_gap_tw"``, plus ``"p"`` and ``"q"``.
+    ``p``/``q`` are the matrix sizes (``q = round(gamma p)``); ``ks_distance``, ``edge_gap``
+    (``lambda_max - lambda_plus``) and ``edge_gap_tw`` (the same in Tracy-Widom units) have shape
+    ``(len(p), number of seeds)``.
     """
-    if not 0 < gamma <= 1:
+
+    p: np.ndarray
+    q: np.ndarray
+    ks_distance: np.ndarray
+    edge_gap: np.ndarray
+    edge_gap_tw: np.ndarray
+
+
+def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> MPSizeSweep:
+    """:func:`compare_with_mp` of ``p x q`` Gaussian matrices with ``q = gamma p``, for every size and seed."""
+    if check_float("gamma", gamma, low=0.0) > 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma!r}")
-    ps = np.asarray([int(s) for s in sizes])
+    ps = np.asarray([check_int("sizes", s, 1) for s in sizes])
     qs = np.maximum(1, np.rint(gamma * ps)).astype(int)
     out = {k: np.zeros((len(ps), len(seeds))) for k in ("ks_distance", "edge_gap", "edge_gap_tw")}
     for i, (p, q) in enumerate(zip(ps, qs)):
@@ -99,8 +110,7 @@ def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> d
             out["ks_distance"][i, j] = c.ks_distance
             out["edge_gap"][i, j] = c.lambda_max - c.lambda_plus
             out["edge_gap_tw"][i, j] = c.edge_gap_tw
-    out["p"], out["q"] = ps, qs
-    return out
+    return MPSizeSweep(p=ps, q=qs, **out)
 
 
 # --------------------------------------------------------------------------- labelled test set
@@ -146,10 +156,9 @@ def labelled_matrix(name: str, h: int = 1500, d: int = 1000, *, seed: int = 0) -
     """
     if name not in LABELLED_CASES:
         raise ValueError(f"name must be one of {tuple(LABELLED_CASES)}, got {name!r}")
-    if not (isinstance(h, (int, np.integer)) and isinstance(d, (int, np.integer)) and h >= d >= 10):
-        raise ValueError(f"h and d must be integers with h >= d >= 10, got h={h!r}, d={d!r}")
-    if not (isinstance(seed, (int, np.integer)) and seed >= 0):
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    h, d, seed = check_int("h", h, 10), check_int("d", d, 10), check_int("seed", seed)
+    if d > h:
+        raise ValueError(f"h and d must satisfy h >= d (gamma = d/h <= 1), got h={h!r}, d={d!r}")
     rng = np.random.default_rng([int(seed), sorted(LABELLED_CASES).index(name)])
     if name == "profile":
         return rng.standard_normal((h, d)) * np.sqrt(rng.gamma(25.0, 1.0 / 25.0, d))
@@ -183,101 +192,3 @@ def labelled_matrix(name: str, h: int = 1500, d: int = 1000, *, seed: int = 0) -
     U = np.linalg.qr(rng.standard_normal((h, thetas.size)))[0]
     V = np.linalg.qr(rng.standard_normal((d, thetas.size)))[0]
     return G + np.sqrt(h) * (U * thetas) @ V.T
-
-
-_BBP = "the outlier of theta = 1.0 is predicted 1.8 s_TW past the edge at 1500 x 1000, inside the 4 s_TW margin"
-_MU4 = ("tail index mu > 4: the top eigenvalue stays within the Tracy-Widom window of the edge at this size "
-        "(asymptotically the ESD is MP), so Martin & Mahoney's finite-size bulk-decay is not visible")
-
-EXPECTED_PHASES: dict[str, dict[str, Any]] = {
-    "gaussian": {"label": "random-like"},
-    "rank1-0.5": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
-    "rank1-0.8": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
-    "rank1-1.0": {"label": "random-like", "undecidable": ("random-like", "bleeding-out"), "why": _BBP},
-    "rank1-1.1": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes", "random-like"),
-                  "why": "the outlier sits 7-14 s_TW past the edge, on the 10 s_TW separation boundary "
-                         "(300 x 200: 2-3 s_TW, inside the margin)"},
-    "rank1-1.4": {"label": "bulk+spikes", "small": ("bleeding-out",),
-                  "why_small": "at 300 x 200 the outlier is predicted 12.6 s_TW past the edge, near the 10 s_TW boundary"},
-    "rank1-2.0": {"label": "bulk+spikes"},
-    "rank1-4.0": {"label": "bulk+spikes"},
-    "bleed": {"label": "bleeding-out", "small": ("random-like", "bleeding-out"),
-              "why_small": "at 300 x 200 the four outliers sit 3-10 s_TW past the edge, some inside the margin"},
-    "rank5": {"label": "bulk+spikes"},
-    "rank15": {"label": "bulk+spikes"},
-    "rank60": {"label": "bulk+spikes"},
-    "t1.5": {"label": "heavy-tailed", "why": "mu = 1.5 < 2: very heavy-tailed"},
-    "t2.5": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
-    "t3": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
-    "t6": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
-    "pareto1": {"label": "heavy-tailed", "why": "mu = 1 < 2: very heavy-tailed"},
-    "pareto2.5": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
-    "pareto5": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
-    "t2.5+spike": {"label": "heavy-tailed", "why": "a spike on top of a heavy tail: the tail decides"},
-    "profile": {"label": "bulk-decay", "undecidable": ("bulk-decay", "heavy-tailed"),
-                "small": ("random-like", "bleeding-out"),
-                "why": "finite moments, but the MP law with a single sigma^2 does not hold: the edge is "
-                       "deformed and decays 15-25 s_TW past the fitted lambda_+, across the heavy-reach boundary",
-                "why_small": "at 300 x 200 the deformation stays within a few s_TW of the edge"},
-    "zeros5": {"label": "random-like", "why": "5% zeros is below the 10% rank-collapse share; MP holds on the rest"},
-    "zeros20": {"label": "rank-collapse"},
-    "zeros50": {"label": "rank-collapse"},
-    "collapse": {"label": "rank-collapse", "why": "90% of the eigenvalues sit on a 1e-2 noise floor"},
-}
-"""Martin & Mahoney's label of every labelled case, with the labels an honest classifier may return
-where the case is undecidable at 1500 x 1000 (``"undecidable"``) or only at 300 x 200 (``"small"``),
-and the reason."""
-
-
-def expected_phases(name: str, h: int, d: int) -> tuple[str, ...]:
-    """Labels accepted for case ``name`` at size ``h x d``: the taxonomy's label, or the undecidable set.
-
-    ``h * d >= 1500 * 1000`` uses the large-size entry; smaller sizes add the ``"small"`` allowances.
-    """
-    if name not in EXPECTED_PHASES:
-        raise ValueError(f"name must be one of {tuple(EXPECTED_PHASES)}, got {name!r}")
-    e = EXPECTED_PHASES[name]
-    allowed = tuple(e.get("undecidable", (e["label"],)))
-    if h * d < 1500 * 1000:
-        allowed = tuple(dict.fromkeys(allowed + tuple(e.get("small", ()))))
-    return allowed
-
-
-@dataclass(frozen=True)
-class PhaseCase:
-    """One labelled case of :data:`LABELLED_CASES` at a size and seed (a sweep configuration)."""
-
-    name: str
-    h: int = 1500
-    d: int = 1000
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.name not in LABELLED_CASES:
-            raise ValueError(f"name must be one of {tuple(LABELLED_CASES)}, got {self.name!r}")
-        if not (isinstance(self.h, int) and isinstance(self.d, int) and self.h >= self.d >= 10):
-            raise ValueError(f"h and d must be integers with h >= d >= 10, got h={self.h!r}, d={self.d!r}")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
-
-
-def run_phase_case(cfg: PhaseCase) -> dict[str, Any]:
-    """Draw the case, and return its ESD of ``WᵀW/h`` (``"eigs"``) and :func:`spectra.analyze_spectrum` of
-    the raw ESD (``"report"``; the phase is scale-free, the raw ESD gives WeightWatcher's alpha), and the
-    factor ``"scale" = h`` between the report's eigenvalue scale and ``"eigs"``."""
-    raw = spectra.esd(labelled_matrix(cfg.name, cfg.h, cfg.d, seed=cfg.seed))
-    return {"eigs": raw / cfg.h, "scale": float(cfg.h), "report": spectra.analyze_spectrum(raw, cfg.d / cfg.h)}
-
-
-def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> np.ndarray:
-    """Counts ``[case, phase]`` of the labels ``phases[i]`` (one list per case, e.g. over seeds),
-    columns in the order of :data:`spectra.PHASES`."""
-    if len(cases) != len(phases):
-        raise ValueError(f"cases and phases must have the same length, got {len(cases)} and {len(phases)}")
-    out = np.zeros((len(cases), len(spectra.PHASES)), dtype=int)
-    for i, labels in enumerate(phases):
-        for lab in labels:
-            if lab not in spectra.PHASES:
-                raise ValueError(f"phase must be one of {spectra.PHASES}, got {lab!r}")
-            out[i, spectra.PHASES.index(lab)] += 1
-    return out

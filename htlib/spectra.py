@@ -31,6 +31,8 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from htlib._checks import check_float, check_matrix, to_numpy
+
 __all__ = [
     "PHASES",
     "MPFit",
@@ -86,42 +88,21 @@ _KS_CHUNK_ELEMS = 1 << 16
 # --------------------------------------------------------------------------- input checks
 
 
-def _to_numpy(x: Any, name: str) -> np.ndarray:
-    """Float64 NumPy copy of an array-like or torch tensor (no torch import needed)."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):
-        x = x.detach().cpu()
-        if hasattr(x, "double"):
-            x = x.double()
-        x = x.numpy()
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a real numeric array, got {type(x).__name__}") from exc
-    return arr
-
-
-def _check_matrix(W: Any, name: str = "W") -> np.ndarray:
-    arr = _to_numpy(W, name)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got an array with ndim={arr.ndim}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
-    return arr
-
-
 def _check_eigs(eigs: Any, name: str = "eigs", *, min_positive: int = MIN_POSITIVE) -> np.ndarray:
-    """Sorted float64 copy of a spectrum; tiny negative round-off is clipped to 0."""
-    arr = _to_numpy(eigs, name)
+    """Sorted float64 copy of a spectrum; tiny negative round-off is clipped to 0.
+
+    The array checks are :mod:`htlib._checks`'; what is checked here is what makes an array a
+    spectrum (non-negative, not all zero, enough positive values for a fit).
+    """
+    arr = to_numpy(eigs, name)
+    if arr.ndim == 0:
+        arr = arr.reshape(-1)
     if arr.ndim != 1:
-        arr = arr.reshape(-1) if arr.ndim == 0 else arr
-        if arr.ndim != 1:
-            raise ValueError(f"{name} must be a 1-D array of eigenvalues, got ndim={arr.ndim}")
+        raise ValueError(f"{name} must be a 1-D array of eigenvalues, got ndim={arr.ndim}")
     if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty")
+        raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+        raise ValueError(f"{name} holds NaN or inf entries; only finite values are allowed")
     arr = np.sort(arr)
     top = float(np.max(np.abs(arr)))
     if top == 0.0:
@@ -136,17 +117,11 @@ def _check_eigs(eigs: Any, name: str = "eigs", *, min_positive: int = MIN_POSITI
 
 
 def _check_gamma(gamma: float) -> float:
-    g = float(gamma)
-    if not (math.isfinite(g) and 0.0 < g <= 1.0):
+    """The MP aspect ratio ``q/p`` in ``(0, 1]``."""
+    g = check_float("gamma", gamma, low=0.0)
+    if g > 1.0:
         raise ValueError(f"gamma must be the aspect ratio q/p in (0, 1], got {gamma!r}")
     return g
-
-
-def _check_sigma2(sigma2: float) -> float:
-    s = float(sigma2)
-    if not (math.isfinite(s) and s > 0.0):
-        raise ValueError(f"sigma2 must be a finite value > 0, got {sigma2!r}")
-    return s
 
 
 # --------------------------------------------------------------------------- ESD
@@ -179,7 +154,7 @@ def esd(W: Any, *, normalize: str | None = None) -> np.ndarray:
     """
     if normalize not in (None, "rows"):
         raise ValueError(f"normalize must be None or 'rows', got {normalize!r}")
-    A = _check_matrix(W)
+    A = check_matrix("W", W)
     h, d = A.shape
     G = A.T @ A if h >= d else A @ A.T
     eigs = scipy.linalg.eigvalsh(G, overwrite_a=True, check_finite=False, driver="evd")
@@ -206,7 +181,7 @@ def mp_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
         Entry variance, > 0.
     """
     g = _check_gamma(gamma)
-    s = _check_sigma2(sigma2)
+    s = check_float("sigma2", sigma2, low=0.0)
     r = math.sqrt(g)
     return s * (1.0 - r) ** 2, s * (1.0 + r) ** 2
 
@@ -214,7 +189,7 @@ def mp_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
 def mp_density(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     """MP density ``sqrt((l+ - x)(x - l-)) / (2 pi sigma2 gamma x)`` on ``[l-, l+]``, 0 elsewhere."""
     lo, hi = mp_edges(gamma, sigma2)
-    x = _to_numpy(x, "x")
+    x = to_numpy(x, "x")
     out = np.zeros_like(x, dtype=np.float64)
     inside = (x > lo) & (x < hi) & (x > 0)
     xi = x[inside]
@@ -231,8 +206,8 @@ def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     ``t = (1 - sqrt(gamma)) / (1 + sqrt(gamma))``.
     """
     g = _check_gamma(gamma)
-    s = _check_sigma2(sigma2)
-    x = _to_numpy(x, "x")
+    s = check_float("sigma2", sigma2, low=0.0)
+    x = to_numpy(x, "x")
     c = s * (1.0 + g)
     r = 2.0 * s * math.sqrt(g)
     t = (1.0 - math.sqrt(g)) / (1.0 + math.sqrt(g))
@@ -257,10 +232,8 @@ def _mp_quantile_unit(q: float, gamma: float) -> float:
 
 def mp_quantile(q: float, gamma: float, sigma2: float = 1.0) -> float:
     """The ``q``-quantile of the MP law (``q`` in [0, 1]), by root finding on :func:`mp_cdf`."""
-    qf = float(q)
-    if not (0.0 <= qf <= 1.0):
-        raise ValueError(f"q must be a probability in [0, 1], got {q!r}")
-    return _check_sigma2(sigma2) * _mp_quantile_unit(qf, _check_gamma(gamma))
+    qf = check_float("q", q, low=0.0, high=1.0, strict=False)
+    return check_float("sigma2", sigma2, low=0.0) * _mp_quantile_unit(qf, _check_gamma(gamma))
 
 
 def ks_distance_mp(eigs: Any, gamma: float, sigma2: float = 1.0) -> float:
@@ -278,10 +251,8 @@ def tracy_widom_scale(p: float, q: float, sigma2: float = 1.0) -> float:
     ``s_TW = sigma2 (sqrt(p) + sqrt(q)) (1/sqrt(p) + 1/sqrt(q))**(1/3) / p``, of order
     ``p**(-2/3)``; the largest null eigenvalue is ``lambda_plus + s_TW * TW1`` to leading order.
     """
-    if not (p > 0 and q > 0):
-        raise ValueError(f"p and q must be > 0, got p={p!r}, q={q!r}")
-    sp, sq = math.sqrt(p), math.sqrt(q)
-    return float(sigma2) * (sp + sq) * (1.0 / sp + 1.0 / sq) ** (1.0 / 3.0) / p
+    sp, sq = math.sqrt(check_float("p", p, low=0.0)), math.sqrt(check_float("q", q, low=0.0))
+    return check_float("sigma2", sigma2, low=0.0) * (sp + sq) * (1.0 / sp + 1.0 / sq) ** (1.0 / 3.0) / p
 
 
 @dataclass(frozen=True)
@@ -616,9 +587,7 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
     if xmax is not None:
-        xm = float(xmax)
-        if not (math.isfinite(xm) and xm > EIG_FLOOR):
-            raise ValueError(f"xmax must be a finite value > {EIG_FLOOR}, got {xmax!r}")
+        xm = check_float("xmax", xmax, low=EIG_FLOOR)
         x = x[x <= xm]
     if x.size < MIN_POSITIVE:
         raise ValueError(
@@ -626,9 +595,7 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
         )
     n_fit = int(x.size)
     if xmin is not None:
-        x0 = float(xmin)
-        if not (math.isfinite(x0) and x0 > 0.0):
-            raise ValueError(f"xmin must be a finite value > 0, got {xmin!r}")
+        x0 = check_float("xmin", xmin, low=0.0)
         tail = x[x >= x0]
         m = tail.size
         if m < 2:
@@ -739,10 +706,7 @@ def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
     standing apart from the power-law tail.
     """
     e = np.asarray(eigs, dtype=np.float64).ravel()
-    if not (alpha > 1):
-        raise ValueError(f"alpha must be > 1, got {alpha}")
-    if not (xmin > 0):
-        raise ValueError(f"xmin must be > 0, got {xmin}")
+    alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
     if tail.size == 0:
         raise ValueError("no eigenvalue is >= xmin")
@@ -1032,7 +996,7 @@ def layer_metrics(W: Any) -> dict[str, Any]:
     - ``mp_edge_ratio = lambda_plus / l_max`` (on the same scale);
     - ``phase`` and ``heavy_tailed`` from the same report.
     """
-    A = _check_matrix(W)
+    A = check_matrix("W", W)
     return metrics_from_esd(esd(A), *A.shape)
 
 
@@ -1073,8 +1037,8 @@ def overlaps(J: Any, Q: Any) -> np.ndarray:
     ``J`` (n x a) and ``Q`` (n x b), e.g. singular vectors; returns the ``a x b`` matrix of
     squared inner products, in [0, 1] for unit columns.
     """
-    A = _check_matrix(J, "J")
-    B = _check_matrix(Q, "Q")
+    A = check_matrix("J", J)
+    B = check_matrix("Q", Q)
     if A.shape[0] != B.shape[0]:
         raise ValueError(f"J and Q must have the same number of rows, got {A.shape[0]} and {B.shape[0]}")
     return np.square(A.T @ B)
@@ -1094,14 +1058,14 @@ def kernel_target_alignment(Z: Any, y: Any) -> float:
     y : array_like, shape (n,) or (n, c)
         Targets.
     """
-    Zn = _check_matrix(Z, "Z")
-    Y = _to_numpy(y, "y")
+    Zn = check_matrix("Z", Z)
+    Y = to_numpy(y, "y")
     if Y.ndim == 1:
         Y = Y[:, None]
     if Y.ndim != 2 or Y.shape[0] != Zn.shape[0]:
         raise ValueError(f"y must have shape (n,) or (n, c) with n = {Zn.shape[0]}, got {Y.shape}")
     if not np.all(np.isfinite(Y)):
-        raise ValueError("y must contain only finite values (found NaN or inf)")
+        raise ValueError("y holds NaN or inf entries; only finite values are allowed")
     n, d = Zn.shape
     gram = Zn.T @ Zn if d <= n else Zn @ Zn.T
     kn = float(np.linalg.norm(gram))
@@ -1118,12 +1082,12 @@ def top_alignment(W: Any, beta: Any) -> float:
     ``beta`` is used as given (unit norm gives a cosine in [0, 1]); ``v1`` is the top
     eigenvector of the float64 ``WᵀW``.
     """
-    A = _check_matrix(W)
-    b = _to_numpy(beta, "beta").reshape(-1)
+    A = check_matrix("W", W)
+    b = to_numpy(beta, "beta").reshape(-1)
     if b.size != A.shape[1]:
         raise ValueError(f"beta must have length d = {A.shape[1]}, got {b.size}")
     if not np.all(np.isfinite(b)):
-        raise ValueError("beta must contain only finite values (found NaN or inf)")
+        raise ValueError("beta holds NaN or inf entries; only finite values are allowed")
     d = A.shape[1]
     G = A.T @ A
     _, v = scipy.linalg.eigh(G, subset_by_index=[d - 1, d - 1], check_finite=False)

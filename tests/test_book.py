@@ -200,3 +200,47 @@ def test_reader_pages_build_strictly_in_a_test_book(tmp_path):
     assert "??" not in chapter + conventions
     # Glued text is pasted as the chapter formatted it (myst-nb alone would print 15.0).
     assert '<span class="pasted-text">15.000</span>' in chapter
+
+
+# --- chapter code cells: short, colours from htlib.plotting (issue 15) ----------------------------
+
+MAX_CELL_LINES = 12
+# A cell may be longer only where a comment in it says why, on a line starting with this marker.
+LONG_CELL_MARKER = "# long cell:"
+# Chapters owned by other engineers of this round that still have longer cells in this branch; they
+# shorten them now.  The lead deletes an entry at merge time once that chapter's cells are short (a
+# strict xfail that passes fails the suite, so a stale entry is noticed).
+LONG_CELL_EXPECTED_FAILURES = {
+    "generalization": "C2 (issue 15, experiments.generalization)",
+    "htmp": "B (issue 16)",
+    "linear_hessian": "A (issue 12)",
+    "one_step_adam": "C2 (issue 15, experiments.one_step)",
+    "spike_to_heavy_tail": "C2 (issue 15, experiments.spike)",
+}
+
+
+def _chapter_params(expected: dict[str, str]) -> list:
+    return [pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(strict=True, reason=expected[p.stem])]
+                         if p.stem in expected else [])
+            for p in book.chapters(ROOT)]
+
+
+@pytest.mark.parametrize("path", _chapter_params(LONG_CELL_EXPECTED_FAILURES))
+def test_code_cells_are_short(path):
+    nb = nbformat.read(path, as_version=4)
+    long = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "parameters" in cell.metadata.get("tags", []):
+            continue  # the parameters cell holds one parameter a line, however many there are
+        lines = cell.source.splitlines()
+        if len(lines) > MAX_CELL_LINES and not any(l.strip().startswith(LONG_CELL_MARKER) for l in lines):
+            long.append((i, len(lines)))
+    assert not long, f"{path.name}: code cells (index, lines) over {MAX_CELL_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("path", _chapter_params({}))
+def test_colours_come_from_htlib_plotting(path):
+    nb = nbformat.read(path, as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    found = re.findall(r"plt\.cm\.\w+|\btab10\b|[\"']viridis[\"']|cmap\s*=\s*[\"']", code)
+    assert not found, f"{path.name} picks colours itself ({found}); use htlib.plotting.color / SEQUENTIAL_CMAP"

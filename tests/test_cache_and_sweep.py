@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,39 @@ def test_key_changes_with_source(tmp_path):
     (pkg / "m.py").write_text("X = 2\n")
     cache.source_hash.cache_clear()
     assert cache.source_hash(str(pkg)) != first
+
+
+@pytest.mark.parametrize("tool", sorted(cache.TOOLING_MODULES))
+def test_result_key_ignores_tooling_but_the_book_key_does_not(tmp_path, tool):
+    """Restyling a figure or a claims table (tooling) keeps cached results; the book's
+    execution cache, whose figures depend on the tooling, is invalidated."""
+    pkg = tmp_path / "pkg"
+    (pkg / "experiments").mkdir(parents=True)
+    (pkg / "spectra.py").write_text("X = 1\n")
+    (pkg / f"{tool}.py").write_text("STYLE = 1\n")
+    (pkg / "experiments" / f"{tool}.py").write_text("CONFIG = 1\n")  # same stem, experiments layer
+    cache.source_hash.cache_clear()
+    results, everything = cache.source_hash(str(pkg)), cache.source_hash(str(pkg), "all")
+    (pkg / f"{tool}.py").write_text("STYLE = 2\n")
+    cache.source_hash.cache_clear()
+    assert cache.source_hash(str(pkg)) == results
+    assert cache.source_hash(str(pkg), "all") != everything
+    for changed in (pkg / "spectra.py", pkg / "experiments" / f"{tool}.py"):
+        before = cache.source_hash(str(pkg))
+        changed.write_text(changed.read_text() + "Y = 0\n")
+        cache.source_hash.cache_clear()
+        assert cache.source_hash(str(pkg)) != before, f"{changed.name} must be in the result key"
+    cache.source_hash.cache_clear()
+
+
+def test_tooling_modules_exist_and_compute_nothing_the_key_needs():
+    import htlib
+
+    pkg = Path(htlib.__file__).parent
+    assert all((pkg / f"{m}.py").exists() for m in cache.TOOLING_MODULES)
+    assert {"spectra", "htmp", "linear", "two_layer"}.isdisjoint(cache.TOOLING_MODULES)
+    with pytest.raises(ValueError, match="scope must be one of"):
+        cache.source_hash(None, "tooling")
 
 
 def test_cached_call_computes_once_and_never_mixes_configs():

@@ -144,3 +144,12 @@ def test_each_stored_claim_links_to_a_label_of_its_chapter(chapter):
                                                                 if c.cell_type == "markdown"), re.M))
     missing = sorted({c.section for c in records if c.section and c.section not in labels})
     assert not missing, f"{chapter.name}: claims link to labels the chapter does not define: {missing}"
+
+
+def test_counts_table_one_row_per_paper_in_verdict_order():
+    from htlib.claims import VERDICTS, counts_table
+
+    t = counts_table({"003": {"agrees": 2, "disagrees": 1}, "MP": {"agrees": 3, "partly": 0}})
+    assert t.index.name == "paper" and list(t.index) == ["003", "MP"]
+    assert list(t.columns) == list(VERDICTS)
+    assert t.loc["003"].tolist() == ["2", "0", "1", "0"] and t.loc["MP", "agrees"] == "3"

@@ -1,7 +1,7 @@
 """The labelled test set of the 5+1 phase classifier, run as confusion tables.
 
 Every family of ``htlib.random_matrices.LABELLED_CASES`` gets the label of Martin & Mahoney's taxonomy
-(``EXPECTED_PHASES``), derived from how the matrix is built (BBP threshold and outlier location for
+(``htlib.experiments.phases.EXPECTED_PHASES``), derived from how the matrix is built (BBP threshold and outlier location for
 spikes, entry tail index mu for heavy tails, share of zero singular values), never from a run of the
 classifier.  Where a family sits on a boundary at a given size, the accepted labels are listed
 explicitly with the reason (``undecidable``), and the test checks that the classifier returns one of
@@ -19,6 +19,7 @@ import pytest
 
 from htlib import random_matrices as R
 from htlib import spectra as S
+from htlib.experiments import phases as P
 
 SIZES = {"large": (1500, 1000, (0,)), "small": (300, 200, (0, 1, 2))}
 MAX_UNDECIDED = {"large": 6, "small": 8}
@@ -41,12 +42,12 @@ def _build(size: str):
     h, d, seeds = SIZES[size]
     labels = {name: [S.analyze_spectrum(_esd(R.labelled_matrix(name, h, d, seed=s), h), d / h).phase for s in seeds]
               for name in R.LABELLED_CASES}
-    counts = R.confusion_counts(list(labels), list(labels.values()))
+    counts = P.confusion_counts(list(labels), list(labels.values()))
     short = ["random", "bleed", "spikes", "decay", "heavy", "collapse"]
     print(f"\nconfusion table at {h} x {d}, seeds {list(seeds)} (rows: case, expected; columns: classified)")
     print(f"{'case':11s} {'expected':28s}" + "".join(f"{c:>9s}" for c in short))
     for i, name in enumerate(labels):
-        exp = "/".join(R.expected_phases(name, h, d))
+        exp = "/".join(P.expected_phases(name, h, d))
         print(f"{name:11s} {exp:28s}" + "".join(f"{c:9d}" for c in counts[i]))
     return h, d, labels
 
@@ -54,7 +55,7 @@ def _build(size: str):
 @pytest.mark.parametrize("size", list(SIZES))
 def test_every_case_gets_its_label_or_an_explicit_undecidable(size):
     h, d, labels = _table(size)
-    wrong = {n: lab for n, lab in labels.items() if any(x not in R.expected_phases(n, h, d) for x in lab)}
+    wrong = {n: lab for n, lab in labels.items() if any(x not in P.expected_phases(n, h, d) for x in lab)}
     assert not wrong, f"at {h} x {d}: {wrong}"
 
 
@@ -62,7 +63,7 @@ def test_every_case_gets_its_label_or_an_explicit_undecidable(size):
 def test_decisive_cases_are_the_majority(size):
     """The undecidable list stays an exception: at most 6 of the 25 families at 1500 x 1000, 8 at 300 x 200."""
     h, d, _ = _table(size)
-    n_undecided = sum(len(R.expected_phases(n, h, d)) > 1 for n in R.LABELLED_CASES)
+    n_undecided = sum(len(P.expected_phases(n, h, d)) > 1 for n in R.LABELLED_CASES)
     assert n_undecided <= MAX_UNDECIDED[size]
 
 
@@ -70,8 +71,8 @@ def test_every_issue_family_is_covered():
     need = {"gaussian", "rank1-0.5", "rank1-0.8", "rank1-1.4", "rank1-2.0", "rank5", "rank15", "rank60",
             "t1.5", "t3", "t6", "pareto1", "pareto2.5", "zeros5", "zeros20", "zeros50", "collapse"}
     assert need <= set(R.LABELLED_CASES)
-    assert set(R.EXPECTED_PHASES) == set(R.LABELLED_CASES)
-    for name, e in R.EXPECTED_PHASES.items():
+    assert set(P.EXPECTED_PHASES) == set(R.LABELLED_CASES)
+    for name, e in P.EXPECTED_PHASES.items():
         assert e["label"] in S.PHASES
         if "undecidable" in e:
             assert e.get("why"), f"{name}: an undecidable case must give its reason"
@@ -83,6 +84,48 @@ def test_each_phase_but_bulk_decay_is_reached_decisively_at_1500x1000():
     """Every phase except bulk-decay has a family labelled decisively (no allowance) at 1500 x 1000;
     bulk-decay is reached only by the "profile" family, which is listed as undecidable."""
     h, d, labels = _table("large")
-    assert labels["profile"][0] in R.expected_phases("profile", h, d)
-    decisive = {labels[n][0] for n in labels if len(R.expected_phases(n, h, d)) == 1}
+    assert labels["profile"][0] in P.expected_phases("profile", h, d)
+    decisive = {labels[n][0] for n in labels if len(P.expected_phases(n, h, d)) == 1}
     assert decisive == set(S.PHASES) - {"bulk-decay"}
+
+
+def test_expected_phases_and_confusion_counts():
+    assert P.expected_phases("gaussian", 1500, 1000) == ("random-like",)
+    assert "bleeding-out" in P.expected_phases("rank1-1.4", 300, 200)
+    assert P.expected_phases("rank1-1.4", 1500, 1000) == ("bulk+spikes",)
+    c = P.confusion_counts(["a", "b"], [["random-like", "random-like"], ["heavy-tailed"]])
+    assert c.sum() == 3 and c[0, S.PHASES.index("random-like")] == 2 and c[1, S.PHASES.index("heavy-tailed")] == 1
+
+
+def test_bad_input_raises():
+    with pytest.raises(ValueError, match="name must be one of"):
+        P.expected_phases("cauchy", 30, 20)
+    with pytest.raises(ValueError, match="phase must be one of"):
+        P.confusion_counts(["a"], [["spiky"]])
+    with pytest.raises(ValueError, match="name must be one of"):
+        P.PhaseCase("cauchy")
+
+
+def test_run_phase_case_matches_a_direct_analysis():
+    """The chapter's sweep function is the numerics, at the ESD scale it reports."""
+    res = P.run_phase_case(P.PhaseCase("rank5", 120, 80, 1))
+    raw = np.maximum(np.linalg.eigvalsh(R.labelled_matrix("rank5", 120, 80, seed=1).T
+                                        @ R.labelled_matrix("rank5", 120, 80, seed=1)), 0.0)
+    assert np.allclose(res.eigs * res.scale, raw, rtol=1e-9, atol=1e-9 * raw.max())
+    assert res.report.phase == S.analyze_spectrum(raw, 80 / 120).phase == "bulk+spikes"
+
+
+def test_confusion_and_claims_on_a_small_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path))
+    conf = P.confusion(150, 100, [0])  # rank60 needs d >= 60
+    assert set(conf.labels) == set(R.LABELLED_CASES) and conf.counts.sum() == len(R.LABELLED_CASES)
+    assert conf.n_ok == sum(conf.ok.values()) and 0 <= conf.n_undecidable <= len(R.LABELLED_CASES)
+    table = P.confusion_table(conf)
+    assert list(table.columns) == ["expected", *P.SHORT_PHASES, "ok"] and len(table) == len(R.LABELLED_CASES)
+    assert set(table["ok"]) <= {"yes", "no"}
+    rates = P.family_rates(conf)
+    claims = P.chapter_claims(rates)
+    assert len(claims) == 7 and all(c.section == "phases-confusion" for c in claims)
+    # the verdict follows the counts: all of a family set, or not
+    assert claims[0].verdict == ("agrees" if rates.gauss[0] == rates.gauss[1] else "disagrees")
+    assert claims[0].measured == f"{rates.gauss[0]} of {rates.gauss[1]}"

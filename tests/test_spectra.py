@@ -415,11 +415,13 @@ def test_overlaps_and_alignments():
 @pytest.mark.parametrize(
     "bad,match",
     [
-        (np.array([]), "non-empty"),
-        (np.array([1.0, np.nan, 2.0, 3.0, 4.0, 5.0]), "finite"),
-        (np.array([1.0, np.inf, 2.0, 3.0, 4.0, 5.0]), "finite"),
-        (np.zeros(10), "all zeros"),
-        (np.array([-1.0, 1.0, 2.0, 3.0, 4.0, 5.0]), "non-negative"),
+        (np.array([]), "eigs must not be empty"),
+        (np.array([1.0, np.nan, 2.0, 3.0, 4.0, 5.0]), "eigs holds NaN or inf"),
+        (np.array([1.0, np.inf, 2.0, 3.0, 4.0, 5.0]), "eigs holds NaN or inf"),
+        (np.zeros(10), "eigs is all zeros"),
+        (np.array([-1.0, 1.0, 2.0, 3.0, 4.0, 5.0]), "eigs must be non-negative"),
+        (np.ones((3, 4)), "eigs must be a 1-D array"),
+        ("abc", "eigs must be numeric"),
     ],
 )
 def test_bad_spectra_raise(fn, bad, match):
@@ -435,19 +437,25 @@ def test_too_few_positive_eigenvalues_raise(fn):
 
 
 def test_bad_matrices_and_arguments_raise():
-    for bad, match in [(np.ones(5), "2-D"), (np.ones((2, 2, 2)), "2-D"), (np.ones((0, 3)), "non-empty"),
-                       (np.array([[1.0, np.nan], [0.0, 1.0]]), "finite"),
-                       (torch.tensor([[1.0, float("inf")], [0.0, 1.0]]), "finite")]:
+    # The shared checks of htlib._checks: every message names the argument.
+    for bad, match in [(np.ones(5), "W must be a 2-D"), (np.ones((2, 2, 2)), "W must be a 2-D"),
+                       (np.ones((0, 3)), "W must not be empty"),
+                       (np.array([[1.0, np.nan], [0.0, 1.0]]), "W holds NaN or inf"),
+                       (torch.tensor([[1.0, float("inf")], [0.0, 1.0]]), "W holds NaN or inf")]:
         with pytest.raises(ValueError, match=match):
             S.esd(bad)
     with pytest.raises(ValueError, match="normalize"):
         S.esd(np.eye(3), normalize="cols")
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match=r"gamma must be the aspect ratio q/p in \(0, 1\]"):
         S.mp_edges(1.5)
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match="gamma must be finite and > 0"):
         S.mp_edges(0.0)
-    with pytest.raises(ValueError, match="sigma2"):
+    with pytest.raises(ValueError, match="gamma must be a real number"):
+        S.mp_edges("0.5")
+    with pytest.raises(ValueError, match="sigma2 must be finite and > 0"):
         S.mp_density(np.ones(3), 0.5, sigma2=-1.0)
+    with pytest.raises(ValueError, match="J must be a 2-D"):
+        S.overlaps(np.ones(3), np.ones((3, 2)))
     with pytest.raises(ValueError, match="xmin"):
         S.fit_power_law(pareto_sample(50, 3.0, 0), xmin=-1.0)
     with pytest.raises(ValueError, match="xmax"):
@@ -458,3 +466,21 @@ def test_bad_matrices_and_arguments_raise():
         S.top_alignment(np.ones((4, 3)), np.ones(4))
     with pytest.raises(ValueError, match="y must"):
         S.kernel_target_alignment(np.ones((4, 3)), np.ones(5))
+
+
+def test_metrics_from_esd_fits_power_law_and_mp_once(monkeypatch):
+    """One spectrum report feeds every metric: each fit runs once per matrix (issue 15)."""
+    W = np.random.default_rng(5).standard_t(3.0, (300, 200))
+    expected = S.layer_metrics(W)
+    calls = {"fit_power_law": 0, "fit_mp": 0}
+    for name in calls:
+        original = getattr(S, name)
+
+        def counted(*args, _name=name, _original=original, **kwargs):
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(S, name, counted)
+    got = S.metrics_from_esd(S.esd(W), 300, 200)
+    assert calls == {"fit_power_law": 1, "fit_mp": 1}
+    assert got == expected
