@@ -198,6 +198,15 @@ def _within_factor(measured: float, paper: float, factor: float = 2.0) -> bool:
     return paper / factor <= measured <= paper * factor
 
 
+def _falls(med: np.ndarray) -> str:
+    """``"falls"`` (non-increasing along the batches and lower at the last), ``"stays at MP"`` (all
+    ``inf``) or ``"does not fall"``."""
+    if np.all(np.isinf(med)):
+        return "stays at MP"
+    finite = np.where(np.isinf(med), 1e9, med)
+    return "falls" if bool(np.all(np.diff(finite) <= 0) and finite[-1] < finite[0]) else "does not fall"
+
+
 def batch_claims(summary: pd.DataFrame, setting: dict[str, str]) -> list[Claim]:
     """The claim records of the batch-size section: the paper's kappa per batch size for
     MiniAlexNet and LeNet, and "smaller batches, heavier tails" for each architecture run.
@@ -223,9 +232,10 @@ def batch_claims(summary: pd.DataFrame, setting: dict[str, str]) -> list[Claim]:
                          reason=setting[model], section="htmp-batch"))
     for model in dict.fromkeys(summary.index.get_level_values(0)):
         med = summary.loc[model, "kappa median"].to_numpy()
-        falls = bool(np.all(np.diff(np.where(np.isinf(med), 1e9, med)) <= 0))
+        falls = _falls(med) == "falls"
         out.append(Claim("001", "Fig. 5", f"smaller batches give heavier tails ({model}): kappa falls as the batch size falls",
-                         f"seed-median kappa of {model} non-increasing from the largest to the smallest batch",
+                         f"seed-median kappa of {model} non-increasing from the largest to the smallest batch, "
+                         "and lower at the smallest than at the largest",
                          ", ".join(f"{v:.3g}" for v in med), "agrees" if falls else "disagrees",
                          reason=setting[model], section="htmp-batch"))
     return out
@@ -310,3 +320,59 @@ def trajectory_table(steps, esds, gamma: float, p: int) -> pd.DataFrame:
         rows.append({"step": int(t), "kappa": fit.kappa, "KS": fit.ks, "KS of MP": fit.mp_ks,
                      "alpha (power law)": spectra.fit_power_law(lam).alpha, "phase": spectra.classify_phase(lam, gamma)})
     return pd.DataFrame(rows).set_index("step")
+
+
+def setting_text(exp: BatchSizeExperiment) -> str:
+    """A short description of the data, images and epochs of ``exp`` (for prose and claim reasons)."""
+    images = "all" if exp.n_train is None else f"{exp.n_train:,}"
+    return f"{exp.dataset}, {images} training images, {exp.epochs} epoch{'s' if exp.epochs != 1 else ''}"
+
+
+def batch_findings(summary: pd.DataFrame, model: str) -> dict[str, str]:
+    """Formatted findings of one architecture, for the prose: the seed-median kappa at the largest
+    and the smallest batch, whether it falls as the batch shrinks, the test accuracies there, and
+    the largest gap between the mean KS distances of HTMP and MP.  ``"not run"`` everywhere when
+    ``model`` is not in ``summary``."""
+    keys = ("k_big", "k_small", "falls", "acc_big", "acc_small", "ks_gap")
+    if model not in summary.index.get_level_values(0):
+        return dict.fromkeys(keys, "not run")
+    s = summary.loc[model]
+    med = s["kappa median"].to_numpy()
+    return dict(k_big=f"{med[0]:.3g}", k_small=f"{med[-1]:.3g}", falls=_falls(med),
+                acc_big=f"{s['test acc'].iloc[0]:.3f}", acc_small=f"{s['test acc'].iloc[-1]:.3f}",
+                ks_gap=f"{float(np.max(np.abs(s['KS MP'] - s['KS HTMP']))):.3f}")
+
+
+def tail_panels(kappa: float, gamma: float) -> plt.Figure:
+    """Both tails on log-log axes: the lower tail of HTMP with slope ``delta - 1`` and the upper
+    tail of the inverse law with slope ``-(1 + delta)`` (the reference lines shifted up)."""
+    te = htmp.tail_exponents(kappa, gamma)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    x_low = np.geomspace(1e-8, 1.0, 300)
+    y0 = htmp.htmp_pdf(x_low[:1], kappa, gamma)[0]
+    axes[0].loglog(x_low, htmp.htmp_pdf(x_low, kappa, gamma), color=plotting.color(0), label=rf"HTMP, $\kappa={kappa:g}$")
+    axes[0].loglog(x_low[:200], 3 * y0 * (x_low[:200] / x_low[0]) ** te.htmp_lower, "k--",
+                   label=rf"slope $\delta-1={te.htmp_lower:.3g}$ (shifted up)")
+    axes[0].set(xlabel="$x$", ylabel="density", title="lower tail of HTMP")
+    y = np.geomspace(1.0, 1e6, 300)
+    y1 = htmp.inverse_htmp_pdf(y[-1:], kappa, gamma)[0]
+    axes[1].loglog(y, htmp.inverse_htmp_pdf(y, kappa, gamma), color=plotting.color(0), label="inverse law")
+    axes[1].loglog(y[100:], 3 * y1 * (y[100:] / y[-1]) ** (-te.inverse_alpha), "k--",
+                   label=rf"slope $-(1+\delta)={-te.inverse_alpha:.3g}$ (shifted up)")
+    axes[1].set(xlabel="$y = 1/x$", title="upper tail of the inverse law")
+    for ax in axes:
+        ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def inverse_tail_fit(kappa: float, gamma: float, n: int, seed: int) -> pd.DataFrame:
+    """``spectra.fit_power_law`` on the inverses of a finite-n HTMP sample, next to the asymptotic
+    exponent ``1 + delta`` and the exact local log-log slope of the inverse density at ``xmin``,
+    ``10 xmin`` and ``1e4 xmin``."""
+    pl = spectra.fit_power_law(1.0 / htmp.sample_htmp(n, kappa, gamma, seed=seed))
+    slopes = -htmp.inverse_tail_slope(np.array([pl.xmin, 10 * pl.xmin, 1e4 * pl.xmin]), kappa, gamma)
+    row = {"n": n, "predicted 1 + delta": htmp.tail_exponents(kappa, gamma).inverse_alpha, "fitted exponent": pl.alpha,
+           "+-": pl.sigma, "tail points": pl.n_tail, "KS": pl.ks_distance, "xmin": pl.xmin,
+           "slope at xmin": slopes[0], "at 10 xmin": slopes[1], "at 1e4 xmin": slopes[2]}
+    return pd.DataFrame([row])
