@@ -55,7 +55,7 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.linalg import eigh_tridiagonal
 
-from htlib._checks import check_float
+from htlib._checks import check_choice, check_float, check_int
 from htlib.spectra import ks_distance_sorted
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "KAPPA_MP",
     "htmp_stieltjes",
     "htmp_moments",
+    "HTMPMoments",
     "inverse_htmp_pdf",
     "inverse_tail_slope",
     "tail_exponents",
@@ -456,11 +457,20 @@ def tail_exponents(kappa: float, gamma: float) -> TailExponents:
     return TailExponents(htmp_lower=d - 1.0, inverse_alpha=1.0 + d)
 
 
-def htmp_moments(kappa: float, gamma: float) -> dict:
+@dataclass(frozen=True)
+class HTMPMoments:
+    """Result of :func:`htmp_moments`: ``mean`` (= 1), ``second`` moment and ``variance``."""
+
+    mean: float
+    second: float
+    variance: float
+
+
+def htmp_moments(kappa: float, gamma: float) -> HTMPMoments:
     """Mean (= 1), second moment ``1 + gamma + 2 gamma/kappa`` and variance of HTMP."""
     kappa, gamma = _check_params(kappa, gamma)
     m2 = 1.0 + gamma + 2.0 * gamma / kappa
-    return {"mean": 1.0, "second": m2, "variance": m2 - 1.0}
+    return HTMPMoments(mean=1.0, second=m2, variance=m2 - 1.0)
 
 
 def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
@@ -708,8 +718,7 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     a visible fraction of zeros is the honest float64 answer.
     """
     kappa, gamma = _check_params(kappa, gamma)
-    if not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    n = check_int("n", n, 2)
     rng = np.random.default_rng(seed)
     b = kappa / n
     i = np.arange(1, n + 1, dtype=np.float64)
@@ -813,8 +822,7 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     from htlib import spectra
 
     _check_params(1.0, gamma)
-    if method not in ("ks", "moments"):
-        raise ValueError(f"method must be one of {{'ks', 'moments'}}, got {method!r}")
+    check_choice("method", method, ("ks", "moments"))
     if kappa_bounds is None:
         kappa_bounds = (0.1, min(50.0, 300.0 * gamma))
     lo_k, hi_k = map(float, kappa_bounds)
@@ -943,8 +951,7 @@ def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_
     first directions (population spikes: an ``l > 1 + sqrt(gamma)`` gives an outlier near
     ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
     """
-    if not (isinstance(n, (int, np.integer)) and n >= 10):
-        raise ValueError(f"n must be an integer >= 10, got {n!r}")
+    n = check_int("n", n, 10)
     if not 0.0 <= null_fraction < 1.0:
         raise ValueError(f"null_fraction must lie in [0, 1), got {null_fraction!r}")
     sp = np.asarray(spikes, dtype=np.float64)

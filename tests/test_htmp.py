@@ -66,9 +66,9 @@ def test_mass_mean_second_moment_by_quadrature(kappa, gamma):
         out.append(val)
     mom = H.htmp_moments(kappa, gamma)
     assert out[0] == pytest.approx(1.0, abs=2e-7)
-    assert out[1] == pytest.approx(mom["mean"], abs=2e-7)
+    assert out[1] == pytest.approx(mom.mean, abs=2e-7)
     assert out[2] == pytest.approx(1 + gamma + 2 * gamma / kappa, abs=2e-6)
-    assert mom["second"] == pytest.approx(1 + gamma + 2 * gamma / kappa)
+    assert mom.second == pytest.approx(1 + gamma + 2 * gamma / kappa)
 
 
 @pytest.mark.parametrize("kappa,gamma", [(0.5, 0.3255), (1.9, 0.3255), (5.5, 0.3255), (20.0, 0.3255), (6.0, 0.5), (3.0, 0.9)])

@@ -259,7 +259,6 @@ def fig5_panels(fits: list[RunFit], model: str, seed: int, *, bins: int = 40) ->
         ax.legend(fontsize=9)
     for ax in axes.ravel()[len(sel):]:
         ax.axis("off")
-    fig.tight_layout()
     return fig
 
 
@@ -268,7 +267,7 @@ def moments_table(kappas, gamma: float) -> pd.DataFrame:
     rows = []
     for k in kappas:
         q = htmp.quadrature_moments(k, gamma)
-        exact = np.array([1.0, 1.0, htmp.htmp_moments(k, gamma)["second"]])
+        exact = np.array([1.0, 1.0, htmp.htmp_moments(k, gamma).second])
         rows.append({"kappa": k, "mass": q[0], "mean": q[1], "2nd moment": q[2], "closed form": exact[2],
                      "max |error|": float(np.max(np.abs(q - exact)))})
     return pd.DataFrame(rows).set_index("kappa")
@@ -285,7 +284,7 @@ def mp_convergence_table(kappas, gamma: float, grid: np.ndarray) -> pd.DataFrame
 def sampler_table(ns, kappa: float, gamma: float, seed: int) -> tuple[pd.DataFrame, list[np.ndarray]]:
     """The finite-n sampler at each size: KS distance to the density, 1/sqrt(n), second moment."""
     samples = [htmp.sample_htmp(n, kappa, gamma, seed=seed) for n in ns]
-    second = htmp.htmp_moments(kappa, gamma)["second"]
+    second = htmp.htmp_moments(kappa, gamma).second
     df = pd.DataFrame([{"n": n, "KS": htmp.ks_distance(lam, kappa, gamma), "1/sqrt(n)": 1 / math.sqrt(n),
                         "2nd moment": float(np.mean(lam**2)), "closed form": second} for n, lam in zip(ns, samples)])
     return df.set_index("n"), samples
@@ -362,7 +361,6 @@ def tail_panels(kappa: float, gamma: float) -> plt.Figure:
     axes[1].set(xlabel="$y = 1/x$", title="upper tail of the inverse law")
     for ax in axes:
         ax.legend()
-    fig.tight_layout()
     return fig
 
 
