@@ -1,4 +1,5 @@
-"""Speed of htlib.htmp: the density against mpmath, the KS fit and the sampler.
+"""Speed of htlib.htmp: the density against mpmath, the KS fit and the sampler; and the cost of
+the HTMP chapter's training runs (one SGD epoch of LeNet and MiniAlexNet on MNIST-5k).
 
 Run: ``python benchmarks/bench_htmp.py``.  Prints markdown tables.  Every figure is a ratio
 against a baseline timed in the same run: mpmath's evaluation of the same closed form (at its
@@ -86,6 +87,26 @@ def main() -> None:
         print(f"| sample_htmp n = {n} (kappa = 5.5) | {t_s:.2f} s | {t_s / t_eig:.1f} |")
     t_s = timeit(lambda: H.sample_htmp(10000, 0.5, 0.3255, seed=0), repeats=3)
     print(f"| sample_htmp n = 10000 (kappa = 0.5) | {t_s:.2f} s | {t_s / t_eig:.1f} |")
+    training_costs(t_eig)
+
+
+def training_costs(t_eig: float) -> None:
+    """One SGD epoch over 1,000 MNIST-5k images (plus the accuracy passes over them and 500 test
+    images), per architecture and batch size, with torch's default threads: the unit of the HTMP
+    chapter's budget (its MiniAlexNet default is 12 such runs; the paper's setting on MNIST-5k is
+    4,000 images x 200 epochs, i.e. 800 epoch-units, per run)."""
+    import torch
+
+    from htlib.small_nets import SmallNetConfig, train_small_net
+
+    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads\n")
+    print("| one epoch, 1,000 images, 500 test | time | / eigvalsh(1000) |")
+    print("|---|---|---|")
+    for model in ("lenet", "minialexnet"):
+        for batch in (1000, 100):
+            cfg = SmallNetConfig(model=model, dataset="mnist5k", batch_size=batch, epochs=1, n_train=1000, n_test=500)
+            t = timeit(lambda: train_small_net(cfg), repeats=2, warmup=1)
+            print(f"| {model}, batch {batch} | {t:.2f} s | {t / t_eig:.1f} |")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.linalg import eigh_tridiagonal
 
+from htlib._checks import check_choice, check_float, check_int
+from htlib.spectra import ks_distance_sorted
+
 __all__ = [
     "htmp_pdf",
     "htmp_logpdf",
@@ -65,6 +68,7 @@ __all__ = [
     "KAPPA_MP",
     "htmp_stieltjes",
     "htmp_moments",
+    "HTMPMoments",
     "inverse_htmp_pdf",
     "inverse_tail_slope",
     "tail_exponents",
@@ -72,6 +76,7 @@ __all__ = [
     "sample_htmp",
     "HTMPFit",
     "fit_htmp",
+    "fit_scale_ks",
     "kappa_from_moments",
     "ks_distance",
     "quadrature_moments",
@@ -93,23 +98,13 @@ BETA_MP = 1600.0
 
 # ----------------------------------------------------------------------------- validation
 def _check_params(kappa: float, gamma: float) -> tuple[float, float]:
-    try:
-        kappa = float(kappa)
-        gamma = float(gamma)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - message only
-        raise ValueError(f"kappa and gamma must be real numbers, got {kappa!r}, {gamma!r}") from exc
-    if not math.isfinite(kappa) or kappa <= 0:
-        raise ValueError(f"kappa must be a finite number > 0, got {kappa}")
-    if not math.isfinite(gamma) or not 0.0 < gamma < 1.0:
-        raise ValueError(f"gamma must lie in the open interval (0, 1), got {gamma}")
-    return kappa, gamma
+    # scipy.stats hands shape parameters over as 0-d arrays
+    kappa, gamma = (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in (kappa, gamma))
+    return check_float("kappa", kappa, low=0.0), check_float("gamma", gamma, low=0.0, high=1.0)
 
 
 def _check_scale(scale: float) -> float:
-    scale = float(scale)
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale}")
-    return scale
+    return check_float("scale", scale, low=0.0)
 
 
 @dataclass(frozen=True)
@@ -462,11 +457,20 @@ def tail_exponents(kappa: float, gamma: float) -> TailExponents:
     return TailExponents(htmp_lower=d - 1.0, inverse_alpha=1.0 + d)
 
 
-def htmp_moments(kappa: float, gamma: float) -> dict:
+@dataclass(frozen=True)
+class HTMPMoments:
+    """Result of :func:`htmp_moments`: ``mean`` (= 1), ``second`` moment and ``variance``."""
+
+    mean: float
+    second: float
+    variance: float
+
+
+def htmp_moments(kappa: float, gamma: float) -> HTMPMoments:
     """Mean (= 1), second moment ``1 + gamma + 2 gamma/kappa`` and variance of HTMP."""
     kappa, gamma = _check_params(kappa, gamma)
     m2 = 1.0 + gamma + 2.0 * gamma / kappa
-    return {"mean": 1.0, "second": m2, "variance": m2 - 1.0}
+    return HTMPMoments(mean=1.0, second=m2, variance=m2 - 1.0)
 
 
 def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
@@ -502,8 +506,8 @@ def ks_distance(eigs, kappa: float, gamma: float, scale: float = 1.0) -> float:
         from htlib import spectra
 
         _check_params(1.0, gamma)
-        return _ks_sorted(spectra.mp_cdf(x, gamma, float(scale)))
-    return _ks_sorted(htmp_cdf(x, kappa, gamma, scale))
+        return ks_distance_sorted(spectra.mp_cdf(x, gamma, float(scale)))
+    return ks_distance_sorted(htmp_cdf(x, kappa, gamma, scale))
 
 
 # ----------------------------------------------------------------------------- CDF
@@ -714,8 +718,7 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     a visible fraction of zeros is the honest float64 answer.
     """
     kappa, gamma = _check_params(kappa, gamma)
-    if not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    n = check_int("n", n, 2)
     rng = np.random.default_rng(seed)
     b = kappa / n
     i = np.arange(1, n + 1, dtype=np.float64)
@@ -768,17 +771,16 @@ class HTMPFit:
     gamma: float
 
 
-def _ks_sorted(cdf_vals: np.ndarray) -> float:
-    n = cdf_vals.size
-    i = np.arange(1, n + 1)
-    return float(max(np.max(i / n - cdf_vals), np.max(cdf_vals - (i - 1) / n)))
+def fit_scale_ks(x: np.ndarray, cdf_of_x, c0: float) -> tuple[float, float]:
+    """The scale ``c`` that minimizes the KS distance between the sorted sample ``x / c`` and
+    ``cdf_of_x``, searched within ``c0 e^(+-0.7)``; returns ``(c, KS distance)``.
 
-
-def _best_scale(x: np.ndarray, cdf_of_x, c0: float) -> tuple[float, float]:
-    """Minimize the KS distance over the scale c (eigs/c), around c0."""
+    This is the fit of the scale by KS (used for both HTMP and MP in :func:`fit_htmp`); it is not
+    ``htlib.spectra.fit_mp``, which fits the MP scale by matching the median of the bulk.
+    """
 
     def obj(lc: float) -> float:
-        return _ks_sorted(cdf_of_x(x / math.exp(lc)))
+        return ks_distance_sorted(cdf_of_x(x / math.exp(lc)))
 
     grid = math.log(c0) + np.linspace(-0.7, 0.7, 15)
     vals = [obj(g) for g in grid]
@@ -820,8 +822,7 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     from htlib import spectra
 
     _check_params(1.0, gamma)
-    if method not in ("ks", "moments"):
-        raise ValueError(f"method must be one of {{'ks', 'moments'}}, got {method!r}")
+    check_choice("method", method, ("ks", "moments"))
     if kappa_bounds is None:
         kappa_bounds = (0.1, min(50.0, 300.0 * gamma))
     lo_k, hi_k = map(float, kappa_bounds)
@@ -837,17 +838,17 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     def mp_cdf(y):
         return spectra.mp_cdf(y, gamma, 1.0)
 
-    mp_scale, mp_ks = _best_scale(x, mp_cdf, m1)
+    mp_scale, mp_ks = fit_scale_ks(x, mp_cdf, m1)
     if method == "moments":
         k = k_mom if (math.isinf(k_mom) or k_mom <= hi_k) else math.inf
-        ks = mp_ks if math.isinf(k) else _ks_sorted(htmp_cdf(x / m1, max(k, lo_k), gamma))
+        ks = mp_ks if math.isinf(k) else ks_distance_sorted(htmp_cdf(x / m1, max(k, lo_k), gamma))
         return HTMPFit(k, m1 if math.isfinite(k) else mp_scale, ks, mp_scale, mp_ks, k_mom, gamma)
 
     lo_x, hi_x = x[0] / m1 / 4.0, x[-1] / m1 * 4.0
 
     def profile(log_k: float) -> tuple[float, float]:
         cdf = _cdf_interpolant(math.exp(log_k), gamma, lo_x, hi_x)
-        return _best_scale(x, cdf, m1)
+        return fit_scale_ks(x, cdf, m1)
 
     grid = np.linspace(math.log(lo_k), math.log(hi_k), 12)
     prof = [profile(g) for g in grid]
@@ -857,7 +858,7 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     best_lk, (best_c, best_ks) = (res.x, profile(res.x)) if res.fun < prof[j][1] else (grid[j], prof[j])
     # exact KS at the optimum (the interpolant was only used for the search)
     best_k = math.exp(best_lk)
-    best_ks = _ks_sorted(htmp_cdf(x / best_c, best_k, gamma))
+    best_ks = ks_distance_sorted(htmp_cdf(x / best_c, best_k, gamma))
     if mp_ks <= best_ks:
         return HTMPFit(math.inf, mp_scale, mp_ks, mp_scale, mp_ks, k_mom, gamma)
     return HTMPFit(best_k, best_c, best_ks, mp_scale, mp_ks, k_mom, gamma)
@@ -950,8 +951,7 @@ def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_
     first directions (population spikes: an ``l > 1 + sqrt(gamma)`` gives an outlier near
     ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
     """
-    if not (isinstance(n, (int, np.integer)) and n >= 10):
-        raise ValueError(f"n must be an integer >= 10, got {n!r}")
+    n = check_int("n", n, 10)
     if not 0.0 <= null_fraction < 1.0:
         raise ValueError(f"null_fraction must lie in [0, 1), got {null_fraction!r}")
     sp = np.asarray(spikes, dtype=np.float64)

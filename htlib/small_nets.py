@@ -1,8 +1,9 @@
-"""Small classifiers trained with SGD at several batch sizes: the protocol of paper 001, Fig. 5.
+"""Small image classifiers trained with SGD+momentum, and their first fully connected layer.
 
-Owns: :class:`SmallNetConfig` and :func:`train_small_net` (one SGD run; returns the first fully
-connected layer), :class:`BatchSizeExperiment` (the grid of runs: architectures x batch sizes x
-repeats) and :func:`resolve_experiment` (the ``"book"`` and ``"paper"`` presets).
+Owns: :class:`SmallNetConfig` and :func:`train_small_net` (one SGD run; returns the weights of the
+first fully connected layer and the accuracies), :func:`build_model` and :func:`first_linear`.
+Numerics only: the grids of runs over batch sizes and their fits live in the experiments layer
+(``htlib.experiments.htmp``).
 
 Architectures (conv blocks are conv + ReLU + 2x2 max-pool; FC layers ReLU but the last):
 
@@ -26,11 +27,13 @@ sqrt(1/fan_in)") and ``s = fan_in^(-1/4)`` for ``init="variance"`` (the literal 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
+
+from htlib._checks import check_choice, check_float, check_int
 
 __all__ = [
     "MODELS",
@@ -38,26 +41,15 @@ __all__ = [
     "INITS",
     "SmallNetConfig",
     "SmallNetResult",
-    "BatchSizeExperiment",
-    "PRESETS",
-    "resolve_experiment",
     "build_model",
     "first_linear",
     "train_small_net",
-    "RunFit",
-    "fit_runs",
-    "kappa_summary",
 ]
 
 MODELS = ("lenet", "minialexnet", "mlp")
 DATASETS = ("mnist5k", "digits", "cifar10")
 INITS = ("std", "variance")
 _SHAPES = {"mnist5k": (1, 28), "digits": (1, 8), "cifar10": (3, 32)}  # (channels, side)
-
-
-def _check_int(name: str, v, low: int) -> None:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -77,6 +69,9 @@ class SmallNetConfig:
     n_train : int or None
         Training images (``>= 10``); ``None`` = all (mnist5k: 4,000, the rest is the test set;
         cifar10: the 50,000 training images).
+    n_test : int or None
+        Test images (``>= 1``): the first ``n_test`` of the held-out images; ``None`` = all of them.
+        Only the accuracy depends on it (the test set is never trained on).
     init : {"std", "variance"}
         Reading of the paper's "variance sqrt(1/fan_in)" (see the module docstring).
     widths : tuple of int
@@ -94,29 +89,30 @@ class SmallNetConfig:
     lr: float = 0.01
     momentum: float = 0.9
     n_train: int | None = None
+    n_test: int | None = None
     init: str = "std"
     widths: tuple[int, ...] = (1536, 500)
     data_dir: str | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
-        if self.dataset not in DATASETS:
-            raise ValueError(f"dataset must be one of {DATASETS}, got {self.dataset!r}")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("epochs", self.epochs, 1)
-        _check_int("seed", self.seed, 0)
+        check_choice("model", self.model, MODELS)
+        check_choice("dataset", self.dataset, DATASETS)
+        check_choice("init", self.init, INITS)
+        check_int("batch_size", self.batch_size, 1)
+        check_int("epochs", self.epochs, 1)
+        check_int("seed", self.seed, 0)
         if self.n_train is not None:
-            _check_int("n_train", self.n_train, 10)
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}")
-        if not (isinstance(self.momentum, (int, float)) and 0 <= self.momentum < 1):
+            check_int("n_train", self.n_train, 10)
+        if self.n_test is not None:
+            check_int("n_test", self.n_test, 1)
+        check_float("lr", self.lr, low=0.0)
+        if check_float("momentum", self.momentum, low=0.0, strict=False) >= 1.0:
             raise ValueError(f"momentum must lie in [0, 1), got {self.momentum!r}")
-        if not self.widths or any((not isinstance(w, int)) or w < 1 for w in self.widths):
+        if not isinstance(self.widths, tuple) or not self.widths:
             raise ValueError(f"widths must be a non-empty tuple of integers >= 1, got {self.widths!r}")
+        for w in self.widths:
+            check_int("widths", w, 1)
         if self.dataset == "cifar10" and not self.data_dir:
             raise ValueError("data_dir (a local CIFAR-10 folder, cifar-10-batches-py) is required for dataset='cifar10'; nothing is downloaded")
         if self.model != "mlp" and self.dataset == "digits":
@@ -207,6 +203,8 @@ def _load(config: SmallNetConfig, gen: torch.Generator):
         perm = torch.randperm(len(X), generator=gen).numpy()
         n_tr = int(0.8 * len(X)) if config.n_train is None else min(config.n_train, len(X) - 1)
         Xtr, ytr, Xte, yte = X[perm[:n_tr]], y[perm[:n_tr]], X[perm[n_tr:]], y[perm[n_tr:]]
+    if config.n_test is not None:
+        Xte, yte = Xte[: config.n_test], yte[: config.n_test]
     mu, sd = Xtr.mean(), Xtr.std() + 1e-8  # one scalar: keeps the images' spatial structure
     to = lambda a, dt: torch.as_tensor(a, dtype=dt)  # noqa: E731
     return to((Xtr - mu) / sd, torch.float32), to(ytr, torch.int64), to((Xte - mu) / sd, torch.float32), to(yte, torch.int64)
@@ -241,112 +239,3 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
         acc_tr, acc_te = acc(Xtr, ytr), acc(Xte, yte)
     W = first_linear(model).weight.detach().to(torch.float64).numpy().copy()
     return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te)
-
-
-@dataclass(frozen=True)
-class BatchSizeExperiment:
-    """The batch-size grid of paper 001, Fig. 5: every model x batch size x repeat.
-
-    Repeat ``r`` uses seed ``seed + r`` (split, initialization and batch order).
-    """
-
-    models: tuple[str, ...] = ("lenet",)
-    dataset: str = "mnist5k"
-    batch_sizes: tuple[int, ...] = (1000, 800, 250, 100)
-    repeats: int = 3
-    epochs: int = 200
-    lr: float = 0.01
-    momentum: float = 0.9
-    n_train: int | None = None
-    init: str = "std"
-    data_dir: str | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.models or any(m not in MODELS for m in self.models):
-            raise ValueError(f"models must be a non-empty tuple of {MODELS}, got {self.models!r}")
-        if not self.batch_sizes:
-            raise ValueError("batch_sizes must not be empty")
-        for b in self.batch_sizes:
-            _check_int("batch_sizes", b, 1)
-        _check_int("repeats", self.repeats, 1)
-        self.configs()  # every run's config validates itself
-
-    def configs(self) -> list[SmallNetConfig]:
-        """One :class:`SmallNetConfig` per (model, batch size, repeat), in that nesting order."""
-        return [SmallNetConfig(model=m, dataset=self.dataset, batch_size=int(b), epochs=self.epochs, lr=self.lr,
-                               momentum=self.momentum, n_train=self.n_train, init=self.init,
-                               data_dir=self.data_dir or None, seed=self.seed + r)
-                for m in self.models for b in self.batch_sizes for r in range(self.repeats)]
-
-
-PRESETS: dict[str, BatchSizeExperiment | None] = {
-    "paper": BatchSizeExperiment(models=("minialexnet",), dataset="cifar10", batch_sizes=(1000, 800, 250, 100),
-                                 repeats=3, epochs=200, lr=0.01, momentum=0.9, n_train=None, init="std",
-                                 data_dir="<cifar-10-batches-py>"),
-    "book": None,  # built from the chapter's own parameters
-}
-"""``"paper"``: the setting of paper 001, Fig. 5 (needs ``data_dir``); ``"book"``: the chapter's parameters."""
-
-
-def resolve_experiment(preset: str, *, data_dir: str = "", **book) -> BatchSizeExperiment:
-    """The experiment of ``preset``.
-
-    ``"paper"`` returns the paper's setting (MiniAlexNet, CIFAR-10 from ``data_dir``, all
-    images, batch sizes 1000/800/250/100, 200 epochs, three repeats, SGD lr 0.01 momentum 0.9)
-    and ignores ``book``; ``"book"`` builds ``BatchSizeExperiment(**book)``.
-    """
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
-    if preset == "paper":
-        if not data_dir:
-            raise ValueError("preset='paper' needs data_dir, a local CIFAR-10 folder (cifar-10-batches-py); nothing is downloaded")
-        return replace(PRESETS["paper"], data_dir=data_dir)
-    return BatchSizeExperiment(**book)
-
-
-@dataclass(frozen=True)
-class RunFit:
-    """One trained run and the HTMP fit of its FC1 ESD (``kappa = inf``: MP fitted at least as well)."""
-
-    model: str
-    batch_size: int
-    seed: int
-    train_acc: float
-    test_acc: float
-    gamma: float
-    eigs: np.ndarray
-    kappa: float
-    scale: float
-    ks: float
-    mp_scale: float
-    mp_ks: float
-
-
-def fit_runs(results: list[SmallNetResult]) -> list[RunFit]:
-    """Fit HTMP (``htlib.htmp.fit_htmp``, KS over kappa and scale, against MP) to each run's
-    FC1 spectrum (the eigenvalues of ``W Wᵀ``, the smaller Gram side)."""
-    from htlib import htmp, spectra
-
-    out = []
-    for r in results:
-        lam = spectra.esd(r.weights)
-        f = htmp.fit_htmp(lam, r.gamma)
-        out.append(RunFit(r.config.model, r.config.batch_size, r.config.seed, r.train_acc, r.test_acc, r.gamma, lam,
-                          f.kappa, f.scale, f.ks, f.mp_scale, f.mp_ks))
-    return out
-
-
-def kappa_summary(fits: list[RunFit]):
-    """Per (model, batch size): median, min and max of the fitted kappa over repeats, mean accuracies.
-
-    The median is used because ``kappa = inf`` (MP) is a possible outcome of a repeat.
-    """
-    import pandas as pd
-
-    df = pd.DataFrame([dict(model=f.model, batch=f.batch_size, kappa=f.kappa, train_acc=f.train_acc, test_acc=f.test_acc,
-                            ks=f.ks, mp_ks=f.mp_ks) for f in fits])
-    g = df.groupby(["model", "batch"], sort=False)
-    return pd.DataFrame({"kappa median": g.kappa.median(), "kappa min": g.kappa.min(), "kappa max": g.kappa.max(),
-                         "repeats": g.kappa.size(), "train acc": g.train_acc.mean(), "test acc": g.test_acc.mean(),
-                         "KS HTMP": g.ks.mean(), "KS MP": g.mp_ks.mean()})

@@ -1092,3 +1092,18 @@ def top_alignment(W: Any, beta: Any) -> float:
     G = A.T @ A
     _, v = scipy.linalg.eigh(G, subset_by_index=[d - 1, d - 1], check_finite=False)
     return float(abs(v[:, 0] @ b))
+
+
+def ks_distance_sorted(cdf_at_sorted: Any) -> float:
+    """Kolmogorov-Smirnov distance ``sup |F_n - F|`` of a sample, given ``F`` at the sorted sample.
+
+    ``cdf_at_sorted[i] = F(x_(i))`` for the sample sorted ascending ``x_(0) <= ... <= x_(n-1)``;
+    the empirical CDF jumps from ``i/n`` to ``(i+1)/n`` at ``x_(i)``, so the distance is
+    ``max_i max((i+1)/n - F(x_(i)), F(x_(i)) - i/n)``.  Generic: any continuous model CDF.
+    """
+    F = np.asarray(cdf_at_sorted, dtype=np.float64).ravel()
+    if F.size == 0:
+        raise ValueError("cdf_at_sorted must not be empty")
+    n = F.size
+    k = np.arange(n, dtype=np.float64)
+    return float(max(np.max((k + 1.0) / n - F), np.max(F - k / n)))

@@ -1,6 +1,7 @@
-"""Tests of htlib.small_nets: configs validate themselves, the architectures have the paper's
-FC1 shapes, training is deterministic and learns, the initialization readings differ as stated,
-and the "paper" preset resolves to paper 001's Fig. 5 setting without training anything."""
+"""Tests of htlib.small_nets: configs validate themselves (with messages that name the argument),
+the architectures have the paper's FC1 shapes, training is deterministic and learns, the test set
+can be capped, and the initialization readings differ as stated.  The batch-size experiment built
+on it (presets, grids) is tested with the HTMP chapter's experiments in ``test_htmp.py``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from htlib.small_nets import (BatchSizeExperiment, SmallNetConfig, build_model, first_linear, resolve_experiment,
-                              train_small_net)
+from htlib.small_nets import SmallNetConfig, build_model, first_linear, train_small_net
 
 
 def test_config_validation():
@@ -27,10 +27,16 @@ def test_config_validation():
         SmallNetConfig(init="xavier")
     with pytest.raises(ValueError, match="digits"):
         SmallNetConfig(model="minialexnet", dataset="digits")
-    with pytest.raises(ValueError, match="repeats"):
-        BatchSizeExperiment(repeats=0)
-    with pytest.raises(ValueError, match="preset"):
-        resolve_experiment("huge")
+    with pytest.raises(ValueError, match="momentum"):
+        SmallNetConfig(momentum=1.0)
+    with pytest.raises(ValueError, match="lr"):
+        SmallNetConfig(lr=0.0)
+    with pytest.raises(ValueError, match="n_test"):
+        SmallNetConfig(n_test=0)
+    with pytest.raises(ValueError, match="widths"):
+        SmallNetConfig(model="mlp", widths=(10, 0))
+    with pytest.raises(ValueError, match="epochs"):
+        SmallNetConfig(epochs=2.0)
 
 
 @pytest.mark.parametrize("model,dataset,fc1", [("minialexnet", "cifar10", (1000, 192 * 4 * 4)),
@@ -61,22 +67,11 @@ def test_training_is_deterministic_and_learns():
     assert a.gamma == pytest.approx(0.3)
 
 
-def test_paper_preset_resolves_without_training():
-    exp = resolve_experiment("paper", data_dir="/data/cifar-10-batches-py", epochs=3, batch_sizes=(7,))
-    assert exp.models == ("minialexnet",) and exp.dataset == "cifar10"
-    assert exp.batch_sizes == (1000, 800, 250, 100) and exp.repeats == 3 and exp.epochs == 200
-    assert exp.n_train is None and exp.lr == 0.01 and exp.momentum == 0.9
-    assert exp.data_dir == "/data/cifar-10-batches-py"
-    cfgs = exp.configs()
-    assert len(cfgs) == 12 and {c.seed for c in cfgs} == {0, 1, 2}
-    assert all(c.model == "minialexnet" and c.epochs == 200 and c.n_train is None for c in cfgs)
-    fc1 = first_linear(build_model(cfgs[0])).weight
-    assert tuple(fc1.shape) == (1000, 3072) and 1000 / 3072 == pytest.approx(0.3255, abs=1e-4)
-    with pytest.raises(ValueError, match="data_dir"):
-        resolve_experiment("paper")
-
-
-def test_book_preset_uses_the_chapter_parameters():
-    exp = resolve_experiment("book", models=("lenet",), batch_sizes=(1000, 100), repeats=2, epochs=3)
-    assert [(c.batch_size, c.seed) for c in exp.configs()] == [(1000, 0), (1000, 1), (100, 0), (100, 1)]
-    assert math.isclose(exp.lr, 0.01) and exp.dataset == "mnist5k"
+def test_n_test_caps_the_test_set_and_changes_nothing_else():
+    # the test images are never trained on: capping them leaves the weights bit-identical, and the
+    # accuracy on 7 images is a multiple of 1/7
+    cfg = SmallNetConfig(model="lenet", dataset="mnist5k", batch_size=100, epochs=1, n_train=300)
+    full, capped = train_small_net(cfg), train_small_net(SmallNetConfig(**{**cfg.__dict__, "n_test": 7}))
+    np.testing.assert_array_equal(full.weights, capped.weights)
+    assert full.train_acc == capped.train_acc
+    assert math.isclose(capped.test_acc * 7, round(capped.test_acc * 7), abs_tol=1e-6)
