@@ -238,11 +238,8 @@ def mp_quantile(q: float, gamma: float, sigma2: float = 1.0) -> float:
 
 def ks_distance_mp(eigs: Any, gamma: float, sigma2: float = 1.0) -> float:
     """Kolmogorov-Smirnov distance ``sup |F_n - F_MP|`` between a spectrum and the MP law."""
-    x = _check_eigs(eigs, min_positive=1)
-    n = x.size
-    F = mp_cdf(x, gamma, sigma2)
-    k = np.arange(n, dtype=np.float64)
-    return float(max(np.max((k + 1.0) / n - F), np.max(F - k / n)))
+    x = _check_eigs(eigs, min_positive=1)  # sorted ascending
+    return ks_distance_sorted(mp_cdf(x, gamma, sigma2))
 
 
 def tracy_widom_scale(p: float, q: float, sigma2: float = 1.0) -> float:
