@@ -118,11 +118,17 @@ _COLUMNS = {
 
 
 def claims_frame(claims: Sequence[Claim]):
-    """The claims as a :class:`pandas.DataFrame`, one row per claim, in the book's column order."""
+    """The claims as a :class:`pandas.DataFrame`, one row per claim, in the book's column order.
+
+    It is a :class:`htlib.plotting.Table`, shown whole: a claim cut at pandas' 50 characters would
+    hide the criterion it is judged by.
+    """
     import pandas as pd
 
+    from htlib.plotting import Table
+
     rows = [{label: getattr(c, key) for key, label in _COLUMNS.items()} for c in claims]
-    frame = pd.DataFrame(rows, columns=list(_COLUMNS.values()))
+    frame = Table(rows, columns=list(_COLUMNS.values()))
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="#")
     return frame
 

@@ -153,3 +153,12 @@ def test_counts_table_one_row_per_paper_in_verdict_order():
     assert t.index.name == "paper" and list(t.index) == ["003", "MP"]
     assert list(t.columns) == list(VERDICTS)
     assert t.loc["003"].tolist() == ["2", "0", "1", "0"] and t.loc["MP", "agrees"] == "3"
+
+
+def test_claims_table_shows_long_claims_whole():
+    # pandas cuts cells at 50 characters by default; a claim cut short hides what it is judged by.
+    long_claim = "the sharpness of a deep linear network floats between the two bounds " * 2
+    frame = cl.claims_frame([Claim(paper="004", where="Fig. 5", claim=long_claim, criterion="c" * 90,
+                                   measured="1", verdict="agrees", section="x")])
+    assert long_claim.strip() in frame._repr_html_()
+    assert "c" * 90 in repr(frame)
