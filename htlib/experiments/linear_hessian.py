@@ -3,8 +3,8 @@
 The numerics live in :mod:`htlib.linear`; this module fixes the paper's protocol (data subsets,
 whitening, initializations, the learning-rate schedule's settings, measurement epochs), runs the
 training sweeps through :mod:`htlib.sweep` (cached), and turns the results into the chapter's
-tables (pandas DataFrames), figures (on :mod:`htlib.plotting`'s palette) and claim records
-(:class:`htlib.claims.Claim`), one function per figure of the paper.
+tables (pandas DataFrames) and figures (on :mod:`htlib.plotting`'s palette), one function per figure
+of the paper.  The chapter builds its claim records (:class:`htlib.claims.Claim`) from these.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import torch
 
 from htlib import linear as lin
 from htlib._checks import check_choice, check_float, check_int
-from htlib.claims import Claim
 
 __all__ = [
     "prepare_data",
@@ -163,7 +162,8 @@ def run_linear_experiment(cfg: LinearExperiment) -> dict[str, np.ndarray | float
             return lin.half_mse_loss(ws, Xt, Yt, cfg.activation)
 
     k = min(cfg.k, dims[0] * dims[-1])
-    hess_epochs = {"all": set(points.tolist()), "ends": {int(points[0]), int(points[-1])}, "none": set()}[cfg.hessian_at]
+    hess_epochs = {"all": set(points.tolist()), "ends": {int(points[0]), int(points[-1])},
+                   "none": set()}[cfg.hessian_at]
     keys = ("numeric", "ggn", "sq_norm", "ggn_trace", "hutch", "hutch_se", "spec_norms2", "balanced_pred", "balance")
     out: dict[str, list] = {key: [] for key in keys}
     nan_k = np.full(k, np.nan)
@@ -172,8 +172,9 @@ def run_linear_experiment(cfg: LinearExperiment) -> dict[str, np.ndarray | float
         # linear nets: the point in the eigenbasis of X^T X (an orthogonal change of variables, so the
         # Hessian's eigenvalues and trace are unchanged); tanh nets: as they are
         params = [torch.as_tensor(Ws[0] @ Q if Q is not None else Ws[0])] + [torch.as_tensor(W) for W in Ws[1:]]
-        out["numeric"].append(lin.hessian_top_eigenvalues(loss_fn, params, k, method=cfg.eig_method, tol=cfg.eig_tol,
-                                                          seed=cfg.seed) if int(e) in hess_epochs else nan_k)
+        measure = int(e) in hess_epochs
+        out["numeric"].append(lin.hessian_top_eigenvalues(loss_fn, params, k, method=cfg.eig_method,
+                                                          tol=cfg.eig_tol, seed=cfg.seed) if measure else nan_k)
         out["ggn"].append(lin.ggn_spectrum(Ws, gram, k=k) if linear else nan_k)
         out["sq_norm"].append(float(sum(np.sum(W * W) for W in Ws)))
         out["ggn_trace"].append(lin.ggn_trace(Ws, gram) if linear else np.nan)
