@@ -1,6 +1,6 @@
-"""Exact Hessian/GGN spectra, traces and sharpness bounds of linear networks (paper 004).
+"""Exact Hessian/GGN spectra, traces and sharpness bounds of linear networks.
 
-Owns: the data preparation of paper 004's section 7 (polar-factor whitening,
+Owns: data preparation (polar-factor whitening,
 balanced weight sampling, class-imbalanced subsets), full-batch GD training of
 linear and tanh MLPs with the halve-on-plateau learning rate, the closed-form
 spectra (two layers, strongly balanced deep networks), the exact GGN spectrum
@@ -26,16 +26,27 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from htlib._checks import check_choice, check_float, check_int, check_matrix, to_numpy
+
 __all__ = [
+    "FeatureGram",
+    "feature_gram",
     "whiten",
     "one_hot",
     "balanced_weights",
     "kaiming_uniform_weights",
     "class_imbalanced_subset",
+    "largest_imbalanced_n",
     "ols_balanced_weights",
+    "balanced_factorization",
     "forward",
-    "mse_loss",
+    "half_mse_loss",
+    "gram_loss",
+    "gram_loss_fn",
+    "eigenbasis_loss",
+    "flat_params_loss",
     "TrainResult",
+    "TrainingDiverged",
     "train_gd",
     "ggn_spectrum",
     "ggn_kronecker_matrix",
@@ -45,60 +56,24 @@ __all__ = [
     "ggn_trace",
     "sharpness_isotropic",
     "sharpness_bounds",
-    "hessian_top_eigenvalues",
-    "hutchinson_trace",
-    "hessian_matrix",
-    "exact_ggn_case",
-    "depth_sweep",
-    "ols_sharpness",
-    "trace_norm_agreement",
-    "largest_imbalanced_n",
-    "anisotropy_sweep",
-    "numerical_rank",
-    "TrainingDiverged",
     "layer_sharpness_terms",
     "weyl_sharpness_bounds",
     "balance_gaps",
     "balanced_prediction",
     "interpolate_whitening",
-    "nonzero_eigenvalue_counts",
-    "flat_params_loss",
-    "gram_loss",
-    "LinearExperiment",
-    "run_linear_experiment",
-    "prepare_data",
+    "numerical_rank",
+    "HessianEigenResult",
+    "hessian_eigensolve",
+    "hessian_top_eigenvalues",
+    "hutchinson_trace",
+    "hessian_matrix",
 ]
 
 ArrayLike = np.ndarray | torch.Tensor
 
 
-def _np(a: ArrayLike) -> np.ndarray:
-    if isinstance(a, torch.Tensor):
-        return a.detach().cpu().numpy().astype(np.float64)
-    return np.asarray(a, dtype=np.float64)
-
-
-def _check_2d(name: str, a: np.ndarray) -> None:
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {a.shape}")
-
-
-def _check_matrix(name: str, a: np.ndarray) -> None:
-    """2-D, non-empty and finite: the preconditions of every formula here."""
-    _check_2d(name, a)
-    if a.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} holds NaN or inf entries")
-
-
-def _check_int(name: str, value: object, low: int) -> int:
-    """An integer ``>= low`` (NumPy integers accepted; floats and bools refused)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value}")
-    return int(value)
+def _np(a: ArrayLike, name: str = "array") -> np.ndarray:
+    return to_numpy(a, name)
 
 
 def _check_rows(X: np.ndarray, Y: np.ndarray, names: tuple[str, str] = ("X", "Y")) -> None:
@@ -113,15 +88,63 @@ def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
     The default ``rtol = max(n, d) * eps`` (float64 machine epsilon) is NumPy's ``matrix_rank``
     tolerance: singular values below it are indistinguishable from round-off of a rank-deficient matrix.
     """
-    Xn = _np(X)
-    _check_matrix("X", Xn)
+    Xn = check_matrix("X", X)
     s = np.linalg.svd(Xn, compute_uv=False)
     tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * s[0]
     return int(np.sum(s > tol))
 
 
+@dataclass(frozen=True)
+class FeatureGram:
+    """``C = X^T X / n`` on its range: ``C = E diag(c) E^T`` with ``c > 0`` (largest first), ``E`` ``d0 x r``.
+
+    All that the GGN's spectrum, trace and sharpness bounds need of the features.  Every function
+    here that takes ``X`` also takes a ``FeatureGram``: computing it once per data set
+    (:func:`feature_gram`, or from a known SVD ``X = U diag(s) V^T`` as ``FeatureGram(n, s**2/n, V)``)
+    saves an ``O(n d0^2)`` product and an eigendecomposition per call.
+    """
+
+    n: int
+    c: np.ndarray
+    E: np.ndarray
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, 1)
+        if self.c.ndim != 1 or self.E.ndim != 2 or self.E.shape[1] != self.c.size:
+            raise ValueError(f"FeatureGram needs c of shape (r,) and E of shape (d0, r), got {self.c.shape}, {self.E.shape}")
+
+    @property
+    def d0(self) -> int:
+        return self.E.shape[0]
+
+    def factor(self) -> np.ndarray:
+        """``F = E diag(sqrt(c))`` (``d0 x r``): ``F F^T = C`` and ``F^T F = diag(c)``."""
+        return self.E * np.sqrt(self.c)
+
+
+def feature_gram(X: ArrayLike, rtol: float | None = None) -> FeatureGram:
+    """The :class:`FeatureGram` of ``X`` (``n x d0``): eigenvalues of ``X^T X / n`` above
+    ``rtol * c_max`` (default ``max(n, d0) * eps``, the rounding level of the eigensolver) and their vectors."""
+    Xn = check_matrix("X", X)
+    c, E = np.linalg.eigh(Xn.T @ Xn / Xn.shape[0])
+    c, E = c[::-1], E[:, ::-1]
+    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * max(c[0], 0.0)
+    keep = c > tol
+    return FeatureGram(Xn.shape[0], c[keep].copy(), E[:, keep].copy())
+
+
+def _gram(X: "ArrayLike | FeatureGram | None", d0: int) -> FeatureGram | None:
+    """``X`` as a :class:`FeatureGram` with ``d0`` features (``None`` stays ``None``: whitened, ``C = I``)."""
+    if X is None:
+        return None
+    G = X if isinstance(X, FeatureGram) else feature_gram(X)
+    if G.d0 != d0:
+        raise ValueError(f"X must have d0={d0} columns (the input width of weights[0]), got {G.d0}")
+    return G
+
+
 # ----------------------------------------------------------------------------------------------
-# Data preparation (paper 004, section 7)
+# Data preparation
 # ----------------------------------------------------------------------------------------------
 
 
@@ -139,10 +162,8 @@ def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.
     ValueError
         If ``X`` is not a non-empty finite matrix, is all zero, or ``sigma_x <= 0``.
     """
-    Xn = _np(X)
-    _check_matrix("X", Xn)
-    if not sigma_x > 0:
-        raise ValueError(f"sigma_x must be > 0, got {sigma_x}")
+    Xn = check_matrix("X", X)
+    sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     n = Xn.shape[0]
     U, s, Vt = np.linalg.svd(Xn, full_matrices=False)
     if s[0] == 0.0:
@@ -175,7 +196,7 @@ def _orthonormal_columns(rows: int, cols: int, rng: np.random.Generator) -> np.n
 
 
 def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: int) -> list[np.ndarray]:
-    """Strongly balanced weights ``W_l = U_l S V_l^T`` with ``V_{l+1} = U_l`` (section 7 sampler).
+    """Strongly balanced weights ``W_l = U_l S V_l^T`` with ``V_{l+1} = U_l`` .
 
     Parameters
     ----------
@@ -214,30 +235,31 @@ def kaiming_uniform_weights(dims: Sequence[int], *, seed: int) -> list[np.ndarra
 
 
 def class_imbalanced_subset(
-    X: ArrayLike, labels: ArrayLike, n: int, alpha_max: float | None, *, seed: int
+    X: ArrayLike, labels: ArrayLike, n: int, majority_share: float | None, *, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Subsample ``n`` points; with ``alpha_max`` set, class 0 gets the proportion ``alpha_max``.
+    """Subsample ``n`` points; with ``majority_share`` set, class 0 gets the proportion ``majority_share``.
 
-    Classes ``1..C-1`` each get ``floor((1 - alpha_max) n / (C - 1))`` samples and class 0
-    the rest (paper 004 writes ``floor((1 - alpha_max) n)`` per class, which cannot sum to
-    ``n``; we read it as the share of all other classes together).  With ``alpha_max=None``
+    Classes ``1..C-1`` each get ``floor((1 - majority_share) n / (C - 1))`` samples and class 0
+    the rest (a literal reading, ``floor((1 - majority_share) n)`` per class, which cannot sum to
+    ``n``; we read it as the share of all other classes together).  With ``majority_share=None``
     a uniformly random subset of size ``n`` is drawn.
     """
-    Xn = _np(X)
+    Xn = check_matrix("X", X, finite=False)
     lab = np.asarray(labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels)
     if Xn.shape[0] != lab.shape[0]:
         raise ValueError(f"X has {Xn.shape[0]} rows but labels has {lab.shape[0]} entries")
-    if not 1 <= n <= lab.size:
+    n = check_int("n", n, 1)
+    if n > lab.size:
         raise ValueError(f"n must be in [1, {lab.size}], got {n}")
     rng = np.random.default_rng(seed)
-    if alpha_max is None:
+    if majority_share is None:
         idx = np.sort(rng.choice(lab.size, size=n, replace=False))
         return Xn[idx], lab[idx]
     classes = np.unique(lab)
     C = classes.size
-    if not 1.0 / C <= alpha_max <= 1.0:
-        raise ValueError(f"alpha_max must be in [1/C, 1] = [{1.0 / C:.4g}, 1], got {alpha_max}")
-    per_class = int(math.floor((1.0 - alpha_max) * n / (C - 1)))
+    if not 1.0 / C <= majority_share <= 1.0:
+        raise ValueError(f"majority_share must be in [1/C, 1] = [{1.0 / C:.4g}, 1], got {majority_share}")
+    per_class = int(math.floor((1.0 - majority_share) * n / (C - 1)))
     counts = {int(c): per_class for c in classes[1:]}
     counts[int(classes[0])] = n - per_class * (C - 1)
     picks = []
@@ -245,58 +267,72 @@ def class_imbalanced_subset(
         pool = np.flatnonzero(lab == c)
         if m > pool.size:
             raise ValueError(
-                f"class {c} has only {pool.size} samples but n={n}, alpha_max={alpha_max} needs {m}; lower n"
+                f"class {c} has only {pool.size} samples but n={n}, majority_share={majority_share} needs {m}; lower n"
             )
         picks.append(rng.choice(pool, size=m, replace=False))
     idx = np.sort(np.concatenate(picks))
     return Xn[idx], lab[idx]
 
 
-def largest_imbalanced_n(labels: ArrayLike, alphas: Sequence[float]) -> int:
-    """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every ``alpha_max`` in
-    ``alphas`` from ``labels`` (class 0 gets ``n - (C-1) floor((1-alpha) n/(C-1))``, the others
-    ``floor((1-alpha) n/(C-1))`` each).  For 500 images per class and ``alpha_max <= 0.5`` it is 1000."""
+def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
+    """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every ``majority_share`` in
+    ``shares`` from ``labels`` (class 0 gets ``n - (C-1) floor((1-alpha) n/(C-1))``, the others
+    ``floor((1-alpha) n/(C-1))`` each).  For 500 images per class and ``majority_share <= 0.5`` it is 1000."""
     lab = np.asarray(labels)
     if lab.size == 0:
         raise ValueError("labels must not be empty")
     counts = np.bincount(lab)
     C = counts.size
-    if C < 2 or len(alphas) == 0:
-        raise ValueError(f"need >= 2 classes and >= 1 alpha, got {C} classes and alphas={list(alphas)}")
+    if C < 2 or len(shares) == 0:
+        raise ValueError(f"need >= 2 classes and >= 1 alpha, got {C} classes and shares={list(shares)}")
     for n in range(lab.size, 0, -1):
         ok = True
-        for a in alphas:
+        for a in shares:
             per = int(math.floor((1.0 - a) * n / (C - 1)))
             if n - per * (C - 1) > counts[0] or per > counts[1:].min():
                 ok = False
                 break
         if ok:
             return n
-    raise ValueError(f"no subset size fits alphas={list(alphas)}")
+    raise ValueError(f"no subset size fits shares={list(shares)}")
 
 
 def ols_balanced_weights(X: ArrayLike, Y: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
-    """A strongly balanced network whose product is the OLS solution ``W^T = X^+ Y``.
+    """A strongly balanced network whose product is the OLS solution ``W^T = X^+ Y``
+    (:func:`balanced_factorization` of it)."""
+    Xn, Yn = check_matrix("X", X), check_matrix("Y", Y)
+    _check_rows(Xn, Yn)
+    dims = [check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
+    if len(dims) < 2 or dims[0] != Xn.shape[1] or dims[-1] != Yn.shape[1]:
+        raise ValueError(f"dims must start with d0={Xn.shape[1]} and end with dL={Yn.shape[1]}, got {dims}")
+    # pinv's default cutoff (1e-15 s_max) would invert the rounding noise of a rank-deficient X
+    # (e.g. whitened images) into a map of norm ~1e13; cut at the numerical rank instead
+    pinv = np.linalg.pinv(Xn, rcond=max(Xn.shape) * np.finfo(np.float64).eps)
+    return balanced_factorization((pinv @ Yn).T, dims, seed=seed)
+
+
+def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
+    """A strongly balanced network ``[W1, ..., WL]`` with ``WL ... W1 = W`` (``dL x d0``).
 
     ``W = U diag(s) V^T``; every layer gets singular values ``s^(1/L)``; ``V_1 = V`` and
     ``U_L = U``, the hidden singular vectors are random (seeded).
+
+    Raises
+    ------
+    ValueError
+        If ``W`` is zero, or a layer is narrower than ``rank(W)`` (it would silently truncate ``W``).
     """
-    Xn, Yn = _np(X), _np(Y)
-    _check_matrix("X", Xn)
-    _check_matrix("Y", Yn)
-    _check_rows(Xn, Yn)
-    dims = [_check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
+    Wn = check_matrix("W", W)
+    dims = [check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
     if len(dims) < 2:
         raise ValueError(f"dims must hold >= 2 sizes, got {dims}")
-    if dims[0] != Xn.shape[1] or dims[-1] != Yn.shape[1]:
-        raise ValueError(f"dims must start with d0={Xn.shape[1]} and end with dL={Yn.shape[1]}, got {dims}")
-    W = (np.linalg.pinv(Xn) @ Yn).T  # (dL, d0)
-    U, s, Vt = np.linalg.svd(W, full_matrices=False)
-    k = int(np.sum(s > max(W.shape) * np.finfo(np.float64).eps * s[0])) if s[0] > 0 else 0
+    if dims[0] != Wn.shape[1] or dims[-1] != Wn.shape[0]:
+        raise ValueError(f"dims must start with d0={Wn.shape[1]} and end with dL={Wn.shape[0]}, got {dims}")
+    U, s, Vt = np.linalg.svd(Wn, full_matrices=False)
+    k = int(np.sum(s > max(Wn.shape) * np.finfo(np.float64).eps * s[0])) if s[0] > 0 else 0
     if k == 0:
-        raise ValueError("the OLS solution X^+ Y is zero (Y orthogonal to the column space of X)")
+        raise ValueError("W is zero (for OLS: Y orthogonal to the column space of X)")
     if min(dims) < k:
-        # a narrower layer would silently truncate W: the network would not be the OLS solution
         raise ValueError(f"dims: every layer must be at least rank(W) = {k} wide to represent the OLS "
                          f"solution, got dims={dims}")
     U, s, V = U[:, :k], s[:k], Vt[:k].T
@@ -320,8 +356,7 @@ _ACTIVATIONS = ("linear", "tanh")
 
 def forward(weights: Sequence[torch.Tensor], X: torch.Tensor, activation: str = "linear") -> torch.Tensor:
     """``X W1^T ... WL^T`` with ``activation`` after every layer but the last."""
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be in {_ACTIVATIONS}, got {activation!r}")
+    check_choice("activation", activation, _ACTIVATIONS)
     H = X
     for i, W in enumerate(weights):
         H = H @ W.T
@@ -330,7 +365,7 @@ def forward(weights: Sequence[torch.Tensor], X: torch.Tensor, activation: str = 
     return H
 
 
-def mse_loss(weights: Sequence[torch.Tensor], X: torch.Tensor, Y: torch.Tensor, activation: str = "linear") -> torch.Tensor:
+def half_mse_loss(weights: Sequence[torch.Tensor], X: torch.Tensor, Y: torch.Tensor, activation: str = "linear") -> torch.Tensor:
     """``(1/2n) ||f(X) - Y||_F^2``."""
     R = forward(weights, X, activation) - Y
     return 0.5 * (R * R).sum() / X.shape[0]
@@ -340,13 +375,43 @@ def gram_loss(weights: Sequence[torch.Tensor], Sxx: torch.Tensor, Sxy: torch.Ten
     """The linear network's loss from sufficient statistics: with ``W = WL..W1``,
     ``(1/2)[tr(W Sxx W^T) - 2 tr(W Sxy) + syy]``, ``Sxx = X^T X/n``, ``Sxy = X^T Y/n``, ``syy = ||Y||_F^2/n``.
 
-    The same function of the weights as :func:`mse_loss` (linear case), at ``O(d0^2 width)`` per
+    The same function of the weights as :func:`half_mse_loss` (linear case), at ``O(d0^2 width)`` per
     evaluation instead of ``O(n d0 width)``.
     """
     W = weights[0]
     for V in weights[1:]:
         W = V @ W
     return 0.5 * ((W @ Sxx * W).sum() - 2.0 * (W.T * Sxy).sum() + syy)
+
+
+def eigenbasis_loss(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Callable[..., torch.Tensor]]:
+    """``Q`` (eigenvectors of ``X^T X``) and the linear network's loss as a function of ``(W1 Q, W2, ..)``.
+
+    In that basis ``X^T X / n = diag(c)``, so a loss evaluation costs ``O(dL d0)`` for the data term
+    instead of ``O(dL d0^2)`` (:func:`gram_loss`); it is the same function after the orthogonal change
+    of variables ``W1 -> W1 Q``, so Hessian eigenvalues and traces are unchanged.
+    """
+    n = X.shape[0]
+    c, Q = np.linalg.eigh(X.T @ X / n)
+    ct = torch.as_tensor(np.clip(c, 0.0, None))
+    Sxy = torch.as_tensor(Q.T @ (X.T @ Y) / n)
+    syy = float(np.sum(Y * Y)) / n
+
+    def loss_fn(*ws: torch.Tensor) -> torch.Tensor:
+        P = ws[0]
+        for V in ws[1:]:
+            P = V @ P
+        return 0.5 * ((P * ct * P).sum() - 2.0 * (P.T * Sxy).sum() + syy)
+
+    return Q, loss_fn
+
+
+def gram_loss_fn(X: np.ndarray, Y: np.ndarray) -> Callable[..., torch.Tensor]:
+    """:func:`gram_loss` of ``X, Y`` as a function of the layers ``(W1, ..., WL)``."""
+    Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
+    n = Xt.shape[0]
+    stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
+    return lambda *ws: gram_loss(ws, *stats)
 
 
 def flat_params_loss(
@@ -357,7 +422,7 @@ def flat_params_loss(
 
     def fn(theta: torch.Tensor) -> torch.Tensor:
         parts = torch.split(theta, sizes)
-        return mse_loss([p.reshape(s) for p, s in zip(parts, shapes)], X, Y, activation)
+        return half_mse_loss([p.reshape(s) for p, s in zip(parts, shapes)], X, Y, activation)
 
     return fn
 
@@ -366,7 +431,7 @@ class TrainingDiverged(ValueError):
     """:func:`train_gd` met a non-finite or exploding loss; the message names the epoch and the loss."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainResult:
     """Outcome of :func:`train_gd`: final weights, per-epoch loss and learning rate, snapshots."""
 
@@ -374,6 +439,18 @@ class TrainResult:
     losses: np.ndarray
     lrs: np.ndarray
     snapshots: dict[int, list[np.ndarray]] = field(default_factory=dict)
+
+
+def _next_rate(t: int, losses: np.ndarray, eta: float, *, limit: float, patience: int,
+               min_rel_improvement: float) -> float:
+    """The learning rate after epoch ``t`` (halved on a plateau); raises :class:`TrainingDiverged`
+    when the loss ``losses[t]`` is non-finite or above ``limit``."""
+    if not np.isfinite(losses[t]) or losses[t] > limit:
+        raise TrainingDiverged(f"train_gd diverged at epoch {t}: loss = {losses[t]:.4g} (initial loss "
+                               f"{losses[0]:.4g}, learning rate {eta:.4g}); lower lr")
+    if t > 0 and t % patience == 0 and losses[t] > (1.0 - min_rel_improvement) * losses[t - patience]:
+        return 0.5 * eta
+    return eta
 
 
 def _linear_gd_numpy(Ws, Sxx, Sxy, syy, *, lr, epochs, patience, min_rel_improvement, record, blowup):
@@ -402,14 +479,9 @@ def _linear_gd_numpy(Ws, Sxx, Sxy, syy, *, lr, epochs, patience, min_rel_improve
             prefix.append(W @ prefix[-1])
         P = prefix[-1]  # (dL, d0)
         PC = P * c
-        loss = 0.5 * (float(np.sum(PC * P)) - 2.0 * float(np.sum(P * Sxy_q.T)) + syy)
-        losses[t] = loss
-        if not np.isfinite(loss) or loss > blowup:
-            raise TrainingDiverged(f"train_gd diverged at epoch {t}: loss = {loss:.4g} (initial loss "
-                                   f"{losses[0]:.4g}, learning rate {eta:.4g}); lower lr")
-        if t > 0 and t % patience == 0 and losses[t] > (1.0 - min_rel_improvement) * losses[t - patience]:
-            eta *= 0.5
-        lrs[t] = eta
+        losses[t] = 0.5 * (float(np.sum(PC * P)) - 2.0 * float(np.sum(P * Sxy_q.T)) + syy)
+        eta = lrs[t] = _next_rate(t, losses, eta, limit=blowup, patience=patience,
+                                  min_rel_improvement=min_rel_improvement)
         if t == epochs:
             break
         G = PC - Sxy_q.T  # dLoss/dP, (dL, d0); dLoss/dW_l = A_l^T G B_l^T
@@ -440,7 +512,7 @@ def train_gd(
     device: str | torch.device = "cpu",
     blowup: float = 1e12,
 ) -> TrainResult:
-    """Full-batch GD on the MSE loss with the halve-on-plateau schedule of paper 004.
+    """Full-batch GD on the MSE loss with a halve-on-plateau learning rate.
 
     Every ``patience`` epochs the loss is compared with its value ``patience`` epochs
     earlier; if it improved by less than ``min_rel_improvement`` (relative), the learning
@@ -455,18 +527,14 @@ def train_gd(
         (a ``ValueError``) when the loss becomes NaN/inf or exceeds ``blowup`` times
         ``max(1, initial loss)``; the message gives the epoch and the loss.
     """
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr}")
-    epochs = _check_int("epochs", epochs, 0)
-    patience = _check_int("patience", patience, 1)
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be in {_ACTIVATIONS}, got {activation!r}")
+    lr = check_float("lr", lr, low=0.0)
+    epochs = check_int("epochs", epochs, 0)
+    patience = check_int("patience", patience, 1)
+    check_choice("activation", activation, _ACTIVATIONS)
     record = {int(e) for e in record_at}
     if any(e < 0 or e > epochs for e in record):
         raise ValueError(f"record_at must lie in [0, epochs={epochs}], got {sorted(record)}")
-    Xn, Yn = _np(X), _np(Y)
-    _check_matrix("X", Xn)
-    _check_matrix("Y", Yn)
+    Xn, Yn = check_matrix("X", X), check_matrix("Y", Y)
     _check_rows(Xn, Yn)
     W0 = _validated_weights(weights)
     if W0[0].shape[1] != Xn.shape[1] or W0[-1].shape[0] != Yn.shape[1]:
@@ -488,7 +556,7 @@ def train_gd(
     else:
 
         def objective(ws):
-            return mse_loss(ws, Xt, Yt, activation)
+            return half_mse_loss(ws, Xt, Yt, activation)
 
     Ws = [torch.tensor(W, dtype=dtype, device=device, requires_grad=True) for W in W0]
     losses = np.empty(epochs + 1)
@@ -503,12 +571,8 @@ def train_gd(
         losses[t] = loss.item()
         if limit is None:
             limit = blowup * max(1.0, losses[0])
-        if not np.isfinite(losses[t]) or losses[t] > limit:
-            raise TrainingDiverged(f"train_gd diverged at epoch {t}: loss = {losses[t]:.4g} (initial loss "
-                                   f"{losses[0]:.4g}, learning rate {eta:.4g}); lower lr")
-        if t > 0 and t % patience == 0 and losses[t] > (1.0 - min_rel_improvement) * losses[t - patience]:
-            eta *= 0.5
-        lrs[t] = eta
+        eta = lrs[t] = _next_rate(t, losses, eta, limit=limit, patience=patience,
+                                  min_rel_improvement=min_rel_improvement)
         if t == epochs:
             break
         grads = torch.autograd.grad(loss, Ws)
@@ -535,27 +599,13 @@ def _chain(weights: Sequence[np.ndarray], d0: int, lo: int, hi: int) -> np.ndarr
 
 
 def _validated_weights(weights: Sequence[ArrayLike]) -> list[np.ndarray]:
-    Ws = [_np(W) for W in weights]
-    if not Ws:
+    if len(weights) == 0:
         raise ValueError("weights must hold at least one matrix")
+    Ws = [check_matrix(f"weights[{i}]", W) for i, W in enumerate(weights)]
     for i, W in enumerate(Ws):
-        _check_matrix(f"weights[{i}]", W)
         if i and W.shape[1] != Ws[i - 1].shape[0]:
             raise ValueError(f"weights[{i}] has {W.shape[1]} columns but weights[{i - 1}] has {Ws[i - 1].shape[0]} rows")
     return Ws
-
-
-def _feature_root(X: ArrayLike | None, d0: int) -> np.ndarray:
-    """``C^(1/2)`` with ``C = X^T X / n``; the identity for ``X=None`` (whitened, sigma_x = 1)."""
-    if X is None:
-        return np.eye(d0)
-    Xn = _np(X)
-    _check_matrix("X", Xn)
-    if Xn.shape[1] != d0:
-        raise ValueError(f"X must have d0={d0} columns (the input width of weights[0]), got {Xn.shape[1]}")
-    C = Xn.T @ Xn / Xn.shape[0]
-    evals, evecs = np.linalg.eigh(C)
-    return (evecs * np.sqrt(np.clip(evals, 0.0, None))) @ evecs.T
 
 
 def ggn_kronecker_matrix(weights: Sequence[ArrayLike], X: ArrayLike | None = None) -> np.ndarray:
@@ -563,7 +613,8 @@ def ggn_kronecker_matrix(weights: Sequence[ArrayLike], X: ArrayLike | None = Non
     eigenvalues are the GGN's possibly-nonzero eigenvalues (``A_l = W_L..W_{l+1}``, ``B_l = W_{l-1}..W_1``)."""
     Ws = _validated_weights(weights)
     L, d0, dL = len(Ws), Ws[0].shape[1], Ws[-1].shape[0]
-    R = _feature_root(X, d0)
+    G = _gram(X, d0)
+    R = np.eye(d0) if G is None else (G.E * np.sqrt(G.c)) @ G.E.T  # C^(1/2)
     M = np.zeros((d0 * dL, d0 * dL))
     for l in range(1, L + 1):
         BR = _chain(Ws, d0, 1, l - 1) @ R
@@ -572,24 +623,54 @@ def ggn_kronecker_matrix(weights: Sequence[ArrayLike], X: ArrayLike | None = Non
     return M
 
 
-def _kronecker_operator(weights: list[np.ndarray], R: np.ndarray):
-    """``V -> sum_l (B_l R)^T (B_l R) V (A_l A_l^T)`` on ``d0 x dL`` matrices: ``M`` without forming it.
+@dataclass(frozen=True)
+class _ReducedKronecker:
+    """``M`` on the row space of ``X``: ``M_r = sum_l (F^T B_l^T B_l F) kron (A_l A_l^T)``, ``r*dL`` square.
 
-    One product costs ``O(sum_l d_{l-1} d0 dL + d0 dL^2)``; row-major ``vec(V)`` matches ``np.kron(P, Q)``.
+    ``F = E_r diag(sqrt(c_r))`` holds the ``r`` eigenvectors of ``C`` with nonzero eigenvalue ``c_r``, so
+    ``F F^T = C``.  With ``K = sum_l B_l^T B_l kron A_l A_l^T``, ``M = (C^(1/2) kron I) K (C^(1/2) kron I)``
+    and ``M_r = (F^T kron I) K (F kron I)`` have the same nonzero eigenvalues as ``K^(1/2) (C kron I) K^(1/2)``
+    (``AB`` and ``BA`` share them), so ``M`` is ``M_r`` padded with ``(d0 - r) dL`` zeros.  In this basis the
+    first term is ``diag(c_r) kron Q_1`` and every other one factors through ``G = W_1 F`` (``d1 x r``):
+    ``B_l F = H_l G`` with ``H_l = W_{l-1}..W_2``.  A product therefore costs ``O(d1 r dL)`` instead of
+    ``O(d0^2 dL)``.
     """
-    L, d0 = len(weights), weights[0].shape[1]
-    BRs = [_chain(weights, d0, 1, l - 1) @ R for l in range(1, L + 1)]
-    Qs = [(lambda A: A @ A.T)(_chain(weights, d0, l + 1, L)) for l in range(1, L + 1)]
-    dL = weights[-1].shape[0]
 
-    def matvec(v: np.ndarray) -> np.ndarray:
-        V = np.asarray(v).reshape(d0, dL)
-        out = np.zeros_like(V)
-        for BR, Q in zip(BRs, Qs):
-            out += BR.T @ ((BR @ V) @ Q)
+    c: np.ndarray  # (r,) nonzero eigenvalues of C
+    G: np.ndarray  # (d1, r) = W_1 F; empty for one layer
+    P: tuple[np.ndarray, ...]  # H_l^T H_l, (d1, d1), l = 2..L
+    Q: tuple[np.ndarray, ...]  # A_l A_l^T, (dL, dL), l = 1..L
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.c.size, self.Q[0].shape[0]
+
+    @classmethod
+    def build(cls, weights: list[np.ndarray], X: ArrayLike | None) -> "_ReducedKronecker":
+        L, d0 = len(weights), weights[0].shape[1]
+        G = _gram(X, d0)
+        c, F = (np.ones(d0), np.eye(d0)) if G is None else (G.c, G.factor())
+        Q = tuple((lambda A: A @ A.T)(_chain(weights, d0, l + 1, L)) for l in range(1, L + 1))
+        if L == 1:
+            return cls(c, np.zeros((0, c.size)), (), Q)
+        d1 = weights[0].shape[0]
+        P = tuple((lambda H: H.T @ H)(_chain(weights, d0, 2, l - 1) if l > 2 else np.eye(d1)) for l in range(2, L + 1))
+        return cls(c, weights[0] @ F, P, Q)
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        V = np.asarray(v).reshape(self.shape)  # row-major vec, matching np.kron(left, right)
+        out = self.c[:, None] * (V @ self.Q[0])
+        if self.P:
+            Z = self.G @ V
+            S = sum(P @ Z @ Q for P, Q in zip(self.P, self.Q[1:]))
+            out += self.G.T @ S
         return out.ravel()
 
-    return matvec
+    def dense(self) -> np.ndarray:
+        M = np.kron(np.diag(self.c), self.Q[0])
+        for P, Q in zip(self.P, self.Q[1:]):
+            M += np.kron(self.G.T @ P @ self.G, Q)
+        return M
 
 
 _SPECTRUM_METHODS = ("auto", "dense", "lanczos")
@@ -601,10 +682,12 @@ def ggn_spectrum(
 ) -> np.ndarray:
     """The exact GGN / NTK eigenvalues of a linear network, largest first.
 
-    Computed as the eigenvalues of the ``d0*dL`` matrix
-    ``M = sum_l (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)`` with ``C = X^T X / n``
-    (``C = I`` for ``X=None``, i.e. data whitened with ``sigma_x = 1``).  All other
-    ``p - d0*dL`` GGN eigenvalues are zero.  At a zero-loss point these are the Hessian's.
+    They are the eigenvalues of the ``d0*dL`` matrix
+    ``M = sum_l (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)`` (:func:`ggn_kronecker_matrix`) with
+    ``C = X^T X / n`` (``C = I`` for ``X=None``, i.e. data whitened with ``sigma_x = 1``).  All other
+    ``p - d0*dL`` GGN eigenvalues are zero.  At a zero-loss point these are the Hessian's.  They are
+    computed on the row space of ``X`` (rank ``r``): an ``r*dL`` matrix with the same nonzero
+    eigenvalues, padded with zeros (:class:`_ReducedKronecker`).
 
     Parameters
     ----------
@@ -615,46 +698,48 @@ def ggn_spectrum(
     k
         Return only the top ``k`` (default: all ``d0*dL``).
     method
-        ``"dense"``: form ``M`` and diagonalize it (LAPACK ``syevd``), ``O((d0 dL)^3)``;
-        ``"lanczos"`` (top-``k`` only): ARPACK's implicitly restarted Lanczos on the matrix-free
-        product of :func:`_kronecker_operator`, to machine precision (``tol=0``);
-        ``"auto"``: dense when ``d0*dL <= dense_max``, ``k`` is None or ``k`` is more than a quarter of
-        ``d0*dL``; Lanczos otherwise (falling back to dense if ARPACK does not converge).
+        ``"dense"``: form the ``r*dL`` matrix and diagonalize it (LAPACK ``syevd``), ``O((r dL)^3)``;
+        ``"lanczos"`` (top-``k`` only): ARPACK's implicitly restarted Lanczos on its matrix-free product
+        (``O(d1 r dL)`` each), to machine precision (``tol=0``);
+        ``"auto"``: dense when ``r*dL <= dense_max``, ``k`` is None or ``k`` is more than a quarter of
+        ``r*dL``; Lanczos otherwise (falling back to dense if ARPACK does not converge).
     """
-    if method not in _SPECTRUM_METHODS:
-        raise ValueError(f"method must be in {_SPECTRUM_METHODS}, got {method!r}")
+    check_choice("method", method, _SPECTRUM_METHODS)
     Ws = _validated_weights(weights)
     d0, dL = Ws[0].shape[1], Ws[-1].shape[0]
-    size = d0 * dL
+    full = d0 * dL
     if k is not None:
-        k = _check_int("k", k, 1)
-        if k > size:
-            raise ValueError(f"k must be in [1, d0*dL = {size}], got {k}")
+        k = check_int("k", k, 1)
+        if k > full:
+            raise ValueError(f"k must be in [1, d0*dL = {full}], got {k}")
+    red = _ReducedKronecker.build(Ws, X)
+    size = red.c.size * dL
+    kk = full if k is None else k
     if method == "auto":
         method = "dense" if (size <= dense_max or k is None or 4 * k > size) else "lanczos"
     if method == "lanczos" and (k is None or k >= size - 1):
-        raise ValueError(f"method='lanczos' needs 1 <= k < d0*dL - 1 = {size - 1}, got k={k}")
-    if method == "dense":
-        ev = np.linalg.eigvalsh(ggn_kronecker_matrix(Ws, X))[::-1]
-        return ev[: (size if k is None else k)].copy()
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+        raise ValueError(f"method='lanczos' needs 1 <= k < r*dL - 1 = {size - 1} (r = rank of X), got k={k}")
+    if size == 0:  # X = 0: the GGN vanishes
+        ev = np.zeros(0)
+    elif method == "dense":
+        ev = np.linalg.eigvalsh(red.dense())[::-1]
+    else:
+        from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-    op = LinearOperator((size, size), matvec=_kronecker_operator(Ws, _feature_root(X, d0)), dtype=np.float64)
-    v0 = np.random.default_rng(0).standard_normal(size)  # fixed start: deterministic results
-    try:
-        vals = eigsh(op, k=k, which="LA", tol=0.0, v0=v0, ncv=min(size, max(2 * k + 1, 20)),
-                     maxiter=50 * size, return_eigenvectors=False)
-    except ArpackNoConvergence:  # rare; the dense route is slower but always converges
-        return np.linalg.eigvalsh(ggn_kronecker_matrix(Ws, X))[::-1][:k].copy()
-    return np.sort(vals)[::-1]
+        op = LinearOperator((size, size), matvec=red.matvec, dtype=np.float64)
+        v0 = np.random.default_rng(0).standard_normal(size)  # fixed start: deterministic results
+        try:
+            ev = np.sort(eigsh(op, k=k, which="LA", tol=0.0, v0=v0, ncv=min(size, max(4 * k, 40)),
+                               maxiter=50 * size, return_eigenvectors=False))[::-1]
+        except ArpackNoConvergence:  # rare; the dense route is slower but always converges
+            ev = np.linalg.eigvalsh(red.dense())[::-1]
+    return np.concatenate([ev, np.zeros(max(0, kk - ev.size))])[:kk].copy()
 
 
 def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> np.ndarray:
     """Closed form for two layers and whitened data: all ``sigma_x^2 (s_i(W1)^2 + s_j(W2)^2)``,
     ``i <= d0``, ``j <= d2``, singular values zero-padded; ``d0*d2`` values, largest first."""
-    A, B = _np(W1), _np(W2)
-    _check_2d("W1", A)
-    _check_2d("W2", B)
+    A, B = check_matrix("W1", W1), check_matrix("W2", W2)
     if B.shape[1] != A.shape[0]:
         raise ValueError(f"W2 must have {A.shape[0]} columns, got {B.shape[1]}")
     d0, d2 = A.shape[1], B.shape[0]
@@ -682,8 +767,8 @@ def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1
     """
     sv = _np(s).ravel()
     r = sv.size
-    L = _check_int("L", L, 1)
-    d0, dL = _check_int("d0", d0, 1), _check_int("dL", dL, 1)
+    L = check_int("L", L, 1)
+    d0, dL = check_int("d0", d0, 1), check_int("dL", dL, 1)
     if r == 0 or not np.all(np.isfinite(sv)):
         raise ValueError("s must hold at least one finite singular value")
     if not (r <= d0 and r <= dL):
@@ -698,38 +783,38 @@ def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1
     return np.sort(ev)[::-1]
 
 
-def ggn_trace(weights: Sequence[ArrayLike], X: ArrayLike) -> float:
+def ggn_trace(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> float:
     """``Tr GGN = (1/n) sum_l ||X W1^T..W_{l-1}^T||_F^2 ||W_L..W_{l+1}||_F^2`` (any ``X``)."""
     Ws = _validated_weights(weights)
     if X is None:
         raise ValueError("X is required (an (n, d0) matrix); for whitened data with sigma_x pass the whitened X")
-    Xn = _np(X)
-    _check_matrix("X", Xn)
     L, d0 = len(Ws), Ws[0].shape[1]
-    if Xn.shape[1] != d0:
-        raise ValueError(f"X must have d0={d0} columns (the input width of weights[0]), got {Xn.shape[1]}")
+    H = _gram(X, d0).factor()  # ||X B^T||_F^2 / n = ||B F||_F^2
     total = 0.0
-    H = Xn
     for l in range(1, L + 1):
         A = _chain(Ws, d0, l + 1, L)
         total += float(np.sum(H * H) * np.sum(A * A))
-        H = H @ Ws[l - 1].T
-    return total / Xn.shape[0]
+        H = Ws[l - 1] @ H
+    return total
 
 
-def sharpness_isotropic(X: ArrayLike, Y: ArrayLike, L: int) -> float:
+def sharpness_isotropic(X: "ArrayLike | FeatureGram", Y: ArrayLike, L: int) -> float:
     """``lambda_max = (L/n) ||X||_2^(2/L) ||Y||_2^(2(L-1)/L)`` at a balanced interpolating minimizer
-    with isotropic features; for whitened ``X`` and one-hot ``Y`` this is ``L s_x^(2/L) alpha_max^(1-1/L)``."""
-    Xn, Yn = _np(X), _np(Y)
-    _check_matrix("X", Xn)
-    _check_matrix("Y", Yn)
-    _check_rows(Xn, Yn)
-    L = _check_int("L", L, 1)
-    n = Xn.shape[0]
-    return float(L / n * np.linalg.norm(Xn, 2) ** (2.0 / L) * np.linalg.norm(Yn, 2) ** (2.0 * (L - 1) / L))
+    with isotropic features; for whitened ``X`` and one-hot ``Y`` this is ``L s_x^(2/L) m^(1-1/L)``
+    with ``m`` the majority class's share of the samples."""
+    Yn = check_matrix("Y", Y)
+    L = check_int("L", L, 1)
+    if isinstance(X, FeatureGram):
+        n, sx2 = X.n, X.n * (X.c[0] if X.c.size else 0.0)
+    else:
+        Xn = check_matrix("X", X)
+        n, sx2 = Xn.shape[0], np.linalg.norm(Xn, 2) ** 2
+    if n != Yn.shape[0]:
+        raise ValueError(f"X and Y must have the same number of rows (samples), got {n} and {Yn.shape[0]}")
+    return float(L / n * sx2 ** (1.0 / L) * np.linalg.norm(Yn, 2) ** (2.0 * (L - 1) / L))
 
 
-def sharpness_bounds(X: ArrayLike, W: ArrayLike, L: int) -> tuple[float, float]:
+def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tuple[float, float]:
     """Bounds on ``lambda_max`` of a balanced depth-``L`` network with end-to-end map ``W`` (``dL x d0``):
 
     ``(s_min(X)^2/n) L ||W||_2^(2-2/L) <= lambda_max <= (||X||_2^2/n) L ||W||_2^(2-2/L)``,
@@ -737,46 +822,35 @@ def sharpness_bounds(X: ArrayLike, W: ArrayLike, L: int) -> tuple[float, float]:
     bound needs the top right singular vector of ``W`` in the row space of ``X`` (true for the OLS
     solution ``W^T = X^+ Y``): the test vector ``C^(+1/2) v_1 (x) u_1`` then gives it.
     """
-    Xn, Wn = _np(X), _np(W)
-    _check_matrix("X", Xn)
-    _check_matrix("W", Wn)
-    L = _check_int("L", L, 1)
-    if Wn.shape[1] != Xn.shape[1]:
-        raise ValueError(f"W must have d0={Xn.shape[1]} columns, got {Wn.shape[1]}")
-    n = Xn.shape[0]
-    sx = np.linalg.svd(Xn, compute_uv=False)
-    if sx[0] == 0.0:
+    Wn = check_matrix("W", W)
+    L = check_int("L", L, 1)
+    G = _gram(X, Wn.shape[1])
+    if G.c.size == 0:
         raise ValueError("X is all zero: the bounds are 0 and say nothing")
-    sx_pos = sx[sx > sx[0] * max(Xn.shape) * np.finfo(np.float64).eps]
     core = L * np.linalg.norm(Wn, 2) ** (2.0 - 2.0 / L)
-    return float(sx_pos[-1] ** 2 / n * core), float(sx[0] ** 2 / n * core)
+    return float(G.c[-1] * core), float(G.c[0] * core)
 
 
-def layer_sharpness_terms(weights: Sequence[ArrayLike], X: ArrayLike) -> np.ndarray:
+def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> np.ndarray:
     """``t_l = (1/n) ||X B_l^T||_2^2 ||A_l||_2^2`` for ``l = 1..L`` (``B_l = W_{l-1}..W_1``, ``A_l = W_L..W_{l+1}``).
 
     ``t_l`` is the top eigenvalue of the ``l``-th (positive semi-definite) Kronecker term of ``M``
     (see :func:`ggn_spectrum`), the spectral-norm analogue of the terms of :func:`ggn_trace`.
     """
     Ws = _validated_weights(weights)
-    Xn = _np(X)
-    _check_matrix("X", Xn)
     L, d0 = len(Ws), Ws[0].shape[1]
-    if Xn.shape[1] != d0:
-        raise ValueError(f"X must have d0={d0} columns (the input width of weights[0]), got {Xn.shape[1]}")
+    H = _gram(X, d0).factor()  # ||X B^T||_2^2 / n = ||B F||_2^2
     out = np.empty(L)
-    H = Xn
     for l in range(1, L + 1):
-        out[l - 1] = np.linalg.norm(H, 2) ** 2 * np.linalg.norm(_chain(Ws, d0, l + 1, L), 2) ** 2 / Xn.shape[0]
-        H = H @ Ws[l - 1].T
+        out[l - 1] = (np.linalg.norm(H, 2) ** 2 if H.size else 0.0) * np.linalg.norm(_chain(Ws, d0, l + 1, L), 2) ** 2
+        H = Ws[l - 1] @ H
     return out
 
 
-def weyl_sharpness_bounds(weights: Sequence[ArrayLike], X: ArrayLike) -> tuple[float, float]:
+def weyl_sharpness_bounds(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> tuple[float, float]:
     """``max_l t_l <= lambda_max(GGN) <= sum_l t_l`` with ``t_l`` from :func:`layer_sharpness_terms`.
 
-    Our reconstruction of the bounds of paper 004's Fig. 5 (the statement was lost from the text
-    we have).  ``M = sum_l T_l`` with ``T_l = (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)``
+    ``M = sum_l T_l`` with ``T_l = (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)``
     positive semi-definite and ``lambda_max(T_l) = t_l``; Weyl's inequalities give
     ``max_l lambda_max(T_l) <= lambda_max(M) <= sum_l lambda_max(T_l)``.  Valid for any weights
     and any ``X``.  The upper bound is attained when all ``T_l`` share a top eigenvector: for a
@@ -806,7 +880,8 @@ def balance_gaps(weights: Sequence[ArrayLike]) -> np.ndarray:
 
 
 def balanced_prediction(
-    weights: Sequence[ArrayLike], X: ArrayLike | None = None, sigma_x: float = 1.0, k: int | None = None
+    weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram | None" = None, sigma_x: float = 1.0,
+    k: int | None = None,
 ) -> np.ndarray:
     """The balanced closed form :func:`balanced_spectrum` for the strongly balanced network with the
     same end-to-end map ``W = W_L..W_1`` on whitened data: shared singular values
@@ -819,18 +894,13 @@ def balanced_prediction(
     Ws = _validated_weights(weights)
     L, d0 = len(Ws), Ws[0].shape[1]
     W = _chain(Ws, d0, 1, L)
-    if X is not None:
-        Xn = _np(X)
-        _check_matrix("X", Xn)
-        if Xn.shape[1] != d0:
-            raise ValueError(f"X must have d0={d0} columns, got {Xn.shape[1]}")
-        _, sx, Vt = np.linalg.svd(Xn, full_matrices=False)
-        Vr = Vt[: int(np.sum(sx > max(Xn.shape) * np.finfo(np.float64).eps * sx[0]))].T
-        W = (W @ Vr) @ Vr.T
+    G = _gram(X, d0)
+    if G is not None:
+        W = (W @ G.E) @ G.E.T
     r = min([d0] + [V.shape[0] for V in Ws])
     s = np.linalg.svd(W, compute_uv=False)[:r] ** (1.0 / L)
     ev = balanced_spectrum(s, L, W.shape[1], W.shape[0], sigma_x)
-    return ev if k is None else ev[: _check_int("k", k, 1)]
+    return ev if k is None else ev[: check_int("k", k, 1)]
 
 
 def interpolate_whitening(X: ArrayLike, t: float, sigma_x: float = 1.0) -> np.ndarray:
@@ -840,45 +910,15 @@ def interpolate_whitening(X: ArrayLike, t: float, sigma_x: float = 1.0) -> np.nd
     ``S_t = S^(1-t) (sqrt(n) sigma_x)^t``: the singular values are interpolated geometrically, so the
     condition number is ``kappa(X)^(1-t)`` while the singular vectors stay those of ``X``.
     """
-    Xn = _np(X)
-    _check_matrix("X", Xn)
-    if not 0.0 <= t <= 1.0:
-        raise ValueError(f"t must be in [0, 1], got {t}")
-    if not sigma_x > 0:
-        raise ValueError(f"sigma_x must be > 0, got {sigma_x}")
+    Xn = check_matrix("X", X)
+    t = check_float("t", t, low=0.0, high=1.0, strict=False)
+    sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     U, s, Vt = np.linalg.svd(Xn, full_matrices=False)
     if s[0] == 0.0:
         raise ValueError("X is all zero")
     r = int(np.sum(s > max(Xn.shape) * np.finfo(np.float64).eps * s[0]))
     st = s[:r] ** (1.0 - t) * (math.sqrt(Xn.shape[0]) * sigma_x) ** t
     return (U[:, :r] * st) @ Vt[:r]
-
-
-def nonzero_eigenvalue_counts(dims: Sequence[int], *, n: int = 40, seed: int = 0, rtol: float = 1e-10) -> dict[str, int]:
-    """Count the nonzero Hessian eigenvalues of a small strongly balanced linear network at zero loss.
-
-    Whitened Gaussian features (``n x d0``), balanced layers with ``r = min(dims)`` singular values
-    in ``U[0.5, 1.5]``, labels ``Y = f(X)``; the dense autograd Hessian's eigenvalues above
-    ``rtol * lambda_max`` are counted.  Returns ``measured``, ``formula = r (d0 + dL - r)``,
-    ``paper = min(dims)^2`` (the bound the paper states) and ``params``.
-    """
-    dims = [_check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
-    if len(dims) < 3:
-        raise ValueError(f"dims must hold >= 3 sizes (>= 2 layers), got {dims}")
-    rng = np.random.default_rng(seed)
-    r, d0, dL = min(dims), dims[0], dims[-1]
-    X = whiten(rng.standard_normal((n, d0)))
-    Ws = balanced_weights(dims, rng.uniform(0.5, 1.5, r), seed=seed + 1)
-    Y = X
-    for W in Ws:
-        Y = Y @ W.T
-    ev = np.linalg.eigvalsh(hessian_matrix(_gram_loss_fn(X, Y), [torch.as_tensor(W) for W in Ws]))
-    return {
-        "measured": int(np.sum(ev > rtol * ev.max())),
-        "formula": r * (d0 + dL - r),
-        "paper": r * r,
-        "params": int(sum(W.size for W in Ws)),
-    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -971,7 +1011,15 @@ def _power_top_algebraic(hvp: "_HVP", k: int, *, tol: float, maxiter: int, rng: 
     return np.sort(np.array(vals) - shift)[::-1]
 
 
-def hessian_top_eigenvalues(
+@dataclass(frozen=True)
+class HessianEigenResult:
+    """Outcome of :func:`hessian_eigensolve`: eigenvalues (largest first) and Hessian-vector products used."""
+
+    values: np.ndarray
+    hvps: int
+
+
+def hessian_eigensolve(
     loss_fn: Callable[..., torch.Tensor],
     params: Sequence[torch.Tensor],
     k: int,
@@ -980,9 +1028,8 @@ def hessian_top_eigenvalues(
     tol: float = 1e-9,
     maxiter: int = 500,
     seed: int = 0,
-    return_count: bool = False,
-) -> np.ndarray | tuple[np.ndarray, int]:
-    """Top-``k`` (largest algebraic) Hessian eigenvalues from Hessian-vector products.
+) -> HessianEigenResult:
+    """Top-``k`` (largest algebraic) Hessian eigenvalues from Hessian-vector products, and their cost.
 
     Parameters
     ----------
@@ -1002,15 +1049,12 @@ def hessian_top_eigenvalues(
         Stopping rule (the solver's residual tolerance; relative change for ``"power"``).
     seed
         Seed of the starting vectors.
-    return_count
-        Also return the number of Hessian-vector products used.
     """
     from scipy.sparse.linalg import LinearOperator, eigsh, lobpcg
 
-    if method not in _METHODS:
-        raise ValueError(f"method must be in {_METHODS}, got {method!r}")
-    k = _check_int("k", k, 1)
-    maxiter = _check_int("maxiter", maxiter, 1)
+    check_choice("method", method, _METHODS)
+    k = check_int("k", k, 1)
+    maxiter = check_int("maxiter", maxiter, 1)
     hvp = _HVP(loss_fn, params)
     if not 1 <= k < hvp.dim:
         raise ValueError(f"k must be in [1, {hvp.dim - 1}], got {k}")
@@ -1029,7 +1073,13 @@ def hessian_top_eigenvalues(
         out = np.sort(vals)[::-1]
     else:
         out = _power_top_algebraic(hvp, k, tol=tol, maxiter=maxiter, rng=rng)
-    return (out, hvp.count) if return_count else out
+    return HessianEigenResult(out, hvp.count)
+
+
+def hessian_top_eigenvalues(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], k: int,
+                            **options) -> np.ndarray:
+    """The eigenvalues of :func:`hessian_eigensolve` (same arguments), largest first."""
+    return hessian_eigensolve(loss_fn, params, k, **options).values
 
 
 def hessian_matrix(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor]) -> np.ndarray:
@@ -1043,339 +1093,9 @@ def hutchinson_trace(
     loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], probes: int, *, seed: int
 ) -> tuple[float, float]:
     """Hutchinson's estimate ``mean_i v_i^T H v_i`` over Rademacher probes, and its standard error."""
-    probes = _check_int("probes", probes, 2)
+    probes = check_int("probes", probes, 2)
     hvp = _HVP(loss_fn, params)
     rng = np.random.default_rng(seed)
     V = rng.choice(np.array([-1.0, 1.0]), size=(probes, hvp.dim)).T
     samples = np.sum(V * hvp.matmat(V), axis=0)
     return float(samples.mean()), float(samples.std(ddof=1) / math.sqrt(probes))
-
-
-# ----------------------------------------------------------------------------------------------
-# The chapter's experiments (one module-level function of one frozen config, for run_sweep)
-# ----------------------------------------------------------------------------------------------
-
-
-def prepare_data(
-    dataset: str = "mnist5k",
-    n: int = 5000,
-    alpha_max: float | None = None,
-    *,
-    whitened: bool = True,
-    sigma_x: float = 1.0,
-    seed: int = 0,
-    data_dir: str | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features, one-hot labels and integer labels of a (class-imbalanced) subset.
-
-    Pixels are scaled to [0, 1] (digits: divided by 16); with ``whitened`` the features are
-    replaced by their polar factor ``sqrt(n) sigma_x U V^T`` (paper 004, section 7).
-    """
-    from htlib import datasets
-
-    Xall, lab = datasets.load_dataset(dataset, data_dir)
-    if dataset == "digits":
-        Xall = Xall / 16.0
-    X, labels = class_imbalanced_subset(Xall, lab, n, alpha_max, seed=seed)
-    if whitened:
-        X = whiten(X, sigma_x)
-    num_classes = int(lab.max()) + 1
-    return X, one_hot(labels, num_classes), labels
-
-
-_INITS = ("balanced", "kaiming")
-
-
-@dataclass(frozen=True)
-class LinearExperiment:
-    """One training run of paper 004's section 7 and the spectra measured along it.
-
-    ``init="balanced"`` draws the ``min(dims)`` shared singular values from
-    ``U[0, init_scale]``; ``init="kaiming"`` is PyTorch's default ``nn.Linear`` init.
-    The Hessian is measured at ``measure_points + 1`` evenly spaced epochs (0 and the last
-    included): its top ``k`` eigenvalues numerically (``eig_method`` on Hessian-vector
-    products, when ``numeric``) and from :func:`ggn_spectrum`; the trace exactly and, with
-    ``hutchinson_probes > 0``, by Hutchinson.
-    """
-
-    depth: int = 4
-    width: int = 64
-    n: int = 5000
-    alpha_max: float | None = None
-    dataset: str = "mnist5k"
-    data_dir: str | None = None
-    whitened: bool = True
-    sigma_x: float = 1.0
-    init: str = "balanced"
-    init_scale: float = 1.0
-    activation: str = "linear"
-    lr: float = 1e-2
-    epochs: int = 1000
-    patience: int = 100
-    measure_points: int = 0
-    log_spaced: bool = False
-    k: int = 10
-    numeric: bool = True
-    eig_method: str = "lobpcg"
-    eig_tol: float = 1e-7
-    hutchinson_probes: int = 0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.depth < 1:
-            raise ValueError(f"depth must be >= 1, got {self.depth}")
-        if self.width < 1:
-            raise ValueError(f"width must be >= 1, got {self.width}")
-        if self.init not in _INITS:
-            raise ValueError(f"init must be in {_INITS}, got {self.init!r}")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be in {_ACTIVATIONS}, got {self.activation!r}")
-        if self.eig_method not in _METHODS:
-            raise ValueError(f"eig_method must be in {_METHODS}, got {self.eig_method!r}")
-        if not self.lr > 0 or not self.init_scale > 0 or not self.sigma_x > 0:
-            raise ValueError("lr, init_scale and sigma_x must be > 0")
-        if self.epochs < 0 or self.measure_points < 0 or self.hutchinson_probes < 0 or self.k < 1:
-            raise ValueError("epochs, measure_points, hutchinson_probes must be >= 0 and k >= 1")
-        if self.measure_points > self.epochs:
-            raise ValueError(f"measure_points must be <= epochs = {self.epochs}, got {self.measure_points}")
-
-
-def _measurement_epochs(epochs: int, points: int, log_spaced: bool) -> np.ndarray:
-    """``points + 1`` epochs from 0 to ``epochs`` (evenly or log-spaced from 1), duplicates removed."""
-    if not points:
-        return np.array([epochs])
-    grid = np.geomspace(1, max(epochs, 1), points) if log_spaced else np.linspace(0, epochs, points + 1)
-    return np.unique(np.concatenate([[0], grid.round()]).astype(int))
-
-
-def trace_norm_agreement(trace: ArrayLike, sq_norm: ArrayLike, hutch: ArrayLike | None = None,
-                         hutch_se: ArrayLike | None = None, dip_tol: float = 0.01) -> dict[str, float | bool]:
-    """How closely the trace follows the squared parameter norm along training (paper 004, Fig. 3).
-
-    Returns ``corr_level`` (Pearson correlation of the two series), ``corr_diff`` (of their
-    consecutive changes, which monotone series do not make trivially high), ``dip_trace`` /
-    ``dip_norm`` (the series falls by more than ``dip_tol`` relative below its start and later rises by
-    more than ``dip_tol`` above its minimum: flattening then sharpening) and ``hutch_z`` (largest
-    ``|Hutchinson - trace| / s.e.``, NaN without Hutchinson).
-    """
-    a, b = _np(trace).ravel(), _np(sq_norm).ravel()
-    if a.size != b.size or a.size < 3:
-        raise ValueError(f"trace and sq_norm must have the same length >= 3, got {a.size} and {b.size}")
-
-    def dip(x: np.ndarray) -> bool:
-        i = int(np.argmin(x))
-        return bool(x[i] < (1 - dip_tol) * x[0] and x[i:].max() > (1 + dip_tol) * x[i])
-
-    z = np.nan
-    if hutch is not None and hutch_se is not None:
-        z = float(np.max(np.abs(_np(hutch) - a) / _np(hutch_se)))
-    return {"corr_level": float(np.corrcoef(a, b)[0, 1]), "corr_diff": float(np.corrcoef(np.diff(a), np.diff(b))[0, 1]),
-            "dip_trace": dip(a), "dip_norm": dip(b), "hutch_z": z}
-
-
-def run_linear_experiment(cfg: LinearExperiment) -> dict[str, np.ndarray | float]:
-    """Train as ``cfg`` says and measure the Hessian; returns a dict of NumPy arrays and floats.
-
-    Keys: ``epochs`` (measurement epochs), ``loss`` (per epoch), ``lr`` (per epoch), and per
-    measurement ``numeric`` (top-k Hessian, NaN when not computed), ``ggn`` (top-k exact GGN),
-    ``sq_norm`` (squared parameter norm), ``ggn_trace``, ``hutch``/``hutch_se``,
-    ``spec_norms2`` (``||W_l||_2^2`` per layer); at the end ``theory`` (isotropic sharpness
-    ``(L/n)||X||^(2/L)||Y||^(2(L-1)/L)``), ``lower``/``upper`` (anisotropic bounds),
-    ``alpha`` (largest class proportion).
-    """
-    X, Y, labels = prepare_data(cfg.dataset, cfg.n, cfg.alpha_max, whitened=cfg.whitened,
-                                sigma_x=cfg.sigma_x, seed=cfg.seed, data_dir=cfg.data_dir)
-    dims = [X.shape[1]] + [cfg.width] * (cfg.depth - 1) + [Y.shape[1]]
-    if cfg.init == "balanced":
-        s = np.random.default_rng(cfg.seed + 1).uniform(0.0, cfg.init_scale, min(dims))
-        W0 = balanced_weights(dims, s, seed=cfg.seed + 2)
-    else:
-        W0 = kaiming_uniform_weights(dims, seed=cfg.seed + 2)
-    points = _measurement_epochs(cfg.epochs, cfg.measure_points, cfg.log_spaced)
-    res = train_gd(W0, X, Y, lr=cfg.lr, epochs=cfg.epochs, activation=cfg.activation,
-                   patience=cfg.patience, record_at=points)
-    Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
-    if cfg.activation == "linear":
-        Q, loss_fn = _eigenbasis_loss(X, Y)
-    else:
-        Q = None
-
-        def loss_fn(*ws: torch.Tensor) -> torch.Tensor:
-            return mse_loss(ws, Xt, Yt, cfg.activation)
-
-    k = min(cfg.k, dims[0] * dims[-1])
-    keys = ("numeric", "ggn", "sq_norm", "ggn_trace", "hutch", "hutch_se", "spec_norms2", "balanced_pred", "balance")
-    out: dict[str, list] = {key: [] for key in keys}
-    for e in points:
-        Ws = res.snapshots[int(e)]
-        # linear nets: the point in the eigenbasis of X^T X (an orthogonal change of variables, so the
-        # Hessian's eigenvalues and trace are unchanged); tanh nets: as they are
-        params = [torch.as_tensor(Ws[0] @ Q if Q is not None else Ws[0])] + [torch.as_tensor(W) for W in Ws[1:]]
-        if cfg.numeric:
-            out["numeric"].append(hessian_top_eigenvalues(loss_fn, params, k, method=cfg.eig_method,
-                                                          tol=cfg.eig_tol, seed=cfg.seed))
-        else:
-            out["numeric"].append(np.full(k, np.nan))
-        out["ggn"].append(ggn_spectrum(Ws, X, k=k) if cfg.activation == "linear" else np.full(k, np.nan))
-        out["sq_norm"].append(float(sum(np.sum(W * W) for W in Ws)))
-        out["ggn_trace"].append(ggn_trace(Ws, X) if cfg.activation == "linear" else np.nan)
-        if cfg.hutchinson_probes:
-            est, se = hutchinson_trace(loss_fn, params, cfg.hutchinson_probes, seed=cfg.seed)
-        else:
-            est, se = np.nan, np.nan
-        out["hutch"].append(est)
-        out["hutch_se"].append(se)
-        out["spec_norms2"].append([np.linalg.norm(W, 2) ** 2 for W in Ws])
-        out["balanced_pred"].append(balanced_prediction(Ws, X, cfg.sigma_x, k) if cfg.whitened else np.full(k, np.nan))
-        out["balance"].append(balance_gaps(Ws) if cfg.depth > 1 else np.zeros(1))
-    W_end = res.weights[0]
-    for W in res.weights[1:]:
-        W_end = W @ W_end
-    lower, upper = sharpness_bounds(X, W_end, cfg.depth)
-    weyl = weyl_sharpness_bounds(res.weights, X) if cfg.activation == "linear" else (np.nan, np.nan)
-    result: dict[str, np.ndarray | float] = {key: np.asarray(v, dtype=np.float64) for key, v in out.items()}
-    result.update(
-        epochs=points.astype(np.int64),
-        loss=res.losses,
-        lr=res.lrs,
-        theory=sharpness_isotropic(X, Y, cfg.depth),
-        lower=lower,
-        upper=upper,
-        weyl_lower=weyl[0],
-        weyl_upper=weyl[1],
-        alpha=float(np.bincount(labels).max() / labels.size),
-    )
-    return result
-
-
-def _eigenbasis_loss(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Callable[..., torch.Tensor]]:
-    """``Q`` (eigenvectors of ``X^T X``) and the linear network's loss as a function of ``(W1 Q, W2, ..)``.
-
-    In that basis ``X^T X / n = diag(c)``, so a loss evaluation costs ``O(dL d0)`` for the data term
-    instead of ``O(dL d0^2)`` (:func:`gram_loss`); it is the same function after the orthogonal change
-    of variables ``W1 -> W1 Q``, so Hessian eigenvalues and traces are unchanged.
-    """
-    n = X.shape[0]
-    c, Q = np.linalg.eigh(X.T @ X / n)
-    ct = torch.as_tensor(np.clip(c, 0.0, None))
-    Sxy = torch.as_tensor(Q.T @ (X.T @ Y) / n)
-    syy = float(np.sum(Y * Y)) / n
-
-    def loss_fn(*ws: torch.Tensor) -> torch.Tensor:
-        P = ws[0]
-        for V in ws[1:]:
-            P = V @ P
-        return 0.5 * ((P * ct * P).sum() - 2.0 * (P.T * Sxy).sum() + syy)
-
-    return Q, loss_fn
-
-
-def _gram_loss_fn(X: np.ndarray, Y: np.ndarray) -> Callable[..., torch.Tensor]:
-    Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
-    n = Xt.shape[0]
-    stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
-    return lambda *ws: gram_loss(ws, *stats)
-
-
-def exact_ggn_case(n: int = 100, d: int = 20, depth: int = 5, sigma_x: float = 3.0, *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Paper 004, Fig. 6 left: whitened Gaussian ``X`` (``n x d``), balanced ``d x d`` layers with
-    singular values ``U[0, 1]``, labels ``Y = f(X)`` (zero loss, so Hessian = GGN).
-
-    Returns the dense Hessian's eigenvalues (``numeric``, largest first), the closed form
-    :func:`balanced_spectrum` (``theory``, ``d*d`` values) and the singular values ``s``.
-    """
-    rng = np.random.default_rng(seed)
-    X = whiten(rng.standard_normal((n, d)), sigma_x)
-    s = rng.uniform(0.0, 1.0, d)
-    Ws = balanced_weights([d] * (depth + 1), s, seed=seed + 1)
-    Y = X
-    for W in Ws:
-        Y = Y @ W.T
-    H = hessian_matrix(_gram_loss_fn(X, Y), [torch.as_tensor(W) for W in Ws])
-    return {
-        "numeric": np.sort(np.linalg.eigvalsh(H))[::-1],
-        "theory": balanced_spectrum(s, depth, d, d, sigma_x),
-        "s": np.sort(s)[::-1],
-    }
-
-
-def depth_sweep(
-    depths: Sequence[int], sigma_xs: Sequence[float], *, n: int = 100, d: int = 20, width: int = 20,
-    seed: int = 0, tol: float = 1e-9,
-) -> dict[str, np.ndarray]:
-    """Sharpness of balanced interpolating minimizers against depth (paper 004, Fig. 6 middle).
-
-    Labels from a random linear teacher ``Y = X0 T^T`` (``X0`` Gaussian ``n x d``, ``T`` Gaussian
-    ``d x d`` scaled by ``1/sqrt(d)``), features ``X`` = ``X0`` whitened with scale ``sigma_x``
-    (same column space, so zero loss is reachable); for each depth the OLS
-    solution ``T`` is written as a balanced network (:func:`ols_balanced_weights`, hidden width
-    ``width``) and its top Hessian eigenvalue found by ARPACK Lanczos (``eigsh``) on Hessian-vector products.  Returns ``numeric`` and ``theory``
-    (shape ``(len(sigma_xs), len(depths))``) and ``crossover = 2 ln(||X||/||Y||)`` per ``sigma_x``.
-    """
-    rng = np.random.default_rng(seed)
-    X0 = rng.standard_normal((n, d))
-    T = rng.standard_normal((d, d)) / math.sqrt(d)
-    Y = X0 @ T.T  # fixed labels; whitening keeps the column space, so every X below interpolates them
-    numeric = np.empty((len(sigma_xs), len(depths)))
-    theory = np.empty_like(numeric)
-    cross = np.empty(len(sigma_xs))
-    for a, sx in enumerate(sigma_xs):
-        X = whiten(X0, sx)
-        cross[a] = 2.0 * math.log(np.linalg.norm(X, 2) / np.linalg.norm(Y, 2))
-        loss_fn = _gram_loss_fn(X, Y)
-        for b, L in enumerate(depths):
-            Ws = ols_balanced_weights(X, Y, [d] + [width] * (L - 1) + [d], seed=seed + b)
-            numeric[a, b] = hessian_top_eigenvalues(loss_fn, [torch.as_tensor(W) for W in Ws], 1,
-                                                    method="eigsh", tol=tol, seed=seed)[0]
-            theory[a, b] = sharpness_isotropic(X, Y, L)
-    return {"numeric": numeric, "theory": theory, "crossover": cross}
-
-
-def _ols_point(X: np.ndarray, Y: np.ndarray, width: int, depth: int, seed: int, numeric: bool) -> dict[str, float]:
-    dims = [X.shape[1]] + [width] * (depth - 1) + [Y.shape[1]]
-    Ws = ols_balanced_weights(X, Y, dims, seed=seed)
-    W = _chain(Ws, dims[0], 1, depth)
-    lo, hi = sharpness_bounds(X, W, depth)
-    wlo, whi = weyl_sharpness_bounds(Ws, X)
-    hess = (hessian_top_eigenvalues(_gram_loss_fn(X, Y), [torch.as_tensor(V) for V in Ws], 1,
-                                    method="lobpcg", tol=1e-8, seed=seed)[0] if numeric else np.nan)
-    return {"ggn": ggn_spectrum(Ws, X, k=1)[0], "hessian": hess, "lower": lo, "upper": hi,
-            "weyl_lower": wlo, "weyl_upper": whi, "iso": sharpness_isotropic(X, Y, depth)}
-
-
-def ols_sharpness(
-    alphas: Sequence[float], *, whitened: bool, n: int = 1000, width: int = 128, depth: int = 2,
-    dataset: str = "mnist5k", data_dir: str | None = None, sigma_x: float = 1.0, seed: int = 0,
-    numeric: bool = True,
-) -> dict[str, np.ndarray]:
-    """Top GGN and Hessian eigenvalues of the OLS solution written as a balanced network, and the
-    bounds, for class-imbalanced subsets (paper 004, Fig. 5).
-
-    Returns arrays over ``alphas``: ``ggn`` (exact top GGN eigenvalue), ``hessian`` (top Hessian
-    eigenvalue by LOBPCG, NaN unless ``numeric``), ``lower``, ``upper`` (:func:`sharpness_bounds`),
-    ``weyl_lower``, ``weyl_upper`` (:func:`weyl_sharpness_bounds`), ``iso``
-    (:func:`sharpness_isotropic`).
-    """
-    rows = []
-    for a in alphas:
-        X, Y, _ = prepare_data(dataset, n, a, whitened=whitened, sigma_x=sigma_x, seed=seed, data_dir=data_dir)
-        rows.append(_ols_point(X, Y, width, depth, seed, numeric))
-    return {key: np.array([r[key] for r in rows]) for key in rows[0]}
-
-
-def anisotropy_sweep(
-    ts: Sequence[float], *, n: int = 5000, width: int = 128, depth: int = 2, dataset: str = "mnist5k",
-    data_dir: str | None = None, seed: int = 0,
-) -> dict[str, np.ndarray]:
-    """The Fig. 5 quantities along :func:`interpolate_whitening` from raw (``t=0``) to whitened
-    (``t=1``) features of one balanced subset; adds ``kappa`` (condition number of the features on
-    their row space).  Exact GGN only (no Hessian-vector products)."""
-    X0, Y, _ = prepare_data(dataset, n, None, whitened=False, seed=seed, data_dir=data_dir)
-    rows = []
-    for t in ts:
-        X = interpolate_whitening(X0, float(t))
-        row = _ols_point(X, Y, width, depth, seed, numeric=False)
-        sv = np.linalg.svd(X, compute_uv=False)
-        row["kappa"] = sv[0] / sv[sv > max(X.shape) * np.finfo(np.float64).eps * sv[0]][-1]
-        rows.append(row)
-    return {key: np.array([r[key] for r in rows]) for key in rows[0]}

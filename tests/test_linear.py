@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from htlib import linear as lin
+from htlib.experiments import linear_hessian as lh
 
 
 def _product(Ws):
@@ -189,7 +190,7 @@ def _nonzero_loss_problem(seed=14):
     X = rng.standard_normal((20, 6))
     Y = rng.standard_normal((20, 4))
     Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
-    return Ws, X, Y, (lambda *w: lin.mse_loss(w, Xt, Yt)), [torch.as_tensor(W) for W in Ws]
+    return Ws, X, Y, (lambda *w: lin.half_mse_loss(w, Xt, Yt)), [torch.as_tensor(W) for W in Ws]
 
 
 @pytest.mark.parametrize("method", ["lobpcg", "eigsh"])
@@ -222,10 +223,10 @@ def test_gram_loss_and_training():
     Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
     stats = (Xt.T @ Xt / 30, Xt.T @ Yt / 30, float((Yt * Yt).sum()) / 30)
     P = [torch.as_tensor(W) for W in Ws]
-    assert abs(lin.gram_loss(P, *stats).item() - lin.mse_loss(P, Xt, Yt).item()) < 1e-12
+    assert abs(lin.gram_loss(P, *stats).item() - lin.half_mse_loss(P, Xt, Yt).item()) < 1e-12
     # one GD step equals W - lr * grad of the plain loss
     Pg = [p.clone().requires_grad_(True) for p in P]
-    grads = torch.autograd.grad(lin.mse_loss(Pg, Xt, Yt), Pg)
+    grads = torch.autograd.grad(lin.half_mse_loss(Pg, Xt, Yt), Pg)
     res = lin.train_gd(Ws, X, Y, lr=0.05, epochs=1)
     for W, p, g in zip(res.weights, P, grads):
         np.testing.assert_allclose(W, (p - 0.05 * g).numpy(), atol=1e-12)
@@ -271,22 +272,22 @@ def test_bad_input():
         lin.whiten(np.ones((4, 2)), 0.0)
     with pytest.raises(ValueError, match="singular_values"):
         lin.balanced_weights([3, 2], np.ones(3), seed=0)
-    with pytest.raises(ValueError, match="alpha_max"):
+    with pytest.raises(ValueError, match="majority_share"):
         lin.class_imbalanced_subset(np.ones((20, 2)), np.arange(20) % 4, 8, 0.1, seed=0)
     with pytest.raises(ValueError, match="method"):
         lin.hessian_top_eigenvalues(lambda w: (w * w).sum(), [torch.ones(3, dtype=torch.float64)], 1, method="x")
     with pytest.raises(ValueError, match="activation"):
-        lin.LinearExperiment(activation="relu")
+        lh.LinearExperiment(activation="relu")
     with pytest.raises(ValueError, match="k must"):
         lin.ggn_spectrum([np.eye(2)], None, k=9)
 
 
 def test_run_linear_experiment_small():
-    cfg = lin.LinearExperiment(depth=2, width=16, n=200, alpha_max=0.3, epochs=40, measure_points=2, dataset="digits",
+    cfg = lh.LinearExperiment(depth=2, width=16, n=200, majority_share=0.3, epochs=40, measure_points=2, dataset="digits",
                                k=3, hutchinson_probes=4, lr=0.05, eig_method="eigsh")
-    r = lin.run_linear_experiment(cfg)
+    r = lh.run_linear_experiment(cfg)
     assert r["numeric"].shape == (3, 3) and r["ggn"].shape == (3, 3)
-    assert abs(r["alpha"] - (1 - 9 * (140 // 9) / 200)) < 1e-12  # floor((1-alpha) n / 9) per other class
+    assert abs(r["majority_share"] - (1 - 9 * (140 // 9) / 200)) < 1e-12  # floor((1-alpha) n / 9) per other class
     assert np.all(np.isfinite(r["hutch"])) and r["lower"] <= r["upper"]
 
 
@@ -302,10 +303,10 @@ def test_lower_bound_with_rank_deficient_features_at_ols():
 
 
 def test_depth_sweep_and_exact_case():
-    r = lin.depth_sweep([1, 2, 5], [0.5, 4.0], n=30, d=4, width=5)
+    r = lh.depth_sweep([1, 2, 5], [0.5, 4.0], n=30, d=4, width=5)
     np.testing.assert_allclose(r["numeric"], r["theory"], rtol=1e-7)
     assert r["crossover"][1] > r["crossover"][0]
-    e = lin.exact_ggn_case(n=20, d=4, depth=3, sigma_x=2.0)
+    e = lh.exact_ggn_case(n=20, d=4, depth=3, sigma_x=2.0)
     np.testing.assert_allclose(e["numeric"][:16], e["theory"], atol=1e-9 * e["theory"][0])
 
 
@@ -429,13 +430,13 @@ def test_linear_training_matches_plain_autograd_gd():
         if t == 100:
             for a, b in zip(res.snapshots[100], Wt):
                 np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-12)
-        g = torch.autograd.grad(lin.mse_loss(Wt, Xt, Yt), Wt)
+        g = torch.autograd.grad(lin.half_mse_loss(Wt, Xt, Yt), Wt)
         with torch.no_grad():
             for W, gw in zip(Wt, g):
                 W -= 0.05 * gw
     for a, b in zip(res.weights, Wt):
         np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-12)
-    assert abs(res.losses[-1] - lin.mse_loss(Wt, Xt, Yt).item()) < 1e-12
+    assert abs(res.losses[-1] - lin.half_mse_loss(Wt, Xt, Yt).item()) < 1e-12
 
 
 def test_ols_balanced_weights_refuses_narrow_layers():
@@ -524,7 +525,7 @@ def test_balance_and_balanced_prediction():
 
 def test_nonzero_eigenvalue_count_is_r_d0_plus_dL_minus_r():
     for dims in ([6, 2, 5], [5, 3, 3, 4]):
-        c = lin.nonzero_eigenvalue_counts(dims)
+        c = lh.nonzero_eigenvalue_counts(dims)
         r = min(dims)
         assert c["measured"] == r * (dims[0] + dims[-1] - r) == c["formula"]
         assert c["measured"] > c["paper"] == r * r
@@ -544,9 +545,9 @@ def test_largest_imbalanced_n_is_largest():
 
 def test_trace_norm_agreement():
     x = np.array([5.0, 4.0, 3.0, 3.5, 6.0])
-    st = lin.trace_norm_agreement(x, 2 * x + 1, x + 0.1, np.full(5, 0.05))
+    st = lh.trace_norm_agreement(x, 2 * x + 1, x + 0.1, np.full(5, 0.05))
     assert st["dip_trace"] and st["dip_norm"] and abs(st["corr_diff"] - 1) < 1e-12 and abs(st["hutch_z"] - 2) < 1e-12
-    st = lin.trace_norm_agreement(np.array([1.0, 2.0, 4.0, 5.0, 9.0]), np.array([1.0, 2.0, 2.0, 5.0, 5.0]))
+    st = lh.trace_norm_agreement(np.array([1.0, 2.0, 4.0, 5.0, 9.0]), np.array([1.0, 2.0, 2.0, 5.0, 5.0]))
     assert not st["dip_trace"] and st["corr_diff"] < 0.9
 
 
@@ -555,6 +556,6 @@ def test_eigenbasis_loss_has_the_same_hessian_spectrum():
     X = rng.standard_normal((25, 5)) * rng.uniform(0.2, 2.0, 5)
     Y = rng.standard_normal((25, 3))
     Ws = [rng.standard_normal((4, 5)), rng.standard_normal((3, 4))]
-    Q, loss = lin._eigenbasis_loss(X, Y)
+    Q, loss = lin.eigenbasis_loss(X, Y)
     H = lin.hessian_matrix(loss, [torch.as_tensor(Ws[0] @ Q), torch.as_tensor(Ws[1])])
     np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(H))[::-1], _hessian_eigs(Ws, X, Y), atol=1e-10)
