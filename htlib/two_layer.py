@@ -23,6 +23,7 @@ gradient in closed form; the readout solve and every spectrum are float64.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -57,6 +58,10 @@ __all__ = [
     "readout_metrics",
     "readout_features",
     "READOUT_SCALES",
+    "RECORDING_FIELDS",
+    "training_spec",
+    "recording_covers",
+    "restrict_recording",
     "READOUT_METRICS",
     "WEIGHT_NORM_ORDERS",
     "spectral_norm",
@@ -85,6 +90,12 @@ paper's figures); ``"sqrt_d"`` -> ``tanh(X Wᵀ/sqrt(d))/sqrt(h)`` (the paper's 
 READOUT_METRICS: tuple[str, ...] = ("train_loss", "test_loss", "kta")
 """The metrics that depend on the readout convention; ``"<metric>@<scale>"`` names one of them
 under a given convention (e.g. ``"test_loss@sqrt_d"``)."""
+RECORDING_FIELDS: tuple[str, ...] = ("readout_scale", "record_every", "keep_weights", "record_initial", "record_esd")
+"""The fields of :class:`TwoLayerConfig` that say what :func:`train` records, not what it computes:
+two configs that differ only here train the same ``W_t`` (see :func:`training_spec`,
+:func:`recording_covers` and :func:`restrict_recording`).  The others (sizes, noise, ridge constant,
+optimizer, schedule, seed, dtype, device) are the training spec."""
+
 WEIGHT_NORM_ORDERS: tuple[str, ...] = ("before_forward", "after_update")
 """Where weight normalization acts: ``"before_forward"`` (the authors' code: W is normalized
 before each gradient, the recorded ``W_t`` is the raw post-update matrix) or ``"after_update"``
@@ -666,6 +677,49 @@ def train(config: TwoLayerConfig) -> Trajectory:
         readouts={s: {m: np.array([row["readouts"][s][m] for _, row in rows], dtype=np.float64)
                       for m in READOUT_METRICS} for s in READOUT_SCALES},
     )
+
+
+# ---------------------------------------------------------------------------- training spec vs recording spec
+
+
+def training_spec(config: TwoLayerConfig) -> TwoLayerConfig:
+    """``config`` with every field of :data:`RECORDING_FIELDS` at its default: what the run computes."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TwoLayerConfig) if f.name in RECORDING_FIELDS}
+    return dataclasses.replace(config, **defaults)
+
+
+def recording_covers(stored: TwoLayerConfig, wanted: TwoLayerConfig) -> bool:
+    """Whether a run of ``stored`` records everything a run of ``wanted`` would: the same training
+    spec, every step ``wanted`` records and every ``W_t`` it keeps, and the ESD if it records it.
+    (The readout convention of the plain metric names does not matter: both are recorded.)"""
+    return (training_spec(stored) == training_spec(wanted)
+            and set(wanted.recorded_steps()) <= set(stored.recorded_steps())
+            and set(wanted.keep_weights) <= set(stored.keep_weights)
+            and (stored.record_esd or not wanted.record_esd))
+
+
+def restrict_recording(traj: Trajectory, wanted: TwoLayerConfig) -> Trajectory:
+    """The trajectory a run of ``wanted`` records, read off ``traj``, a finished run whose config
+    covers it (:func:`recording_covers`) and that did not diverge.
+
+    A diverged run is refused: divergence is detected at the recorded steps, so where it stops
+    depends on the recording."""
+    if not recording_covers(traj.config, wanted):
+        raise ValueError("traj.config must cover wanted: the same training spec and a superset of its recording")
+    if traj.diverged_at is not None:
+        raise ValueError(f"traj diverged at step {traj.diverged_at}; train wanted itself")
+    rows = [int(np.flatnonzero(traj.steps == t)[0]) for t in wanted.recorded_steps()]
+    readouts = {s: {m: v[rows] for m, v in r.items()} for s, r in traj.readouts.items()}
+    plain = readouts[wanted.readout_scale]
+    nan = np.full(len(rows), np.nan)
+    return Trajectory(
+        config=wanted, steps=traj.steps[rows], train_loss=plain["train_loss"], test_loss=plain["test_loss"],
+        kta=plain["kta"], sim=traj.sim[rows],
+        alpha_hill=traj.alpha_hill[rows] if wanted.record_esd else nan,
+        alpha_ks=traj.alpha_ks[rows] if wanted.record_esd else nan,
+        esd=tuple(traj.esd[i] if wanted.record_esd else np.zeros(0) for i in rows),
+        weights={int(t): traj.weights[int(t)] for t in wanted.keep_weights}, lr=traj.lr, diverged_at=None,
+        lambda_max=traj.lambda_max[rows], update_loss=traj.update_loss[rows], readouts=readouts)
 
 
 # ---------------------------------------------------------------------------- sweep summaries

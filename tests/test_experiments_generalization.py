@@ -13,7 +13,8 @@ import torch
 from htlib import generalization as gen
 from htlib.experiments import generalization as exp
 from htlib.sweep import run_sweep
-from htlib.two_layer import RunGrid, TwoLayerConfig, make_data, readout_metrics, train
+from htlib.two_layer import (RunGrid, TwoLayerConfig, make_data, readout_metrics, recording_covers, train,
+                             training_spec)
 
 TINY = dict(n=64, d=16, h=24, n_test=32, steps=3)
 
@@ -49,12 +50,30 @@ def test_fig7_configs_rejects_bad_input(kwargs, name):
 
 def test_fig8_configs_share_the_base_run():
     f8 = exp.fig8_configs(ns=[32, 64], rhos=[0.1, 0.3], steplr_gammas=[0.5], n=64, d=16, h=24, n_test=32, steps=3)
-    assert f8.by_n[64] is f8.base and f8.by_rho[0.3] is f8.base
+    assert training_spec(f8.by_n[64]) == training_spec(f8.base) and f8.by_n[64].keep_weights == ()
+    assert recording_covers(f8.base, f8.by_n[64]) and recording_covers(f8.base, f8.by_rho[0.3])
+    assert not recording_covers(f8.by_n[64], f8.base)  # the base keeps every W_t
     assert f8.base.keep_weights == (0, 1, 2, 3) and f8.base.record_every == 1
     assert f8.by_rho[0.1].keep_weights == (2, 3)
     assert f8.by_n[32].keep_weights == () and f8.by_steplr_gamma[0.5].steplr_gamma == 0.5
-    assert len(f8.unique()) == 4  # base, n=32, rho=0.1, gamma=0.5
+    assert len(f8.unique()) == 6  # base, n=32, n=64 (base's training), rho=0.1, rho=0.3 (same), gamma=0.5
     assert all(c.optimizer == "adam" and c.eta == 1.0 for c in f8.unique())
+
+
+def test_run_trainings_trains_each_training_spec_once(cache_tmp, monkeypatch):
+    f8 = exp.fig8_configs(ns=[64], rhos=[0.3], steplr_gammas=[0.5], n=64, d=16, h=24, n_test=32, steps=3)
+    trained = []
+    monkeypatch.setattr(exp, "train", lambda c: trained.append(c) or train(c))
+    runs = exp.run_trainings(f8.unique(), executor="serial", use_cache=False)
+    assert sorted(map(str, trained)) == sorted(map(str, [f8.base, f8.by_steplr_gamma[0.5]]))
+    for c, got in zip(f8.unique(), runs):
+        direct = train(c)  # the run trained on its own, with its own recording
+        assert got.config == c and got.steps.tolist() == direct.steps.tolist()
+        assert sorted(got.weights) == sorted(direct.weights)
+        for name in ("train_loss", "test_loss", "kta", "sim", "alpha_ks", "lambda_max", "test_loss@sqrt_d"):
+            np.testing.assert_array_equal(got.metric(name), direct.metric(name))
+        for t in got.weights:
+            np.testing.assert_array_equal(got.weights[t], direct.weights[t])
 
 
 def test_make_executor_validates():

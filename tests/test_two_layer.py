@@ -460,3 +460,26 @@ def test_weight_norm_orders_share_normalized_iterates():
     for t in (1, 2, 3):
         assert np.linalg.norm(after.weights[t]) == pytest.approx(target, rel=1e-10)
         assert abs(np.linalg.norm(before.weights[t]) - target) > 1e-3 * target  # raw, not normalized
+
+
+# ---------------------------------------------------------------- training spec vs recording spec
+
+
+def test_restrict_recording_equals_a_run_with_that_recording():
+    from htlib.two_layer import recording_covers, restrict_recording, training_spec
+
+    stored = small(eta=0.3, steps=4, keep_weights=(0, 2, 3, 4))
+    wanted = small(eta=0.3, steps=4, record_every=2, keep_weights=(3,), record_esd=False, readout_scale="sqrt_d",
+                   record_initial=False)
+    assert training_spec(stored) == training_spec(wanted) and recording_covers(stored, wanted)
+    assert not recording_covers(wanted, stored)
+    assert not recording_covers(stored, small(eta=0.4, steps=4))  # another training spec
+    got = restrict_recording(train(stored), wanted)
+    direct = train(wanted)
+    assert got.config == wanted and got.steps.tolist() == direct.steps.tolist() == [2, 4]
+    for name in ("train_loss", "test_loss", "kta", "sim", "lambda_max", "update_loss", "test_loss@d"):
+        np.testing.assert_array_equal(got.metric(name), direct.metric(name))
+    assert np.isnan(got.alpha_ks).all() and all(e.size == 0 for e in got.esd)
+    np.testing.assert_array_equal(got.weights[3], direct.weights[3])
+    with pytest.raises(ValueError, match="cover"):
+        restrict_recording(direct, stored)

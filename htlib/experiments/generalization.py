@@ -29,8 +29,8 @@ from htlib._checks import check_choice, check_int
 from htlib.claims import Claim
 from htlib.generalization import RankCorrelation, final_metrics, spearman_bootstrap
 from htlib.sweep import process_executor, run_sweep
-from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, ridge_losses,
-                             run_grid, train)
+from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
+                             restrict_recording, ridge_losses, run_grid, train)
 
 ETA_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
 """The learning rates of Fig. 7."""
@@ -107,8 +107,9 @@ class Fig8Configs:
     ``base`` (``n = 8000``, ``rho_e = 0.3``, constant learning rate) keeps every
     ``W_t``: panel (b) recomputes its readout for each ridge constant and the
     label-noise check needs ``W_9, W_10``.  The label-noise runs keep
-    ``W_9, W_10``; the other runs keep nothing.  Panels share the base run
-    wherever their grid contains its setting.
+    ``W_9, W_10``; the other runs keep nothing.  A panel config with the base's
+    training spec is not trained again: :func:`run_trainings` reads it off the
+    base run, whose recording covers it.
     """
 
     base: TwoLayerConfig
@@ -163,14 +164,9 @@ def fig8_configs(
     )
     plain = dataclasses.replace(base, keep_weights=())
     last_two = (steps - 1, steps)
-
-    def pick(cfg: TwoLayerConfig) -> TwoLayerConfig:
-        same = dataclasses.replace(cfg, keep_weights=base.keep_weights)
-        return base if same == base else cfg
-
-    by_n = {int(v): pick(dataclasses.replace(plain, n=int(v))) for v in ns}
-    by_rho = {float(v): pick(dataclasses.replace(plain, rho_e=float(v), keep_weights=last_two)) for v in rhos}
-    by_steplr_gamma = {float(v): pick(dataclasses.replace(plain, steplr_gamma=float(v))) for v in steplr_gammas}
+    by_n = {int(v): dataclasses.replace(plain, n=int(v)) for v in ns}
+    by_rho = {float(v): dataclasses.replace(plain, rho_e=float(v), keep_weights=last_two) for v in rhos}
+    by_steplr_gamma = {float(v): dataclasses.replace(plain, steplr_gamma=float(v)) for v in steplr_gammas}
     return Fig8Configs(base=base, by_n=by_n, by_rho=by_rho, by_steplr_gamma=by_steplr_gamma)
 
 
@@ -199,20 +195,40 @@ def run_trainings(
     use_cache: bool = True,
     desc: str = "runs",
 ) -> list[Trajectory]:
-    """``[train(c) for c in configs]`` through :func:`htlib.sweep.run_sweep` (cached, resumable).
+    """``[train(c) for c in configs]`` through :func:`htlib.sweep.run_sweep` (cached, resumable),
+    training each training spec once.
 
+    A config whose recording another config of the batch covers
+    (:func:`htlib.two_layer.recording_covers`: same training spec, a superset of the recorded steps,
+    kept weights and ESD) is read off that run (:func:`htlib.two_layer.restrict_recording`)
+    instead of being trained again; where that run diverged it is trained itself.
     ``executor`` is ``"serial"``, ``"process"`` (see :func:`make_executor`), or any
     :class:`concurrent.futures.Executor` (e.g. ``distributed.Client().get_executor()``),
     which the caller then owns.  A process pool made here is shut down here.
     """
-    if isinstance(executor, str):
-        pool = make_executor(executor, workers)
-        try:
-            return run_sweep(train, list(configs), executor=pool, use_cache=use_cache, desc=desc)
-        finally:
-            if pool is not None:
-                pool.shutdown()
-    return run_sweep(train, list(configs), executor=executor, use_cache=use_cache, desc=desc)
+    configs = list(configs)
+    hosts: list[TwoLayerConfig] = []
+    host_of: dict[TwoLayerConfig, TwoLayerConfig] = {}
+    for c in sorted(dict.fromkeys(configs), key=_recording_size, reverse=True):
+        host = next((h for h in hosts if recording_covers(h, c)), None)
+        if host is None:
+            hosts.append(c)
+            host = c
+        host_of[c] = host
+    pool = make_executor(executor, workers) if isinstance(executor, str) else executor
+    try:
+        done = dict(zip(hosts, run_sweep(train, hosts, executor=pool, use_cache=use_cache, desc=desc)))
+        redo = [c for c, h in host_of.items() if h != c and done[h].diverged_at is not None]
+        if redo:
+            done.update(zip(redo, run_sweep(train, redo, executor=pool, use_cache=use_cache, desc=desc)))
+    finally:
+        if isinstance(executor, str) and pool is not None:
+            pool.shutdown()
+    return [done[c] if c in done else restrict_recording(done[host_of[c]], c) for c in configs]
+
+
+def _recording_size(c: TwoLayerConfig) -> tuple[int, int, bool]:
+    return len(c.recorded_steps()), len(c.keep_weights), c.record_esd
 
 
 
