@@ -39,24 +39,25 @@ OPTIMIZERS: tuple[str, ...] = ("gd", "adam")
 _NAMES = {"gd": "GD", "adam": "FB-Adam"}
 
 
-def fig7_configs(
-    *,
-    etas: Sequence[float] = ETA_GRID,
-    optimizers: Sequence[str] = OPTIMIZERS,
-    seeds: int = 5,
-    n: int = 8000,
-    d: int = 1000,
-    h: int = 1500,
-    n_test: int = 200,
-    rho_e: float = 0.3,
-    lam: float = 0.01,
-    steps: int = 10,
-    weight_norm: bool = False,
-    weight_norm_order: str = "before_forward",
-    readout_scale: str = "d",
-    dtype: str = "float32",
-    device: str = "cpu",
-) -> list[TwoLayerConfig]:
+SETTING: dict = dict(n=8000, d=1000, h=1500, n_test=200, rho_e=0.3, lam=0.01, steps=10, readout_scale="d",
+                     dtype="float32", device="cpu")
+"""The §5.3 setting of Figs. 7 and 8 (fields of :class:`htlib.two_layer.TwoLayerConfig`)."""
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(TwoLayerConfig))
+
+
+def _setting(setting: Mapping, fixed: Sequence[str]) -> dict:
+    """:data:`SETTING` updated by ``setting``: TwoLayerConfig fields other than the ``fixed`` ones the sweep sets."""
+    bad = [k for k in setting if k not in _FIELDS or k in fixed]
+    if bad:
+        raise ValueError(f"unknown or fixed setting {bad}; allowed: {[f for f in _FIELDS if f not in fixed]}")
+    out = {**SETTING, **setting}
+    check_int("steps", out["steps"], 1)
+    return {**out, "rho_e": float(out["rho_e"]), "lam": float(out["lam"])}
+
+
+def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] = OPTIMIZERS, seeds: int = 5,
+                 **setting) -> list[TwoLayerConfig]:
     """The runs of Fig. 7: every (optimizer, eta, seed), ordered optimizer-major.
 
     Metrics and the ESD are recorded only at the last step (``record_every =
@@ -71,8 +72,9 @@ def fig7_configs(
         Subset of ``{"gd", "adam"}``.
     seeds
         Number of seeds ``0..seeds-1`` (``>= 1``).
-    n, d, h, n_test, rho_e, lam, steps, weight_norm, weight_norm_order, readout_scale, dtype, device
-        As in :class:`htlib.two_layer.TwoLayerConfig` (which validates them).
+    **setting
+        :class:`htlib.two_layer.TwoLayerConfig` fields that change :data:`SETTING` (``n``, ``weight_norm``, ...;
+        validated by the config).
 
     Returns
     -------
@@ -81,23 +83,15 @@ def fig7_configs(
         ``(i_opt * len(etas) + i_eta) * seeds + seed``.
     """
     check_int("seeds", seeds, 1)
-    check_int("steps", steps, 1)
+    s = _setting(setting, ("optimizer", "eta", "seed", "record_every", "keep_weights", "record_initial"))
     if len(etas) == 0 or any(not (float(e) > 0) for e in etas):
         raise ValueError(f"etas must be a non-empty list of numbers > 0, got {list(etas)!r}")
     bad = [o for o in optimizers if o not in OPTIMIZERS]
     if len(optimizers) == 0 or bad:
         raise ValueError(f"optimizers must be a non-empty subset of {OPTIMIZERS}, got {list(optimizers)!r}")
-    return [
-        TwoLayerConfig(
-            n=n, d=d, h=h, n_test=n_test, rho_e=float(rho_e), lam=float(lam),
-            optimizer=opt, eta=float(eta), steps=steps, weight_norm=weight_norm,
-            weight_norm_order=weight_norm_order, readout_scale=readout_scale, seed=seed, dtype=dtype, device=device, record_every=steps, keep_weights=(),
-            record_initial=False,
-        )
-        for opt in optimizers
-        for eta in etas
-        for seed in range(seeds)
-    ]
+    return [TwoLayerConfig(**s, optimizer=opt, eta=float(eta), seed=seed, record_every=s["steps"], keep_weights=(),
+                           record_initial=False)
+            for opt in optimizers for eta in etas for seed in range(seeds)]
 
 
 @dataclass(frozen=True)
@@ -126,42 +120,26 @@ class Fig8Configs:
         return out
 
 
-def fig8_configs(
-    *,
-    ns: Sequence[int] = (500, 2000, 4000, 8000),
-    rhos: Sequence[float] = (0.1, 0.3, 0.5, 0.7),
-    steplr_gammas: Sequence[float] = (0.2, 0.4, 0.6, 0.8),
-    n: int = 8000,
-    d: int = 1000,
-    h: int = 1500,
-    n_test: int = 200,
-    rho_e: float = 0.3,
-    lam: float = 0.01,
-    eta: float = 1.0,
-    steps: int = 10,
-    seed: int = 0,
-    readout_scale: str = "d",
-    dtype: str = "float32",
-    device: str = "cpu",
-) -> Fig8Configs:
+def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[float] = (0.1, 0.3, 0.5, 0.7),
+                 steplr_gammas: Sequence[float] = (0.2, 0.4, 0.6, 0.8), eta: float = 1.0, seed: int = 0,
+                 **setting) -> Fig8Configs:
     """The runs of Fig. 8: FB-Adam at learning rate ``eta``, recorded at every step.
 
     Parameters
     ----------
     ns, rhos, steplr_gammas
-        Panel (a) sample sizes, panel (c) label-noise levels, panel (d) StepLR decay factors (the learning rate is multiplied by one after every step).
-    n, rho_e
-        The base setting the other panels vary around (panel (b) varies only the readout).
-    d, h, n_test, lam, eta, steps, seed, readout_scale, dtype, device
-        As in :class:`htlib.two_layer.TwoLayerConfig`.
+        Panel (a) sample sizes, panel (c) label-noise levels, panel (d) StepLR decay factors (the
+        learning rate is multiplied by one after every step).
+    eta, seed
+        FB-Adam's learning rate and the seed of every run.
+    **setting
+        :class:`htlib.two_layer.TwoLayerConfig` fields that change :data:`SETTING`; its ``n`` and
+        ``rho_e`` are the base the other panels vary around (panel (b) varies only the readout).
     """
-    check_int("steps", steps, 1)
-    base = TwoLayerConfig(
-        n=n, d=d, h=h, n_test=n_test, rho_e=float(rho_e), lam=float(lam), optimizer="adam",
-        eta=float(eta), steps=steps, seed=seed, readout_scale=readout_scale, dtype=dtype, device=device,
-        record_every=1,
-        keep_weights=tuple(range(steps + 1)),
-    )
+    s = _setting(setting, ("optimizer", "eta", "seed", "steplr_gamma", "record_every", "keep_weights"))
+    steps = s["steps"]
+    base = TwoLayerConfig(**s, optimizer="adam", eta=float(eta), seed=seed, record_every=1,
+                          keep_weights=tuple(range(steps + 1)))
     plain = dataclasses.replace(base, keep_weights=())
     last_two = (steps - 1, steps)
     by_n = {int(v): dataclasses.replace(plain, n=int(v)) for v in ns}
