@@ -1,4 +1,4 @@
-"""Spike-to-heavy-tail dynamics of the two-layer student (paper 003, §5 and App. A).
+"""Spike-to-heavy-tail dynamics of the two-layer student (the analysis of paper 003's trajectories).
 
 This module owns the analysis of training trajectories made by
 :func:`htlib.two_layer.train` (it trains nothing itself):
@@ -28,6 +28,7 @@ import numpy as np
 import scipy.linalg
 
 from htlib import spectra
+from htlib._checks import check_int, check_matrix, to_numpy
 
 __all__ = [
     "PHASES",
@@ -49,17 +50,6 @@ PHASES: tuple[str, ...] = spectra.PHASES
 """The 5+1 phases of Martin & Mahoney, in their order of training (from :mod:`htlib.spectra`)."""
 
 
-def _as_numpy(x: Any, name: str) -> np.ndarray:
-    if hasattr(x, "detach"):  # torch tensor
-        x = x.detach().cpu().numpy()
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
-    return arr
-
-
 # ----------------------------------------------------------------------------- overlaps
 
 
@@ -78,7 +68,7 @@ def svd_bases(W: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ``V`` holds the right singular vectors as columns (the paper writes ``Vᵀ``
         for the ``b x c`` matrix).
     """
-    A = _as_numpy(W, "W")
+    A = check_matrix("W", W)
     U, s, Vt = scipy.linalg.svd(A, full_matrices=False, lapack_driver="gesdd")
     return U, s, Vt.T
 
@@ -99,8 +89,8 @@ def update_overlaps(W: Any, M: Any) -> tuple[np.ndarray, np.ndarray]:
         belongs to the ``j``-th singular vector of ``W``, column ``k`` to the
         ``k``-th of ``M`` (both by descending singular value).
     """
-    W_ = _as_numpy(W, "W")
-    M_ = _as_numpy(M, "M")
+    W_ = check_matrix("W", W)
+    M_ = check_matrix("M", M)
     if W_.shape != M_.shape:
         raise ValueError(f"W and M must have the same shape, got {W_.shape} and {M_.shape}")
     U_w, _, V_w = svd_bases(W_)
@@ -109,7 +99,7 @@ def update_overlaps(W: Any, M: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def step_overlaps(traj: Any, t: int) -> dict[str, np.ndarray]:
-    """The four overlaps of Fig. 4 for step ``t`` of a trajectory, with ``M_t = W_{t+1} - W_t``.
+    """The four overlaps (before and after the step, ``U`` and ``V``) for step ``t`` of a trajectory, with ``M_t = W_{t+1} - W_t``.
 
     Parameters
     ----------
@@ -190,15 +180,13 @@ def overlap_summary(O: np.ndarray, *, k: int = 100, n_top: int = 5) -> OverlapSu
     n_top
         Number of largest entries reported, ``>= 1``.
     """
-    O = np.asarray(O, dtype=np.float64)
-    if O.ndim != 2 or O.shape[0] != O.shape[1]:
+    O = check_matrix("O", O)
+    if O.shape[0] != O.shape[1]:
         raise ValueError(f"O must be a square matrix, got shape {O.shape}")
-    if O.size == 0 or np.any(O < 0) or not np.all(np.isfinite(O)):
-        raise ValueError("O must be non-empty, finite and non-negative")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    if n_top < 1:
-        raise ValueError(f"n_top must be >= 1, got {n_top}")
+    if np.any(O < 0):
+        raise ValueError("O must be non-negative")
+    k = check_int("k", k, 1)
+    n_top = check_int("n_top", n_top, 1)
     k = min(k, O.shape[0])
     block = O[:k, :k]
     diag = np.diag(block).copy()
@@ -255,7 +243,7 @@ class SpectrumWidth:
 
 def spectrum_width(eigs: Any) -> SpectrumWidth:
     """Scale-free widths of the ESD ``eigs`` (see :class:`SpectrumWidth`)."""
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = to_numpy(eigs, "eigs").ravel()
     if e.size < 2 or not np.all(np.isfinite(e)):
         raise ValueError("eigs must hold at least 2 finite eigenvalues")
     pos = e[e > 0]
@@ -287,7 +275,7 @@ def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra
     """
     if int(h) < 1 or int(d) < 1:
         raise ValueError(f"h and d must be >= 1, got h={h}, d={d}")
-    e = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
+    e = np.sort(to_numpy(eigs, "eigs").ravel())
     p, q = max(int(h), int(d)), min(int(h), int(d))
     if e.size not in (q, int(d)):
         raise ValueError(f"eigs must hold min(h, d) = {q} or d = {d} eigenvalues, got {e.size}")

@@ -1,6 +1,6 @@
 """The single-index teacher of paper 003 and the three data sets drawn from it.
 
-Owns the data side of the two-layer teacher-student setting (REFERENCE §A):
+Owns the data side of the two-layer teacher-student setting:
 inputs ``x ~ N(0, I_d)``, a unit teacher direction ``beta*``, labels
 ``y = softplus(beta*ᵀx) + rho_e * xi`` with ``xi ~ N(0, 1)``, and three
 independent sets: *train* (``n`` points, used for the updates of W), *probe*

@@ -1,6 +1,6 @@
 """The two-layer student of paper 003: features, full-batch GD / FB-Adam on W, ridge readout, trajectories.
 
-Conventions (REFERENCE §A).  Student ``f(x) = aᵀ tanh(W x / sqrt(d)) / sqrt(h)`` with
+Conventions.  Student ``f(x) = aᵀ tanh(W x / sqrt(d)) / sqrt(h)`` with
 ``W0, a0`` i.i.d. ``N(0, 1)`` and no biases; ``a`` stays frozen while W is updated.
 The loss of the updates is the authors' code's: the mean squared error
 ``(1/n) sum_i (y_i - f(x_i))^2`` WITHOUT the paper's 1/2, so every gradient here is
@@ -23,12 +23,14 @@ gradient in closed form; the readout solve and every spectrum are float64.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from htlib._checks import check_choice, check_float, check_int
 from htlib.teacher_student import (
     SingleIndexData,
     derived_seed,
@@ -45,24 +47,31 @@ __all__ = [
     "init_weights",
     "student_features",
     "student_output",
-    "mse_loss",
+    "student_mse",
     "full_batch_gradient",
     "adam_direction",
     "gd_step",
     "adam_step",
     "normalize_weights",
     "first_update",
-    "first_step_norms",
     "ridge_readout",
     "readout_metrics",
     "readout_features",
     "READOUT_SCALES",
+    "RECORDING_FIELDS",
+    "training_spec",
+    "recording_covers",
+    "restrict_recording",
     "READOUT_METRICS",
     "WEIGHT_NORM_ORDERS",
     "spectral_norm",
     "top_eigenpair",
     "train",
-    "collect_grid",
+    "RunGrid",
+    "run_grid",
+    "last_step_metrics",
+    "ridge_solve",
+    "ridge_losses",
     "first_eta_above",
     "ADAM_BETAS",
     "ADAM_EPS",
@@ -81,28 +90,21 @@ paper's figures); ``"sqrt_d"`` -> ``tanh(X Wᵀ/sqrt(d))/sqrt(h)`` (the paper's 
 READOUT_METRICS: tuple[str, ...] = ("train_loss", "test_loss", "kta")
 """The metrics that depend on the readout convention; ``"<metric>@<scale>"`` names one of them
 under a given convention (e.g. ``"test_loss@sqrt_d"``)."""
+RECORDING_FIELDS: tuple[str, ...] = ("readout_scale", "record_every", "keep_weights", "record_initial", "record_esd")
+"""The fields of :class:`TwoLayerConfig` that say what :func:`train` records, not what it computes:
+two configs that differ only here train the same ``W_t`` (see :func:`training_spec`,
+:func:`recording_covers` and :func:`restrict_recording`).  The others (sizes, noise, ridge constant,
+optimizer, schedule, seed, dtype, device) are the training spec."""
+
 WEIGHT_NORM_ORDERS: tuple[str, ...] = ("before_forward", "after_update")
 """Where weight normalization acts: ``"before_forward"`` (the authors' code: W is normalized
 before each gradient, the recorded ``W_t`` is the raw post-update matrix) or ``"after_update"``
 (W is normalized after each update, the recorded ``W_t`` has ``||W_t||_F^2 = h d``)."""
 
 
-def _check_int(name: str, value: object, low: int) -> None:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
-def _check_float(name: str, value: object, *, low: float, strict: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    ok = math.isfinite(value) and (value > low if strict else value >= low)
-    if not ok:
-        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} {low}, got {value!r}")
-
-
 @dataclass(frozen=True)
 class TwoLayerConfig:
-    """One run of the two-stage procedure of paper 003 (REFERENCE §A).
+    """One run of the two-stage procedure of paper 003.
 
     Attributes
     ----------
@@ -180,24 +182,20 @@ class TwoLayerConfig:
 
     def __post_init__(self) -> None:
         for name in ("n", "d", "h", "n_test"):
-            _check_int(name, getattr(self, name), 1)
-        _check_int("steps", self.steps, 0)
-        _check_int("seed", self.seed, 0)
-        _check_int("record_every", self.record_every, 1)
-        _check_float("rho_e", self.rho_e, low=0.0, strict=False)
-        _check_float("lam", self.lam, low=0.0, strict=True)
-        _check_float("eta", self.eta, low=0.0, strict=True)
-        _check_float("steplr_gamma", self.steplr_gamma, low=0.0, strict=True)
+            check_int(name, getattr(self, name), 1)
+        check_int("steps", self.steps, 0)
+        check_int("seed", self.seed, 0)
+        check_int("record_every", self.record_every, 1)
+        check_float("rho_e", self.rho_e, low=0.0, strict=False)
+        check_float("lam", self.lam, low=0.0)
+        check_float("eta", self.eta, low=0.0)
+        check_float("steplr_gamma", self.steplr_gamma, low=0.0)
         if self.steplr_gamma > 1:
             raise ValueError(f"steplr_gamma must be in (0, 1], got {self.steplr_gamma!r}")
-        if self.optimizer not in _OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
-        if self.weight_norm_order not in WEIGHT_NORM_ORDERS:
-            raise ValueError(f"weight_norm_order must be one of {WEIGHT_NORM_ORDERS}, got {self.weight_norm_order!r}")
-        if self.readout_scale not in READOUT_SCALES:
-            raise ValueError(f"readout_scale must be one of {READOUT_SCALES}, got {self.readout_scale!r}")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        check_choice("optimizer", self.optimizer, _OPTIMIZERS)
+        check_choice("weight_norm_order", self.weight_norm_order, WEIGHT_NORM_ORDERS)
+        check_choice("readout_scale", self.readout_scale, READOUT_SCALES)
+        check_choice("dtype", self.dtype, ("float32", "float64"))
         if not isinstance(self.device, str) or not (self.device == "cpu" or self.device.startswith("cuda")):
             raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {self.device!r}")
         for name in ("weight_norm", "bias_correction", "record_initial", "record_esd"):
@@ -343,8 +341,7 @@ def readout_features(W: torch.Tensor, X: torch.Tensor, readout_scale: str = "d")
     ``"sqrt_d"`` equals :func:`student_features` (the model the updates train); ``"d"`` is
     what the authors' evaluation code fed to the ridge readout, the losses and the KTA.
     """
-    if readout_scale not in READOUT_SCALES:
-        raise ValueError(f"readout_scale must be one of {READOUT_SCALES}, got {readout_scale!r}")
+    check_choice("readout_scale", readout_scale, READOUT_SCALES)
     h, d = W.shape
     scale = float(d) if readout_scale == "d" else math.sqrt(d)
     return torch.tanh((X @ W.T) / scale) / math.sqrt(h)
@@ -355,13 +352,14 @@ def student_output(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor) -> torch.T
     return student_features(W, X) @ a
 
 
-def mse_loss(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The loss of the updates: ``(1/n) sum_i (y_i - f(x_i))^2`` (no 1/2; the authors' code)."""
+def student_mse(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The loss of the updates, the plain mean squared error ``(1/n) sum_i (y_i - f(x_i))^2``
+    (no 1/2, as in the authors' code; :func:`htlib.linear` losses carry the 1/2)."""
     return torch.mean((student_output(W, a, X) - y) ** 2)
 
 
 def full_batch_gradient(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Closed-form ``d(mse_loss)/dW``:
+    """Closed-form ``d(student_mse)/dW``:
 
     ``G = (2 / (n sqrt(h d))) [ (r aᵀ) ∘ tanh'(X Wᵀ/sqrt(d)) ]ᵀ X``,  ``r = f(X) - y``,
 
@@ -461,56 +459,14 @@ def first_update(config: TwoLayerConfig) -> torch.Tensor:
     return direction
 
 
-def first_step_norms(config: TwoLayerConfig) -> dict:
-    """Norms of the first update directions at ``config``'s data and ``W0`` (Theorem 4.1, Cor. 4.2).
-
-    ``optimizer``, ``eta`` and ``bias_correction`` of the config are ignored: the one
-    gradient ``G_0`` gives every direction.  Returns floats:
-
-    - ``gd_spec``, ``gd_frob``: ``||G_0||_2``, ``||G_0||_F`` (this module's MSE, no 1/2);
-    - ``adam_spec``, ``adam_frob``: the same for FB-Adam's ``G~_0`` with bias correction
-      (PyTorch; ``~ sign(G_0)``);
-    - ``adam_nobc_spec``, ``adam_nobc_frob``: without bias correction (paper eq. (2));
-    - ``sign_spec``, ``sign_frob``: of ``sign(G_0)`` itself;
-    - ``dev_bc``, ``dev_nobc``: ``max |G~_0 - c sign(G_0)|`` with ``c = 1`` and
-      ``c = (1-beta1)/sqrt(1-beta2)``, the distance to the sign-descent form;
-    - ``w0_spec``, ``w0_frob``: ``||W_0||_2``, ``||W_0||_F``;
-    - ``zero_fraction``: fraction of exactly-zero entries of ``G_0``.
-    """
-    data = make_data(config)
-    W, a = init_weights(config)
-    G = full_batch_gradient(W, a, data.X_train, data.y_train)
-    zeros = AdamState.zeros_like(W)
-    bc, _ = adam_direction(G, zeros, bias_correction=True)
-    nobc, _ = adam_direction(G, zeros, bias_correction=False)
-    s = torch.sign(G)
-    c = (1 - ADAM_BETAS[0]) / math.sqrt(1 - ADAM_BETAS[1])
-
-    def frob(M: torch.Tensor) -> float:
-        return float(torch.linalg.matrix_norm(M.to(torch.float64)))
-
-    return {
-        "gd_spec": spectral_norm(G),
-        "gd_frob": frob(G),
-        "adam_spec": spectral_norm(bc),
-        "adam_frob": frob(bc),
-        "adam_nobc_spec": spectral_norm(nobc),
-        "adam_nobc_frob": frob(nobc),
-        "sign_spec": spectral_norm(s),
-        "sign_frob": frob(s),
-        "dev_bc": float((bc - s).abs().max()),
-        "dev_nobc": float((nobc - c * s).abs().max()),
-        "w0_spec": spectral_norm(W),
-        "w0_frob": frob(W),
-        "zero_fraction": float((G == 0).to(torch.float64).mean()),
-    }
-
-
 # ---------------------------------------------------------------------------- readout and metrics
 
 
-def _ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> torch.Tensor:
-    """``(gram + (lam/h) n I)^{-1} Zty`` in float64 (Cholesky; LU if the shifted Gram is not SPD)."""
+def ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> torch.Tensor:
+    """The ridge readout from the Gram: ``(gram + (lam/h) n I)^{-1} Zty`` with ``gram = ZᵀZ``,
+    ``Zty = Zᵀy`` (float64) for ``n`` samples; Cholesky, LU if the shifted Gram is not SPD.
+    The one ridge solve of the package (:func:`ridge_readout`, :func:`readout_metrics` and
+    :func:`ridge_losses` call it)."""
     h = gram.shape[0]
     A = gram.clone()
     A.diagonal().add_(lam * n / h)
@@ -524,10 +480,10 @@ def _ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> t
 def ridge_readout(Z: torch.Tensor, y: torch.Tensor, lam: float) -> torch.Tensor:
     """Ridge readout ``a = (ZᵀZ + (lam/h) n I_h)^{-1} Zᵀ y``, the minimiser of
     ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``; solved in float64 by Cholesky, returned in float64."""
-    _check_float("lam", lam, low=0.0, strict=True)
+    check_float("lam", lam, low=0.0)
     n, h = Z.shape
     Z64 = Z.to(torch.float64)
-    return _ridge_solve(Z64.T @ Z64, Z64.T @ y.to(torch.float64), lam, n)
+    return ridge_solve(Z64.T @ Z64, Z64.T @ y.to(torch.float64), lam, n)
 
 
 def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_scale: str = "d") -> dict:
@@ -540,18 +496,40 @@ def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_
     :func:`htlib.spectra.kernel_target_alignment`), read off the Gram matrix the ridge
     solve needs anyway, so the ``h x h`` Gram is formed once.
     """
-    _check_float("lam", lam, low=0.0, strict=True)
+    check_float("lam", lam, low=0.0)
     Zp = readout_features(W, data.X_probe, readout_scale).to(torch.float64)
     yp = data.y_probe.to(torch.float64)
     n = Zp.shape[0]
     gram = Zp.T @ Zp
     Zty = Zp.T @ yp
-    a = _ridge_solve(gram, Zty, lam, n)
+    a = ridge_solve(gram, Zty, lam, n)
     train_loss = torch.mean((Zp @ a - yp) ** 2).item()
     Zt = readout_features(W, data.X_test, readout_scale).to(torch.float64)
     test_loss = torch.mean((Zt @ a - data.y_test.to(torch.float64)) ** 2).item()
     kta = (torch.dot(Zty, Zty) / (torch.linalg.matrix_norm(gram) * torch.dot(yp, yp))).item()
     return {"train_loss": train_loss, "test_loss": test_loss, "kta": kta}
+
+
+def ridge_losses(W: torch.Tensor, data: SingleIndexData, lams, readout_scale: str = "d") -> dict[float, tuple[float, float]]:
+    """Probe (train) and test MSE of the ridge readout of ``W`` for several ridge constants.
+
+    The readout of :func:`readout_metrics` (:func:`ridge_solve` on the probe set, float64,
+    features :func:`readout_features` of convention ``readout_scale``), with the ``h x h``
+    Gram formed once and only the solve repeated per ``lam``.  Returns
+    ``{lam: (train_loss, test_loss)}``.
+    """
+    lams = [check_float("lams", lam, low=0.0) for lam in lams]
+    Zp = readout_features(W, data.X_probe, readout_scale).to(torch.float64)
+    Zt = readout_features(W, data.X_test, readout_scale).to(torch.float64)
+    yp = data.y_probe.to(torch.float64)
+    yt = data.y_test.to(torch.float64)
+    gram = Zp.T @ Zp
+    Zty = Zp.T @ yp
+    out = {}
+    for lam in lams:
+        a = ridge_solve(gram, Zty, lam, Zp.shape[0])
+        out[lam] = (torch.mean((Zp @ a - yp) ** 2).item(), torch.mean((Zt @ a - yt) ** 2).item())
+    return out
 
 
 def spectral_norm(M: torch.Tensor | np.ndarray, *, tol: float = 1e-12) -> float:
@@ -601,7 +579,7 @@ def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: Two
     readouts = {s: readout_metrics(W, data, config.lam, s) for s in READOUT_SCALES}
     out = dict(readouts[config.readout_scale])
     out["readouts"] = readouts
-    out["update_loss"] = mse_loss(W, a, data.X_train, data.y_train).item()
+    out["update_loss"] = student_mse(W, a, data.X_train, data.y_train).item()
     beta = data.beta.detach().to(device="cpu", dtype=torch.float64).numpy()
     lam_max, v1 = top_eigenpair(W64)
     out["sim"] = float(abs(v1 @ beta))  # = spectra.top_alignment(W, beta), sharing the eigensolve
@@ -701,37 +679,128 @@ def train(config: TwoLayerConfig) -> Trajectory:
     )
 
 
+# ---------------------------------------------------------------------------- training spec vs recording spec
+
+
+def training_spec(config: TwoLayerConfig) -> TwoLayerConfig:
+    """``config`` with every field of :data:`RECORDING_FIELDS` at its default: what the run computes."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TwoLayerConfig) if f.name in RECORDING_FIELDS}
+    return dataclasses.replace(config, **defaults)
+
+
+def recording_covers(stored: TwoLayerConfig, wanted: TwoLayerConfig) -> bool:
+    """Whether a run of ``stored`` records everything a run of ``wanted`` would: the same training
+    spec, every step ``wanted`` records and every ``W_t`` it keeps, and the ESD if it records it.
+    (The readout convention of the plain metric names does not matter: both are recorded.)"""
+    return (training_spec(stored) == training_spec(wanted)
+            and set(wanted.recorded_steps()) <= set(stored.recorded_steps())
+            and set(wanted.keep_weights) <= set(stored.keep_weights)
+            and (stored.record_esd or not wanted.record_esd))
+
+
+def restrict_recording(traj: Trajectory, wanted: TwoLayerConfig) -> Trajectory:
+    """The trajectory a run of ``wanted`` records, read off ``traj``, a finished run whose config
+    covers it (:func:`recording_covers`) and that did not diverge.
+
+    A diverged run is refused: divergence is detected at the recorded steps, so where it stops
+    depends on the recording."""
+    if not recording_covers(traj.config, wanted):
+        raise ValueError("traj.config must cover wanted: the same training spec and a superset of its recording")
+    if traj.diverged_at is not None:
+        raise ValueError(f"traj diverged at step {traj.diverged_at}; train wanted itself")
+    rows = [int(np.flatnonzero(traj.steps == t)[0]) for t in wanted.recorded_steps()]
+    readouts = {s: {m: v[rows] for m, v in r.items()} for s, r in traj.readouts.items()}
+    plain = readouts[wanted.readout_scale]
+    nan = np.full(len(rows), np.nan)
+    return Trajectory(
+        config=wanted, steps=traj.steps[rows], train_loss=plain["train_loss"], test_loss=plain["test_loss"],
+        kta=plain["kta"], sim=traj.sim[rows],
+        alpha_hill=traj.alpha_hill[rows] if wanted.record_esd else nan,
+        alpha_ks=traj.alpha_ks[rows] if wanted.record_esd else nan,
+        esd=tuple(traj.esd[i] if wanted.record_esd else np.zeros(0) for i in rows),
+        weights={int(t): traj.weights[int(t)] for t in wanted.keep_weights}, lr=traj.lr, diverged_at=None,
+        lambda_max=traj.lambda_max[rows], update_loss=traj.update_loss[rows], readouts=readouts)
+
+
 # ---------------------------------------------------------------------------- sweep summaries
 
 
-def collect_grid(trajectories: list[Trajectory], metrics: tuple[str, ...] = (
-    "train_loss", "test_loss", "kta", "sim", "lambda_max", "alpha_hill", "alpha_ks",
-    *(f"{m}@{s}" for s in READOUT_SCALES for m in READOUT_METRICS))) -> dict:
-    """Arrange the last recorded step of many runs as ``{optimizer: {metric: (seeds, etas) array}}``.
+def last_step_metrics(traj: Trajectory) -> dict[str, float]:
+    """The recorded metrics of the last step (:meth:`Trajectory.at`); all NaN when the run
+    stopped before ``config.steps`` (diverged)."""
+    names = ("train_loss", "test_loss", "kta", "sim", "lambda_max", "alpha_hill", "alpha_ks", "update_loss",
+             *(f"{m}@{s}" for s in READOUT_SCALES for m in READOUT_METRICS))
+    if traj.steps.size == 0 or int(traj.steps[-1]) != traj.config.steps:
+        return {m: math.nan for m in names}
+    return traj.at(int(traj.steps[-1]))
 
-    Metric names as in :meth:`Trajectory.metric` (``"test_loss@sqrt_d"`` etc. for one convention).
 
-    Rows are the seeds and columns the learning rates, both ascending; a run that diverged
-    before its last step contributes NaN (and is counted in ``{optimizer: {"diverged": ...}}``).
-    Also returns ``"etas"`` and ``"seeds"`` (sorted) at the top level.
+@dataclass(frozen=True)
+class RunGrid:
+    """Last-step numbers of a sweep over (optimizer, learning rate, seed).
+
+    Attributes
+    ----------
+    optimizers : tuple of str
+        In the order of ``_OPTIMIZERS`` (``"gd"`` before ``"adam"``).
+    etas, seeds : ndarray
+        Ascending.
+    values : dict
+        Metric name -> ``(len(optimizers), len(etas), len(seeds))`` float64 array, NaN where
+        the run diverged.
+    diverged : ndarray of bool, same shape
     """
-    etas = sorted({t.config.eta for t in trajectories})
-    seeds = sorted({t.config.seed for t in trajectories})
-    out: dict = {"etas": np.array(etas), "seeds": np.array(seeds)}
-    for opt in sorted({t.config.optimizer for t in trajectories}):
-        block = {m: np.full((len(seeds), len(etas)), np.nan) for m in metrics}
-        diverged = np.zeros((len(seeds), len(etas)), dtype=bool)
-        for t in trajectories:
-            if t.config.optimizer != opt:
-                continue
-            i, j = seeds.index(t.config.seed), etas.index(t.config.eta)
-            if t.steps.size and t.steps[-1] == t.config.steps:
-                for m in metrics:
-                    block[m][i, j] = t.metric(m)[-1]
-            diverged[i, j] = t.diverged_at is not None
-        block["diverged"] = diverged
-        out[opt] = block
-    return out
+
+    optimizers: tuple[str, ...]
+    etas: np.ndarray
+    seeds: np.ndarray
+    values: dict[str, np.ndarray]
+    diverged: np.ndarray
+
+    def get(self, metric: str, optimizer: str) -> np.ndarray:
+        """``(len(etas), len(seeds))`` array of ``metric`` for ``optimizer``."""
+        check_choice("metric", metric, tuple(sorted(self.values)))
+        check_choice("optimizer", optimizer, self.optimizers)
+        return self.values[metric][self.optimizers.index(optimizer)]
+
+    def mean(self, metric: str, optimizer: str) -> np.ndarray:
+        """Mean over seeds (ignoring diverged runs), one value per eta."""
+        v = self.get(metric, optimizer)
+        out = np.full(v.shape[0], np.nan)
+        ok = np.isfinite(v).any(axis=1)
+        out[ok] = np.nanmean(v[ok], axis=1)
+        return out
+
+
+def run_grid(trajectories, metrics=last_step_metrics) -> RunGrid:
+    """Arrange finished runs by (optimizer, eta, seed): the one grid of the package.
+
+    ``metrics(traj)`` gives a run's numbers (default :func:`last_step_metrics`; NaN for a
+    diverged run).  Every (optimizer, eta, seed) combination the runs mention must appear
+    exactly once.
+    """
+    trajectories = list(trajectories)
+    if len(trajectories) == 0:
+        raise ValueError("trajectories must be non-empty")
+    opts = tuple(o for o in _OPTIMIZERS if any(t.config.optimizer == o for t in trajectories))
+    etas = np.array(sorted({t.config.eta for t in trajectories}))
+    seeds = np.array(sorted({t.config.seed for t in trajectories}))
+    shape = (len(opts), etas.size, seeds.size)
+    values: dict[str, np.ndarray] = {}
+    diverged = np.zeros(shape, dtype=bool)
+    filled = np.zeros(shape, dtype=bool)
+    for t in trajectories:
+        idx = (opts.index(t.config.optimizer), int(np.searchsorted(etas, t.config.eta)),
+               int(np.searchsorted(seeds, t.config.seed)))
+        if filled[idx]:
+            raise ValueError(f"duplicate run for optimizer={t.config.optimizer}, eta={t.config.eta}, seed={t.config.seed}")
+        filled[idx] = True
+        diverged[idx] = t.diverged_at is not None
+        for m, v in metrics(t).items():
+            values.setdefault(m, np.full(shape, np.nan))[idx] = v
+    if not filled.all():
+        raise ValueError("trajectories must cover every (optimizer, eta, seed) combination they mention")
+    return RunGrid(optimizers=opts, etas=etas, seeds=seeds, values=values, diverged=diverged)
 
 
 def first_eta_above(etas: np.ndarray, values: np.ndarray, level: float) -> float | None:

@@ -21,10 +21,12 @@ from htlib.two_layer import (
     full_batch_gradient,
     init_weights,
     make_data,
-    mse_loss,
+    student_mse,
     readout_features,
     readout_metrics,
+    ridge_losses,
     ridge_readout,
+    ridge_solve,
     spectral_norm,
     student_features,
     train,
@@ -68,7 +70,7 @@ def test_closed_form_gradient_matches_autograd():
     data = make_data(cfg)
     W, a = init_weights(cfg)
     Wg = W.clone().requires_grad_(True)
-    mse_loss(Wg, a, data.X_train, data.y_train).backward()
+    student_mse(Wg, a, data.X_train, data.y_train).backward()
     G = full_batch_gradient(W, a, data.X_train, data.y_train)
     assert rel(G, Wg.grad) < 1e-12
 
@@ -111,7 +113,7 @@ def _reference_run(cfg: TwoLayerConfig, steps: int) -> list[np.ndarray]:
         if cfg.weight_norm and cfg.weight_norm_order == "before_forward":
             normalize()  # the authors' order: normalize, then the forward pass; W is measured raw
         opt.zero_grad()
-        mse_loss(W, a, data.X_train, data.y_train).backward()
+        student_mse(W, a, data.X_train, data.y_train).backward()
         opt.step()
         sched.step()
         if cfg.weight_norm and cfg.weight_norm_order == "after_update":
@@ -174,6 +176,33 @@ def test_ridge_matches_lstsq_on_augmented_system():
     b = np.concatenate([y, np.zeros(h)])
     ref, *_ = np.linalg.lstsq(A, b, rcond=None)
     assert rel(a, ref) < 1e-10
+
+
+def test_ridge_solve_falls_back_to_lu_when_the_shifted_gram_is_not_spd():
+    rng = np.random.default_rng(1)
+    h, n, lam = 6, 10, 0.1
+    gram = -np.diag(rng.uniform(1.0, 2.0, h))  # not SPD even after the ridge shift (lam n / h < 1)
+    rhs = rng.standard_normal(h)
+    a = ridge_solve(torch.from_numpy(gram), torch.from_numpy(rhs), lam, n).numpy()
+    ref = np.linalg.solve(gram + lam * n / h * np.eye(h), rhs)
+    assert rel(a, ref) < 1e-12
+
+
+@pytest.mark.parametrize("scale", ["sqrt_d", "d"])
+def test_ridge_losses_match_readout_metrics_and_lstsq(scale):
+    cfg = small()
+    data = make_data(cfg)
+    W, _ = init_weights(cfg)
+    out = ridge_losses(W, data, [cfg.lam, 0.3], scale)
+    m = readout_metrics(W, data, cfg.lam, scale)
+    assert out[cfg.lam] == (pytest.approx(m["train_loss"], rel=1e-12), pytest.approx(m["test_loss"], rel=1e-12))
+    Zp = readout_features(W, data.X_probe, scale).numpy()
+    n, h = Zp.shape
+    A = np.vstack([Zp, np.sqrt(0.3 * n / h) * np.eye(h)])
+    a, *_ = np.linalg.lstsq(A, np.concatenate([data.y_probe.numpy(), np.zeros(h)]), rcond=None)
+    assert out[0.3][0] == pytest.approx(np.mean((Zp @ a - data.y_probe.numpy()) ** 2), rel=1e-9)
+    with pytest.raises(ValueError, match="lams"):
+        ridge_losses(W, data, [0.0], scale)
 
 
 @pytest.mark.parametrize("scale", ["sqrt_d", "d"])
@@ -318,8 +347,8 @@ def test_cuda_matches_cpu():
     assert rel(gpu.weights[1], cpu.weights[1]) < 1e-10
 
 
-def test_first_eta_above_and_collect_grid():
-    from htlib.two_layer import collect_grid, first_eta_above
+def test_first_eta_above_and_run_grid():
+    from htlib.two_layer import first_eta_above, run_grid
 
     etas = np.array([0.1, 1.0, 10.0])
     assert first_eta_above(etas, np.array([0.0, 2.0, 3.0]), 1.0) == 1.0
@@ -328,13 +357,22 @@ def test_first_eta_above_and_collect_grid():
         first_eta_above(etas, np.zeros(2), 1.0)
     runs = [train(small(optimizer=o, eta=e, seed=s, record_esd=False, record_initial=False))
             for o in ("gd", "adam") for e in (1.0, 0.1) for s in (1, 0)]
-    grid = collect_grid(runs)
-    assert grid["etas"].tolist() == [0.1, 1.0] and grid["seeds"].tolist() == [0, 1]
+    grid = run_grid(runs)
+    assert grid.optimizers == ("gd", "adam")
+    assert grid.etas.tolist() == [0.1, 1.0] and grid.seeds.tolist() == [0, 1]
     for r in runs:
-        i, j = grid["seeds"].tolist().index(r.config.seed), grid["etas"].tolist().index(r.config.eta)
-        assert grid[r.config.optimizer]["test_loss"][i, j] == r.test_loss[-1]
-        assert grid[r.config.optimizer]["sim"][i, j] == r.sim[-1]
-    assert not grid["gd"]["diverged"].any()
+        i, j = grid.etas.tolist().index(r.config.eta), grid.seeds.tolist().index(r.config.seed)
+        assert grid.get("test_loss", r.config.optimizer)[i, j] == r.test_loss[-1]
+        assert grid.get("sim", r.config.optimizer)[i, j] == r.sim[-1]
+        assert grid.get("test_loss@sqrt_d", r.config.optimizer)[i, j] == r.readouts["sqrt_d"]["test_loss"][-1]
+    assert not grid.diverged.any()
+    assert np.allclose(grid.mean("sim", "adam"), grid.get("sim", "adam").mean(axis=1))
+    with pytest.raises(ValueError, match="duplicate"):
+        run_grid(runs + runs[:1])
+    with pytest.raises(ValueError, match="cover"):
+        run_grid(runs[1:])
+    with pytest.raises(ValueError, match="optimizer"):
+        grid.get("sim", "sgd")
 
 
 # ---------------------------------------------------------------- readout conventions
@@ -422,3 +460,26 @@ def test_weight_norm_orders_share_normalized_iterates():
     for t in (1, 2, 3):
         assert np.linalg.norm(after.weights[t]) == pytest.approx(target, rel=1e-10)
         assert abs(np.linalg.norm(before.weights[t]) - target) > 1e-3 * target  # raw, not normalized
+
+
+# ---------------------------------------------------------------- training spec vs recording spec
+
+
+def test_restrict_recording_equals_a_run_with_that_recording():
+    from htlib.two_layer import recording_covers, restrict_recording, training_spec
+
+    stored = small(eta=0.3, steps=4, keep_weights=(0, 2, 3, 4))
+    wanted = small(eta=0.3, steps=4, record_every=2, keep_weights=(3,), record_esd=False, readout_scale="sqrt_d",
+                   record_initial=False)
+    assert training_spec(stored) == training_spec(wanted) and recording_covers(stored, wanted)
+    assert not recording_covers(wanted, stored)
+    assert not recording_covers(stored, small(eta=0.4, steps=4))  # another training spec
+    got = restrict_recording(train(stored), wanted)
+    direct = train(wanted)
+    assert got.config == wanted and got.steps.tolist() == direct.steps.tolist() == [2, 4]
+    for name in ("train_loss", "test_loss", "kta", "sim", "lambda_max", "update_loss", "test_loss@d"):
+        np.testing.assert_array_equal(got.metric(name), direct.metric(name))
+    assert np.isnan(got.alpha_ks).all() and all(e.size == 0 for e in got.esd)
+    np.testing.assert_array_equal(got.weights[3], direct.weights[3])
+    with pytest.raises(ValueError, match="cover"):
+        restrict_recording(direct, stored)

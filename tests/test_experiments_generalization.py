@@ -1,0 +1,242 @@
+"""Tests of htlib.experiments.generalization: the Fig. 7/8 configs, the grid of final metrics, the claim
+checks and the ridge-constant panel of the generalization chapter."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from htlib import generalization as gen
+from htlib.experiments import generalization as exp
+from htlib.sweep import run_sweep
+from htlib.two_layer import (RunGrid, TwoLayerConfig, make_data, readout_metrics, recording_covers, train,
+                             training_spec)
+
+TINY = dict(n=64, d=16, h=24, n_test=32, steps=3)
+
+
+@pytest.fixture
+def cache_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+# ----------------------------------------------------------------------------- configs
+
+
+def test_fig7_configs_grid_and_storage():
+    cfgs = exp.fig7_configs(etas=[0.1, 1.0, 10.0], optimizers=["gd", "adam"], seeds=2, **TINY)
+    assert len(cfgs) == 2 * 3 * 2
+    # optimizer-major, then eta, then seed
+    assert [(c.optimizer, c.eta, c.seed) for c in cfgs[:4]] == [("gd", 0.1, 0), ("gd", 0.1, 1), ("gd", 1.0, 0), ("gd", 1.0, 1)]
+    for c in cfgs:
+        assert c.recorded_steps() == [TINY["steps"]]  # only W_steps is measured
+        assert c.keep_weights == ()
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"seeds": 0}, "seeds"), ({"etas": [1.0, -1.0]}, "etas"), ({"optimizers": ["sgd"]}, "optimizers"),
+     ({"etas": []}, "etas")],
+)
+def test_fig7_configs_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        exp.fig7_configs(**{**TINY, **kwargs})
+
+
+def test_fig8_configs_share_the_base_run():
+    f8 = exp.fig8_configs(ns=[32, 64], rhos=[0.1, 0.3], steplr_gammas=[0.5], n=64, d=16, h=24, n_test=32, steps=3)
+    assert training_spec(f8.by_n[64]) == training_spec(f8.base) and f8.by_n[64].keep_weights == ()
+    assert recording_covers(f8.base, f8.by_n[64]) and recording_covers(f8.base, f8.by_rho[0.3])
+    assert not recording_covers(f8.by_n[64], f8.base)  # the base keeps every W_t
+    assert f8.base.keep_weights == (0, 1, 2, 3) and f8.base.record_every == 1
+    assert f8.by_rho[0.1].keep_weights == (2, 3)
+    assert f8.by_n[32].keep_weights == () and f8.by_steplr_gamma[0.5].steplr_gamma == 0.5
+    assert len(f8.unique()) == 6  # base, n=32, n=64 (base's training), rho=0.1, rho=0.3 (same), gamma=0.5
+    assert all(c.optimizer == "adam" and c.eta == 1.0 for c in f8.unique())
+
+
+def test_run_trainings_trains_each_training_spec_once(cache_tmp, monkeypatch):
+    f8 = exp.fig8_configs(ns=[64], rhos=[0.3], steplr_gammas=[0.5], n=64, d=16, h=24, n_test=32, steps=3)
+    trained = []
+    monkeypatch.setattr(exp, "train", lambda c: trained.append(c) or train(c))
+    runs = exp.run_trainings(f8.unique(), executor="serial", use_cache=False)
+    assert sorted(map(str, trained)) == sorted(map(str, [f8.base, f8.by_steplr_gamma[0.5]]))
+    for c, got in zip(f8.unique(), runs):
+        direct = train(c)  # the run trained on its own, with its own recording
+        assert got.config == c and got.steps.tolist() == direct.steps.tolist()
+        assert sorted(got.weights) == sorted(direct.weights)
+        for name in ("train_loss", "test_loss", "kta", "sim", "alpha_ks", "lambda_max", "test_loss@sqrt_d"):
+            np.testing.assert_array_equal(got.metric(name), direct.metric(name))
+        for t in got.weights:
+            np.testing.assert_array_equal(got.weights[t], direct.weights[t])
+
+
+def test_make_executor_validates():
+    assert exp.make_executor("serial") is None
+    with pytest.raises(ValueError, match="kind"):
+        exp.make_executor("threads")
+    with pytest.raises(ValueError, match="workers"):
+        exp.make_executor("process", 0)
+
+
+# ----------------------------------------------------------------------------- assembly
+
+
+def test_assemble_grid_matches_trajectories_and_svd():
+    cfgs = exp.fig7_configs(etas=[0.5, 5.0], optimizers=["adam"], seeds=2, **TINY)
+    cfgs = [dataclasses.replace(c, keep_weights=(c.steps,)) for c in cfgs]
+    trajs = [train(c) for c in cfgs]
+    grid = exp.fig7_grid(trajs[::-1])  # order must not matter
+    assert grid.optimizers == ("adam",)
+    np.testing.assert_array_equal(grid.etas, [0.5, 5.0])
+    for t in trajs:
+        i, j = list(grid.etas).index(t.config.eta), t.config.seed
+        assert grid.get("test_loss", "adam")[i, j] == t.test_loss[-1]
+        # independent reference: singular values of the kept W_steps
+        s = np.linalg.svd(t.weights[t.config.steps].astype(np.float64), compute_uv=False)
+        assert grid.get("sv_ratio", "adam")[i, j] == pytest.approx(s[0] / s[1], rel=1e-6)
+        assert grid.get("lambda_max", "adam")[i, j] == pytest.approx(s[0] ** 2, rel=1e-6)
+        assert grid.get("alpha_weighted", "adam")[i, j] == pytest.approx(t.alpha_ks[-1] * np.log10(s[0] ** 2), rel=1e-6)
+    np.testing.assert_allclose(grid.mean("kta", "adam"), grid.get("kta", "adam").mean(axis=1))
+    with pytest.raises(ValueError, match="duplicate"):
+        exp.fig7_grid(trajs + trajs[:1])
+    with pytest.raises(ValueError, match="cover"):
+        exp.fig7_grid(trajs[:3])
+
+
+def _synthetic_grid(seeds: int = 4) -> RunGrid:
+    etas = np.array(exp.ETA_GRID)
+    rng = np.random.default_rng(0)
+    shape = (2, etas.size, seeds)
+    le = np.log10(etas)[None, :, None] + np.zeros(shape)
+    noise = lambda: 0.0005 * rng.normal(size=shape)  # noqa: E731
+    values = {m: np.zeros(shape) for m in gen.METRICS}
+    values["test_loss"] = 1.0 - 0.05 * le + noise()  # loss falls with eta
+    values["train_loss"] = values["test_loss"] - 0.1
+    values["kta"] = 0.1 * le + noise()  # rises with eta
+    values["alpha_hill"] = np.where(le >= 0, 2.0 - 0.02 * le, 2.0 - le) + noise()  # nearly flat for eta >= 1
+    values["alpha_ks"] = 5.0 - 0.5 * le + noise()  # falls throughout
+    values["alpha_weighted"] = values["alpha_ks"] * 2
+    for m in ("train_loss", "test_loss", "kta"):
+        values[f"{m}@d"] = values[m]
+        values[f"{m}@sqrt_d"] = values[m][:, ::-1]  # the other readout: reversed in eta
+    return RunGrid(("gd", "adam"), etas, np.arange(seeds), values, np.zeros(shape, bool))
+
+
+def test_correlation_table_and_claims_on_synthetic_grid():
+    grid = _synthetic_grid()
+    table = gen.correlation_table(grid, n_boot=300)
+    assert set(table) == {(o, m) for o in ("gd", "adam") for m in ("alpha_hill", "alpha_ks", "alpha_weighted", "kta")}
+    assert table[("gd", "kta")].rho < -0.9 and table[("adam", "alpha_ks")].rho > 0.9
+    assert exp.check_gd_large_eta(grid, n_boot=300).verdict == "agrees"
+    assert exp.check_hill_flat_ks_decreasing(grid).verdict == "agrees"
+    # the benign band: Hill rises as eta falls, and so does the loss -> rho(hill, loss) > 0
+    assert exp.check_adam_benign_band(grid, n_boot=300).verdict == "agrees"
+    flipped = dataclasses.replace(grid, values={**grid.values, "alpha_ks": -grid.values["alpha_ks"]})
+    assert exp.check_hill_flat_ks_decreasing(flipped).verdict == "partly"
+    # the readout argument picks the convention: reversed losses flip the verdict
+    assert exp.check_gd_large_eta(grid, readout="sqrt_d", n_boot=300).verdict != "agrees"
+    with pytest.raises(ValueError, match="readout"):
+        exp.check_gd_large_eta(grid, readout="sqrt")
+    with pytest.raises(ValueError, match="no learning rate"):
+        gen.correlation_table(grid, eta_min=1e6)
+
+
+def test_check_ridge_verdicts():
+    def c(train, test):
+        return {"train_loss@d": np.array([1.0, train]), "test_loss@d": np.array([1.0, test])}
+
+    paper_like = {1e-1: c(0.5, 0.6), 1e-2: c(0.4, 0.5), 1e-3: c(0.2, 0.45), 1e-4: c(0.1, 0.44)}
+    assert exp.check_ridge(paper_like).verdict == "agrees"
+    reverse = {1e-1: c(0.1, 0.2), 1e-2: c(0.2, 0.3), 1e-3: c(0.3, 0.35)}
+    assert exp.check_ridge(reverse).verdict == "disagrees"
+    with pytest.raises(ValueError, match="lambda"):
+        exp.check_ridge({1e-3: c(0.1, 0.2)})
+
+
+# ----------------------------------------------------------------------------- readout panel and overlaps
+
+
+def test_readout_curve_reuses_weights(cache_tmp):
+    f8 = exp.fig8_configs(ns=[64], rhos=[0.3], steplr_gammas=[0.5], n=64, d=16, h=24, n_test=32, steps=3, lam=0.01)
+    base = f8.base
+    traj = train(base)
+    curves = exp.readout_curves(base, [0.01, 0.3])
+    # same lambda as the training run: the losses train() recorded come back
+    np.testing.assert_allclose(curves[0.01]["train_loss"], traj.train_loss, rtol=1e-10)
+    np.testing.assert_allclose(curves[0.01]["test_loss"], traj.test_loss, rtol=1e-10)
+    # another lambda: htlib.two_layer's own readout, and an independent least-squares ridge solve
+    data = make_data(base)
+    W3 = torch.as_tensor(traj.weights[3])
+    ref = readout_metrics(W3, data, 0.3, "d")
+    assert curves[0.3]["train_loss"][3] == pytest.approx(ref["train_loss"], rel=1e-10)
+    assert curves[0.3]["test_loss"][3] == pytest.approx(ref["test_loss"], rel=1e-10)
+    W = W3.to(torch.float64)
+    Z = (torch.tanh(data.X_probe.double() @ W.T / np.sqrt(base.d)) / np.sqrt(base.h)).numpy()  # float64 features
+    y = data.y_probe.double().numpy()
+    n, h = Z.shape
+    A = np.vstack([Z, np.sqrt(0.3 * n / h) * np.eye(h)])
+    a = np.linalg.lstsq(A, np.concatenate([y, np.zeros(h)]), rcond=None)[0]
+    assert curves[0.3]["train_loss@sqrt_d"][3] == pytest.approx(np.mean((Z @ a - y) ** 2), rel=1e-5)
+    Zd = (torch.tanh(data.X_probe.double() @ W.T / base.d) / np.sqrt(base.h)).numpy()  # the figures' features
+    A = np.vstack([Zd, np.sqrt(0.3 * n / h) * np.eye(h)])
+    a = np.linalg.lstsq(A, np.concatenate([y, np.zeros(h)]), rcond=None)[0]
+    assert curves[0.3]["train_loss@d"][3] == pytest.approx(np.mean((Zd @ a - y) ** 2), rel=1e-5)
+    assert base.readout_scale == "d"
+    np.testing.assert_array_equal(curves[0.3]["train_loss"], curves[0.3]["train_loss@d"])
+    with pytest.raises(ValueError, match="keep_weights"):
+        exp.ReadoutConfig(f8.by_steplr_gamma[0.5], (0.1,))
+    with pytest.raises(ValueError, match="lams"):
+        exp.ReadoutConfig(base, (-1.0,))
+
+
+def test_update_overlap_outlier_against_numpy():
+    t = train(TwoLayerConfig(**TINY, optimizer="adam", eta=1.0, keep_weights=(2, 3)))
+    u, v = exp.update_overlap_outlier(t)
+    W, M = t.weights[3].astype(np.float64), (t.weights[3] - t.weights[2]).astype(np.float64)
+    Uw, _, Vtw = np.linalg.svd(W, full_matrices=False)
+    Um, _, Vtm = np.linalg.svd(M, full_matrices=False)
+    assert u == pytest.approx(np.max(np.sum(Uw * Um, axis=0) ** 2), rel=1e-6)
+    assert v == pytest.approx(np.max(np.sum(Vtw * Vtm, axis=1) ** 2), rel=1e-6)
+    with pytest.raises(ValueError, match="keep"):
+        exp.update_overlap_outlier(t, 0)
+
+
+def test_label_noise_and_sample_size_checks_run_on_real_trajectories():
+    base = dict(TINY, optimizer="adam", eta=1.0, record_every=1)
+    by_rho = {r: train(TwoLayerConfig(**base, rho_e=r, keep_weights=(2, 3))) for r in (0.3, 0.7)}
+    chk = exp.check_label_noise(by_rho)
+    assert chk.verdict in ("agrees", "partly", "disagrees") and "ratio" in chk.measured
+    small, large = (train(TwoLayerConfig(**{**base, "n": n})) for n in (32, 64))
+    chk = exp.check_sample_size(small, large)
+    assert "s1/s2" in chk.measured and "q90" in chk.measured
+    assert chk.paper == "003" and chk.verdict in ("agrees", "partly", "disagrees")
+
+
+# ----------------------------------------------------------------------------- executors
+
+
+def test_run_sweep_on_dask_local_cluster_matches_serial_and_resumes(cache_tmp):
+    distributed = pytest.importorskip("distributed")
+    cfgs = exp.fig7_configs(etas=[0.5, 2.0], optimizers=["gd", "adam"], seeds=1, **TINY)
+    serial = run_sweep(train, cfgs, use_cache=False, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        remote = run_sweep(train, cfgs, executor=client.get_executor(), progress=False)
+    for a, b in zip(serial, remote):
+        assert a.config == b.config
+        np.testing.assert_allclose(a.test_loss, b.test_loss, rtol=1e-6)
+        np.testing.assert_allclose(a.alpha_ks, b.alpha_ks, rtol=1e-6)
+    # every result is now cached: a rerun never submits anything
+    cached = run_sweep(train, cfgs, executor=_NoExecutor(), progress=False)
+    assert [c.test_loss[-1] for c in cached] == [r.test_loss[-1] for r in remote]
+
+
+class _NoExecutor(cf.Executor):
+    def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
+        raise AssertionError("a cached config was recomputed")
