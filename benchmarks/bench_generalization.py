@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import gemm_rate_fp32, machine_line, timeit, today  # noqa: E402
 
-from htlib import generalization as gen  # noqa: E402
+from htlib.experiments import generalization as gen  # noqa: E402
 from htlib.two_layer import train  # noqa: E402
 
 

@@ -43,13 +43,7 @@ PAPER_REF = re.compile(r"\bFig(?:ure|s?\.)|§|\bTable \d|\bTheorem \d|\bEq\. ?\(
 # this code in this round; the lead deletes each entry when the merge fixes it (a strict xfail that starts
 # passing fails the suite, so a stale entry is noticed).
 EXPECTED_FAILURES: dict[tuple[str, str], str] = {
-    # htlib/generalization.py still holds the chapter code of the generalization chapter (figure configs,
-    # sweeps through cache/sweep, claim checks naming the paper's figures); C2 moves that code to
-    # htlib/experiments/generalization.py and keeps the reusable part here as numerics.
-    ("numerics_imports", "generalization"): "imports cache, sweep, claims (C2 moves them out)",
-    ("paper_refs", "generalization"): "claim checks name the paper's figures (C2 moves them out)",
-    # small_nets.kappa_summary builds a pandas DataFrame (a chapter table): B moves it to experiments/htmp.py.
-    ("numerics_third_party", "small_nets"): "pandas in small_nets.kappa_summary (B, issue 16)",
+    # Empty since the round-3 merge: every module sits in its layer.
 }
 # ---------------------------------------------------------------------------------------------------------
 
