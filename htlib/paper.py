@@ -69,20 +69,23 @@ WORK_SCALE: dict[str, float] = {
 """Rough ratio of the paper setting's work to the default's, per chapter (1 where nothing changes)."""
 
 DEFAULT_MINUTES: dict[str, float] = {
-    "mp_baseline": 0.19, "phases": 0.17, "one_step_adam": 0.88, "spike_to_heavy_tail": 1.47,
-    "generalization": 5.48, "htmp": 0.36, "linear_hessian": 0.89, SCOREBOARD: 0.05,
+    "mp_baseline": 0.32, "phases": 0.29, "one_step_adam": 1.41, "spike_to_heavy_tail": 2.08,
+    "generalization": 8.66, "htmp": 3.76, "linear_hessian": 4.57, SCOREBOARD: 0.13,
 }
 """Fallback default-parameter times (minutes, 2 idle cores, empty cache) where benchmarks/README.md has none."""
 
 
 def _benchmark_minutes(root: Path = REPO_ROOT) -> dict[str, float]:
-    """Per-chapter default wall times (minutes) from the chapters table of ``benchmarks/README.md``."""
+    """Per-chapter default wall times (minutes) from the chapters tables of ``benchmarks/README.md``.
+
+    The README records its tables in the order they were taken, so the last row of a chapter wins.
+    """
     readme = root / "benchmarks" / "README.md"
     if not readme.exists():
         return {}
     out: dict[str, float] = {}
     for m in re.finditer(r"^\|\s*([a-z_]+)\s*\|\s*([0-9.]+)\s*\|", readme.read_text(), re.M):
-        out.setdefault(m.group(1), float(m.group(2)))
+        out[m.group(1)] = float(m.group(2))
     return out
 
 
