@@ -335,12 +335,6 @@ def _ci(r: RankCorrelation) -> str:
     return f"{r.rho:+.2f} [{r.low:+.2f}, {r.high:+.2f}]"
 
 
-def _check_readout(readout: str) -> str:
-    if readout not in READOUT_SCALES:
-        raise ValueError(f"readout must be one of {READOUT_SCALES}, got {readout!r}")
-    return readout
-
-
 def _sign_verdict(results: Sequence[tuple[RankCorrelation, int]]) -> str:
     """agrees: every rho has its expected sign and an interval excluding 0;
     partly: some signs right (or all right but some interval contains 0); disagrees: no sign right."""
@@ -369,7 +363,7 @@ def check_gd_large_eta(grid: RunGrid, *, readout: str = "d", eta_min: float = 10
     Criterion: within-seed Spearman rho(loss, KTA) < 0 and rho(loss, alpha) > 0 (Hill and KS) for
     the train and the test loss over these etas, every interval excluding 0.
     """
-    r_ = _check_readout(readout)
+    r_ = check_choice("readout", readout, READOUT_SCALES)
     keep = grid.etas >= eta_min
     pairs = [(f"kta@{r_}", "KTA", -1), ("alpha_hill", "Hill", +1), ("alpha_ks", "KS", +1)]
     parts, results, names = [], [], []
@@ -399,7 +393,7 @@ def check_adam_benign_band(grid: RunGrid, *, readout: str = "d", eta_max: float 
 
     Criterion: within-seed Spearman rho(PL_Alpha_Hill, test loss) > 0 over these etas, interval excluding 0.
     """
-    r_ = _check_readout(readout)
+    r_ = check_choice("readout", readout, READOUT_SCALES)
     keep = grid.etas <= eta_max
     r = spearman_bootstrap(grid.get("alpha_hill", "adam")[keep], grid.get(f"test_loss@{r_}", "adam")[keep],
                            n_boot=n_boot, level=level, seed=seed)
@@ -487,7 +481,7 @@ def check_ridge(curves: Mapping[float, Mapping[str, np.ndarray]], *, readout: st
     Criterion (the paper's sentence): every smaller lambda reaches a lower train and test loss but
     a larger gap ``test - train`` than ``balanced``.
     """
-    r_ = _check_readout(readout)
+    r_ = check_choice("readout", readout, READOUT_SCALES)
     if balanced not in curves:
         raise ValueError(f"curves must contain lambda={balanced:g}")
     last = {lam: (float(c[f"train_loss@{r_}"][-1]), float(c[f"test_loss@{r_}"][-1])) for lam, c in curves.items()}
@@ -521,7 +515,7 @@ def check_label_noise(by_rho: Mapping[float, Trajectory], *, readout: str = "d",
     Criterion: train and test loss at the last step strictly increasing in rho; both
     outlier ratios within ``ratio +- ratio_tol``.
     """
-    r_ = _check_readout(readout)
+    r_ = check_choice("readout", readout, READOUT_SCALES)
     rhos = sorted(by_rho)
     if rho_low not in by_rho or rho_high not in by_rho:
         raise ValueError(f"by_rho must contain rho_e={rho_low:g} and rho_e={rho_high:g}")

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from htlib import plotting, spectra
+from htlib._checks import check_choice
 from htlib.claims import Claim
 from htlib.random_matrices import LABELLED_CASES, labelled_matrix
 from htlib.sweep import run_sweep
@@ -81,8 +82,7 @@ def expected_phases(name: str, h: int, d: int) -> tuple[str, ...]:
 
     ``h * d >= 1500 * 1000`` uses the large-size entry; smaller sizes add the ``"small"`` allowances.
     """
-    if name not in EXPECTED_PHASES:
-        raise ValueError(f"name must be one of {tuple(EXPECTED_PHASES)}, got {name!r}")
+    check_choice("name", name, tuple(EXPECTED_PHASES))
     e = EXPECTED_PHASES[name]
     allowed = tuple(e.get("undecidable", (e["label"],)))
     if h * d < 1500 * 1000:
@@ -100,8 +100,7 @@ class PhaseCase:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.name not in LABELLED_CASES:
-            raise ValueError(f"name must be one of {tuple(LABELLED_CASES)}, got {self.name!r}")
+        check_choice("name", self.name, tuple(LABELLED_CASES))
         if not (isinstance(self.h, int) and isinstance(self.d, int) and self.h >= self.d >= 10):
             raise ValueError(f"h and d must be integers with h >= d >= 10, got h={self.h!r}, d={self.d!r}")
         if not (isinstance(self.seed, int) and self.seed >= 0):
@@ -136,8 +135,7 @@ def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> n
     out = np.zeros((len(cases), len(spectra.PHASES)), dtype=int)
     for i, labels in enumerate(phases):
         for lab in labels:
-            if lab not in spectra.PHASES:
-                raise ValueError(f"phase must be one of {spectra.PHASES}, got {lab!r}")
+            check_choice("phase", lab, tuple(spectra.PHASES))
             out[i, spectra.PHASES.index(lab)] += 1
     return out
 
