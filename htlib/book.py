@@ -123,7 +123,7 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
             kernel_name="python3",
             progress_bar=False,
             execution_timeout=timeout,
-            kernel_manager_class=kernel_manager_class(),
+            kernel_manager_class=kernel_manager_class(),  # IPC: no TCP notice
         )
     except Exception:
         print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import functools
 import hashlib
 import io
 import json
@@ -387,25 +386,30 @@ def _default_output_dir() -> Path:
     return REPO_ROOT / "runs" if (REPO_ROOT / "pyproject.toml").exists() else Path.cwd() / "runs"
 
 
-@functools.lru_cache(maxsize=1)
-def kernel_manager_class():
-    """The kernel manager of papermill's runs: IPC sockets where the platform has them.
+def kernel_manager_class(log: str | Path | None = None):
+    """The kernel manager of papermill's runs: IPC sockets where the platform has them, and the kernel's
+    own log (not the cells' output) written to ``log`` when given.
 
-    Over TCP the kernel prints "Kernel is running over TCP without encryption" on every run, which
-    reads as if something were wrong; a local run has no reason to open TCP ports at all.
+    Over TCP the kernel prints "Kernel is running over TCP without encryption" on every run, which reads
+    as if something were wrong; a local run has no reason to open TCP ports.  The kernel process's own
+    log lines (for example the "KeyboardInterrupt caught in kernel" that jupyter_client's shutdown
+    interrupt can provoke) say nothing about the chapter; with ``log`` they go to that file, which a
+    failed run names.
     """
     from jupyter_client.manager import AsyncKernelManager
-
-    if os.name == "nt":  # no IPC transport there
-        return AsyncKernelManager
     from traitlets import default
 
-    class IPCKernelManager(AsyncKernelManager):
+    class RunKernelManager(AsyncKernelManager):
         @default("transport")
         def _default_transport(self) -> str:
-            return "ipc"
+            return "tcp" if os.name == "nt" else "ipc"  # no IPC transport on Windows
 
-    return IPCKernelManager
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if log is not None:
+                kw["stderr"] = open(log, "ab")  # noqa: SIM115 - held by the kernel process until it exits
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return RunKernelManager
 
 
 def failure_reason(err: BaseException) -> str:
@@ -443,14 +447,17 @@ def run_chapter(
 
     notebook, clean, out = preflight(notebook, overrides, output_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.with_suffix(".kernel.log")
+    log.unlink(missing_ok=True)
     try:
         pm.execute_notebook(
             str(notebook), str(out), parameters=clean, cwd=str(notebook.parent),
-            kernel_name="python3", progress_bar=progress, kernel_manager_class=kernel_manager_class(),
+            kernel_name="python3", progress_bar=progress, kernel_manager_class=kernel_manager_class(log),
         )
     except Exception as err:
-        raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; "
-                        f"the partial notebook is {out}") from err
+        raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; the partial notebook is {out}"
+                        + (f" (kernel log: {log})" if log.exists() and log.stat().st_size else "")) from err
+    log.unlink(missing_ok=True)
     if html:
         try:
             render_html(out)

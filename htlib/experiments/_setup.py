@@ -76,6 +76,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
+import numpy as np
+
 __all__ = ["ParameterError", "ParameterSpec", "param", "SetupBase", "SweepSetup", "INT_MAX", "check_executor"]
 
 INT_MAX = 10**9
@@ -232,11 +234,11 @@ class ParameterSpec:
         if self.is_list:
             what = f"a list of {_plural(kind)}, each {_constraint_text(m, kind, element=False) or 'of that type'}"
         if kind is bool:
-            if not isinstance(value, bool) and type(value).__name__ != "bool_":
+            if not isinstance(value, (bool, np.bool_)):
                 raise self._refuse(shown, what)
             value = bool(value)
         elif kind is int:
-            if isinstance(value, bool) or type(value).__name__ == "bool_" or not isinstance(value, numbers.Real):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 raise self._refuse(shown, what)
             if not isinstance(value, numbers.Integral):
                 v = float(value)
@@ -247,10 +249,10 @@ class ParameterSpec:
             cap = min(INT_MAX, m.le) if m.le is not None else INT_MAX
             floor = max(-INT_MAX, m.ge) if m.ge is not None else -INT_MAX
             if value > cap or value < floor:
-                raise self._refuse(shown, f"{what} (integers are limited to ±{INT_MAX:.0e})"
-                                   if m.le is None and m.ge is None else what)
+                beyond = (value > cap and m.le is None) or (value < floor and m.ge is None)
+                raise self._refuse(shown, f"{what} (integers are limited to ±{INT_MAX:.0e})" if beyond else what)
         elif kind is float:
-            if isinstance(value, bool) or type(value).__name__ == "bool_" or not isinstance(value, numbers.Real):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 raise self._refuse(shown, what)
             value = float(value)
             if not math.isfinite(value):
