@@ -272,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'total':<22} ~{_fmt_minutes(total):>9}")
     local = [p.stem for p, o in todo if workers and o.get("executor") != args.scheduler]
     if local:
-        print(f"  (not yet able to use the scheduler, run locally: {', '.join(local)})")
+        print(f"  (run locally, without the scheduler: {', '.join(local)}; a chapter without sweeps has "
+              "nothing to send, the others take the scheduler once they are on their Setup)")
     if args.dry_run:
         print("dry run: every parameter set is valid, the output folder is writable"
               + (", the scheduler answers" if workers else "") + "; nothing was computed")
