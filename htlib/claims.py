@@ -627,8 +627,9 @@ class Scoreboard:
     def _setting(claim: Claim) -> str:
         return "paper" if claim.at_paper_setting else f"reduced: {_cell(claim.setting)}"
 
-    def _table(self, header: list[str], rows: list[list[str]]) -> list[str]:
-        out = [":::{container} htlib-scoreboard", "| " + " | ".join(header) + " |",
+    def _table(self, header: list[str], rows: list[list[str]], kind: str) -> list[str]:
+        # kind (differences, paper, variants) lets the page style and the browser test tell them apart.
+        out = [f":::{{container}} htlib-scoreboard htlib-{kind}", "| " + " | ".join(header) + " |",
                "|" + "---|" * len(header)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return out + [":::", ""]
@@ -641,7 +642,7 @@ class Scoreboard:
         return "\n".join(self._table(
             ["paper", "where", "claim", "verdict", "cause", "setting"],
             [[c.paper, self._link(nb, c), _cell(c.claim), f"**{c.verdict}**", _cell(c.cause), self._setting(c)]
-             for nb, c in rows]))
+             for nb, c in rows], "differences"))
 
     def papers_markdown(self) -> str:
         """One table per paper, counted claims only, in the paper's order."""
@@ -656,7 +657,8 @@ class Scoreboard:
             parts += self._table(
                 ["#", "where", "claim", "measured", "uncertainty", "verdict", "setting", "cause"],
                 [[str(i), self._link(nb, c), _cell(c.claim), _cell(c.measured), _cell(c.uncertainty),
-                  f"**{c.verdict}**", self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)])
+                  f"**{c.verdict}**", self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)],
+                "paper")
         return "\n".join(parts) if parts else "*No chapter has published claims yet.*"
 
     def variants_markdown(self) -> str:
@@ -670,7 +672,7 @@ class Scoreboard:
         if not rows:
             return "*No chapter reports variants.*"
         return "\n".join(self._table(["paper", "where", "variant of the claim", "variant", "measured",
-                                      "verdict", "cause"], rows))
+                                      "verdict", "cause"], rows, "variants"))
 
     def _repr_markdown_(self) -> str:
         return self.papers_markdown()
