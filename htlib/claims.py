@@ -581,6 +581,15 @@ def paper_counts(claims_by_notebook: dict[Path, list[Claim]], *, setting: str | 
     return {paper: verdict_counts(c for c in everything if c.paper == paper) for paper in SCOREBOARD_ORDER}
 
 
+_BADGES = {"agrees": "success", "partly": "warning", "disagrees": "danger", "inconclusive": "info",
+           "not tested": "secondary"}
+"""sphinx-design badge colour per verdict; the word is always shown, so colour is never the only cue."""
+
+
+def _badge(verdict: str) -> str:
+    return f"{{bdg-{_BADGES[verdict]}}}`{verdict}`"
+
+
 def _cell(text: str) -> str:
     """A string made safe for one cell of a pipe table."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -641,7 +650,7 @@ class Scoreboard:
             return "*Every counted claim agrees or is not tested.*"
         return "\n".join(self._table(
             ["paper", "where", "claim", "verdict", "cause", "setting"],
-            [[c.paper, self._link(nb, c), _cell(c.claim), f"**{c.verdict}**", _cell(c.cause), self._setting(c)]
+            [[c.paper, self._link(nb, c), _cell(c.claim), _badge(c.verdict), _cell(c.cause), self._setting(c)]
              for nb, c in rows], "differences"))
 
     def papers_markdown(self) -> str:
@@ -657,7 +666,7 @@ class Scoreboard:
             parts += self._table(
                 ["#", "where", "claim", "measured", "uncertainty", "verdict", "setting", "cause"],
                 [[str(i), self._link(nb, c), _cell(c.claim), _cell(c.measured), _cell(c.uncertainty),
-                  f"**{c.verdict}**", self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)],
+                  _badge(c.verdict), self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)],
                 "paper")
         return "\n".join(parts) if parts else "*No chapter has published claims yet.*"
 
@@ -668,7 +677,7 @@ class Scoreboard:
             for nb, c in self.rows(paper, variants=True):
                 base = next((b for b in self.claims_by_notebook.get(nb, []) if b.key == c.variant_of), None)
                 rows.append([paper, self._link(nb, c), _cell(base.claim if base else c.variant_of),
-                             _cell(c.setting), _cell(c.measured), f"**{c.verdict}**", _cell(c.cause)])
+                             _cell(c.setting), _cell(c.measured), _badge(c.verdict), _cell(c.cause)])
         if not rows:
             return "*No chapter reports variants.*"
         return "\n".join(self._table(["paper", "where", "variant of the claim", "variant", "measured",
