@@ -242,3 +242,15 @@ def test_colours_come_from_htlib_plotting(path):
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     found = re.findall(r"plt\.cm\.\w+|\btab10\b|[\"']viridis[\"']|cmap\s*=\s*[\"']", code)
     assert not found, f"{path.name} picks colours itself ({found}); use htlib.plotting.color / SEQUENTIAL_CMAP"
+
+
+@pytest.mark.parametrize("path", book.chapters(), ids=lambda p: p.stem)
+def test_no_cell_prints_a_bare_string(path):
+    """A glue call's return value at the end of a cell would show as a stray quoted string."""
+    import re
+
+    nb = nbformat.read(str(path), as_version=4)
+    bare = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.outputs
+            if o.output_type == "execute_result"
+            and re.fullmatch(r"'[^']*'|\"[^\"]*\"", o.get("data", {}).get("text/plain", "").strip())]
+    assert not bare, f"{path.name}: cells {bare} print a bare string"
