@@ -113,6 +113,8 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     fd, tmp = tempfile.mkstemp(suffix=f"-{path.name}")
     os.close(fd)
     os.environ.setdefault("TQDM_DISABLE", "1")
+    from htlib.run import kernel_manager_class
+
     try:
         pm.execute_notebook(
             str(path),
@@ -121,6 +123,7 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
             kernel_name="python3",
             progress_bar=False,
             execution_timeout=timeout,
+            kernel_manager_class=kernel_manager_class(),  # IPC: no TCP notice
         )
     except Exception:
         print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)

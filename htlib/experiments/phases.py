@@ -18,13 +18,56 @@ import numpy as np
 from htlib import plotting, spectra
 from htlib._checks import check_choice
 from htlib.claims import Claim
+from htlib.experiments._setup import ParameterError, SweepSetup, param
 from htlib.random_matrices import LABELLED_CASES, labelled_matrix
 from htlib.sweep import run_sweep
 
-__all__ = ["EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "PhaseCase", "PhaseResult", "run_phase_case",
-           "confusion_counts", "run_examples", "examples_table", "evidence_table", "reasons_table",
+__all__ = ["Setup", "PAPER", "MIN_SIZE", "EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "PhaseCase", "PhaseResult", "run_phase_case",
+           "confusion_counts", "run_examples", "run_confusions", "examples_table", "evidence_table", "reasons_table",
            "metrics_table", "examples_figure", "Confusion", "confusion", "confusion_table",
            "undecidable_table", "FamilyRates", "family_rates", "chapter_claims"]
+
+MIN_SIZE = 60
+"""Fewest rows and columns a labelled matrix can have: the ``rank60`` family plants a rank-60 signal."""
+
+
+@dataclass(frozen=True)
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
+
+    Both sizes need at least :data:`MIN_SIZE` rows and columns, and no more columns than rows
+    (``gamma = d/h <= 1``).
+
+    Examples
+    --------
+    >>> Setup(small_h=120, small_d=60).small_d
+    60
+    >>> Setup(small_d=59)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'small_d' must be an integer ≥ 60, ≤ 20000; got 59
+    """
+
+    h: int = param(1500, "rows p of the synthetic matrices (the student width of paper 003)", ge=MIN_SIZE, le=20_000)
+    d: int = param(1000, "columns q (needs d ≤ h)", ge=MIN_SIZE, le=20_000)
+    seed: int = param(0, "seed of the six example matrices", ge=0)
+    confusion_seeds: int = param(1, "seeds per family in the confusion table at h x d", ge=1, le=10)
+    small_h: int = param(300, "rows of the small-size confusion table", ge=MIN_SIZE, le=20_000)
+    small_d: int = param(200, "columns of the small-size confusion table (needs small_d ≤ small_h)",
+                         ge=MIN_SIZE, le=20_000)
+    small_seeds: int = param(3, "seeds per family at the small size", ge=1, le=20)
+    bins: int = param(80, "histogram bins per panel", ge=10, le=1000)
+
+    def _check(self) -> None:
+        for rows, cols in (("h", "d"), ("small_h", "small_d")):
+            if getattr(self, cols) > getattr(self, rows):
+                raise ParameterError(f"parameter {cols!r} must be ≤ {rows} = {getattr(self, rows)} (gamma ≤ 1); "
+                                     f"got {getattr(self, cols)}")
+
+
+PAPER = Setup()
+"""The papers' setting: the defaults (Martin & Mahoney give no matrix size; 1500 x 1000 is paper 003's)."""
+
 
 EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", "bulk+spikes": "rank5",
                             "bulk-decay": "profile", "heavy-tailed": "pareto2.5", "rank-collapse": "collapse"}
@@ -143,10 +186,12 @@ def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> n
 # --------------------------------------------------------------------------- the six examples
 
 
-def run_examples(h: int, d: int, seed: int) -> dict[str, PhaseResult]:
-    """:func:`run_phase_case` of the :data:`EXAMPLES`, keyed by phase (through the result cache)."""
-    res = run_sweep(run_phase_case, [PhaseCase(n, h, d, seed) for n in EXAMPLES.values()], progress=False,
-                    desc="phase examples")
+def run_examples(setup: Setup) -> dict[str, PhaseResult]:
+    """:func:`run_phase_case` of the :data:`EXAMPLES` at ``setup.h x setup.d``, keyed by phase (through the
+    result cache, on the setup's executor)."""
+    cfgs = [PhaseCase(n, setup.h, setup.d, setup.seed) for n in EXAMPLES.values()]
+    with setup.executor_context() as pool:
+        res = run_sweep(run_phase_case, cfgs, executor=pool, progress=False, desc="phase examples")
     return dict(zip(EXAMPLES, res))
 
 
@@ -221,14 +266,24 @@ class Confusion:
         return sum(len(expected_phases(n, self.h, self.d)) > 1 for n in self.labels)
 
 
-def confusion(h: int, d: int, seeds: Sequence[int]) -> Confusion:
-    """Classify every family of :data:`LABELLED_CASES` at ``h x d`` for each seed (through the cache)."""
+def confusion(h: int, d: int, seeds: Sequence[int], *, executor=None) -> Confusion:
+    """Classify every family of :data:`LABELLED_CASES` at ``h x d`` for each seed (through the cache,
+    on ``executor``: a ``concurrent.futures`` executor, ``None`` for this process)."""
     cfgs = [PhaseCase(n, h, d, s) for n in LABELLED_CASES for s in seeds]
-    res = run_sweep(run_phase_case, cfgs, progress=False, desc=f"labelled set {h}x{d}")
+    res = run_sweep(run_phase_case, cfgs, executor=executor, progress=False, desc=f"labelled set {h}x{d}")
     reports = {n: [r.report for c, r in zip(cfgs, res) if c.name == n] for n in LABELLED_CASES}
     labels = {n: [r.phase for r in reps] for n, reps in reports.items()}
     ok = {n: all(x in expected_phases(n, h, d) for x in lab) for n, lab in labels.items()}
     return Confusion(h, d, labels, confusion_counts(list(labels), list(labels.values())), ok, reports)
+
+
+def run_confusions(setup: Setup) -> tuple[Confusion, Confusion]:
+    """The :func:`confusion` at ``h x d`` (``confusion_seeds`` seeds) and at ``small_h x small_d``
+    (``small_seeds`` seeds), on the setup's executor."""
+    with setup.executor_context() as pool:
+        big = confusion(setup.h, setup.d, range(setup.confusion_seeds), executor=pool)
+        small = confusion(setup.small_h, setup.small_d, range(setup.small_seeds), executor=pool)
+    return big, small
 
 
 def confusion_table(conf: Confusion):
