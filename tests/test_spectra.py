@@ -344,7 +344,7 @@ def test_renyi_false_detection_rate_matches_its_level():
 
 def test_phase_rules_validate():
     for kw, match in [({"collapse_fraction": 0.0}, "collapse_fraction"), ({"separation_tw": 2.0}, "separation_tw"),
-                      ({"heavy_reach_tw": 5.0}, "heavy_reach_tw"), ({"decay_min": 0}, "decay_min"),
+                      ({"heavy_reach": 1.0}, "heavy_reach"), ({"heavy_alpha": 0.5}, "heavy_alpha"), ({"decay_min": 0}, "decay_min"),
                       ({"renyi_pvalue": 1.5}, "renyi_pvalue"), ({"strict_alpha": 1.0}, "strict_alpha")]:
         with pytest.raises(ValueError, match=match):
             S.PhaseRules(**kw)

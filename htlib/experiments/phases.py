@@ -344,8 +344,8 @@ def chapter_claims(rates: FamilyRates) -> list[Claim]:
               f"t(3): {a['t3']:.2f}, Pareto 2.5: {a['pareto2.5']:.2f}", "agrees" if alpha_ok else "partly",
               setting=setting, uncertainty=seeds,
               cause="" if alpha_ok else "the KS-chosen xmin lands near the MP edge, where a mu in (2, 4) tail of "
-              "this size is still steep (the alpha column of the confusion table); the label uses the tail's "
-              "reach instead", section="phases-confusion"),
+              "this size is still steep (the alpha column of the confusion table); the exponent of the tail "
+              "itself (the label's tail alpha) is 4-6 at this size too", section="phases-confusion"),
         Claim("MM21", "§3, Table 1", "mu < 2: very heavy-tailed, alpha = 1 + mu/2",
               f"PL_Alpha_KS within {tail:g} of 1 + mu/2 for t(1.5) (1.75) and Pareto 1 (1.5)",
               f"t(1.5): {a['t1.5']:.2f}, Pareto 1: {a['pareto1']:.2f}", "agrees" if very_ok else "partly",
