@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "paper003_spectra.npz"
 def test_chapter_configs_cover_every_figure_once():
     cfgs = spike.chapter_configs(SETUP)
     assert list(cfgs)[:2] == [("ht", 0.5), ("slow", 0.1)]  # the long runs first
+    assert cfgs[("adam", 0.001)].recorded_steps() == [0, 3]  # read after the last step only
     assert set(cfgs) == {("ht", 0.5), ("slow", 0.1), ("appA", "gd"), ("appA", "adam"), ("adam", 0.001), ("adam", 0.2),
                          ("adam", 0.5), ("adam", 20.0), ("gd", 50.0), ("adam-wn", 0.5)}
     assert cfgs[("adam", 0.5)].keep_weights == (0, 1, 2, 3)
@@ -60,7 +61,7 @@ def test_tables_and_claims_on_tiny_runs():
     assert list(steps["recorded every"]) == ["1", "3"]
     review = {e: runs[("adam", e)] for e in SETUP.etas_review}
     table = spike.review_table(review, h=h, d=d, rules=rules, readout="d")
-    assert len(table) == 3
+    assert len(table) == 3 and list(table.columns)[0] == "test change"
     claims = spike.chapter_claims(one_step=one_step, late_runs=late_runs, late=late, spread=spread,
                                   app_a={o: runs[("appA", o)] for o in ("gd", "adam")}, fig1=fig1, labels=labels,
                                   tracks=tracks, ht_run=runs[("ht", 0.5)], slow_run=runs[("slow", 0.1)], review=review,

@@ -27,7 +27,7 @@ __all__ = ["EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "Ph
            "undecidable_table", "FamilyRates", "family_rates", "chapter_claims"]
 
 EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", "bulk+spikes": "rank5",
-                            "bulk-decay": "profile", "heavy-tailed": "pareto2.5", "rank-collapse": "collapse"}
+                            "bulk-decay": "profile", "heavy-tailed": "t1.5", "rank-collapse": "collapse"}
 """One labelled case per phase: the chapter's six example matrices."""
 
 SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", "collapse")
