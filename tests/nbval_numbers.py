@@ -15,7 +15,8 @@ What is compared, for every output nbval compares (stdout, stderr, ``text/plain`
   same length and the same words in the same places: verdicts, phase labels, column names, HTML tags
   (hence table shapes), units, every word of the prose.
 * An integer (a number without a decimal point or exponent) is a count, a parameter or a label: compared
-  exactly, as written.
+  exactly, as written -- unless the cell's tolerance says its integers are measurements too
+  (``integers=True``: a count taken from a chaotic run, a float of 3 significant digits above 100).
 * A decimal (``2.63``, ``-0.57``, ``\u22120.57``, ``1.018e+04``) is a measurement: ``a`` and ``b`` agree when
   ``|a - b| <= atol + rtol * max(|a|, |b|) + q``, with ``q`` the unit of the last printed digit of the
   finer of the two.  ``q`` is what printing adds: two values a hair apart on either side of a rounding
@@ -173,14 +174,16 @@ def _rel(a: float, b: float) -> float:
 
 
 def _numbers_agree(ref: Token, new: Token, tol: Tolerance, result: Result) -> bool:
-    if ref.integer and new.integer:
+    both_integers = ref.integer and new.integer
+    if both_integers and not tol.integers:
         return ref.text == new.text
     a, b = ref.value, new.value
     if not (math.isfinite(a) and math.isfinite(b)):
         return ref.text == new.text
     result.numbers += 1
     result.max_rel = max(result.max_rel, _rel(a, b))
-    q = min(ref.quantum, new.quantum)
+    # Two integers compared as measurements (a cell's opt-in) get no printing allowance: 0 -> 1 is a change.
+    q = 0.0 if both_integers else min(ref.quantum, new.quantum)
     excess = max(abs(a - b) - q, 0.0) / max(abs(a), abs(b)) if a != b else 0.0
     if excess > result.needed_rtol:
         result.needed_rtol, result.worst = excess, f"{ref.text} -> {new.text}"
@@ -393,7 +396,7 @@ if IPyNbCell is not None:
                 return True
             exact_report = self.comparison_traceback
             chapter = chapter_of(Path(str(self.parent.path)))
-            tol = for_cell(chapter, self.cell.metadata)
+            tol = for_cell(chapter, self.cell.metadata, self.cell.get("id"))
             result = compare_outputs(ref, test, tol, sanitize=self.sanitize,
                                      skip=skip_compare or self.parent.skip_compare)
             if result.ok:

@@ -210,6 +210,20 @@ def test_a_cell_override_needs_a_reason():
         tl.for_cell("htmp", {"htlib": {"rtol": -1, "reason": "x"}})
 
 
+def test_integers_are_measurements_only_where_a_cell_says_so():
+    assert not nn.compare_text("ratio 164", "ratio 165", tl.Tolerance(0.01)).ok
+    assert nn.compare_text("ratio 164", "ratio 165", tl.Tolerance(0.01, integers=True)).ok
+    assert not nn.compare_text("outliers 0", "outliers 1", tl.Tolerance(0.01, integers=True)).ok
+
+
+def test_every_cell_override_names_an_existing_cell():
+    for (chapter, cell_id), tol in tl.CELLS.items():
+        nb = nbformat.read(ROOT / "book" / f"{chapter}.ipynb", as_version=4)
+        assert cell_id in {c.get("id") for c in nb.cells if c.cell_type == "code"}, \
+            f"tests/tolerances.py: {chapter} has no code cell {cell_id!r} any more; move its tolerance"
+        assert tol.reason.strip()
+
+
 def test_every_chapter_has_a_tolerance_with_its_reason():
     for path in CHAPTERS:
         tol = tl.CHAPTERS.get(path.stem)
@@ -237,7 +251,7 @@ def test_arithmetic_jitter_passes(path):
     # at least a change in the last bits, so that closed-form chapters are jittered too
     measured = max(tl.MEASURED.get(chapter, 0.0), 1e-12)
     for i, cell in _cells(path):
-        tol = tl.for_cell(chapter, cell.metadata)
+        tol = tl.for_cell(chapter, cell.metadata, cell.get("id"))
         jitter = perturb_outputs(cell.outputs, scale_decimals(lambda t: 1 + rng.uniform(-1, 1) * measured))
         result = _compare(cell.outputs, jitter, tol)
         assert result.ok, (i, result.problems)
@@ -250,7 +264,7 @@ def test_a_two_percent_change_fails(path):
     chapter = path.stem
     caught = 0
     for i, cell in _cells(path):
-        tol = tl.for_cell(chapter, cell.metadata)
+        tol = tl.for_cell(chapter, cell.metadata, cell.get("id"))
         if not _resolvable(cell.outputs, tol, 0.02):
             continue
         result = _compare(cell.outputs, perturb_outputs(cell.outputs, scale_decimals(lambda t: 1.02)), tol)

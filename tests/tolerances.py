@@ -12,9 +12,10 @@ Filled in from the portability measurements below.
 
 Overriding one cell
 -------------------
-A cell whose numbers need another tolerance than its chapter's carries it in its metadata, with the
-reason: ``{"htlib": {"rtol": 0.05, "atol": 0.01, "reason": "..."}}``.  :func:`for_cell` refuses an
-override without a reason.
+A cell whose numbers need another tolerance than its chapter's is listed in :data:`CELLS` by its cell id,
+or carries the tolerance in its own metadata, with the reason:
+``{"htlib": {"rtol": 0.05, "atol": 0.01, "integers": true, "reason": "..."}}``.  :func:`for_cell`
+refuses an override without a reason.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["Tolerance", "CLOSED_FORM", "SAFETY", "MEASURED", "CHAPTERS", "DEFAULT", "for_cell"]
+__all__ = ["Tolerance", "CLOSED_FORM", "SAFETY", "MEASURED", "CHAPTERS", "CELLS", "DEFAULT", "for_cell"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,10 @@ class Tolerance:
         Absolute tolerance, ``>= 0`` (for numbers that scatter around zero).
     reason : str
         The quantity and the measurement the values come from.
+    integers : bool
+        Whether integers are measurements too (compared within ``rtol``/``atol``, without the
+        printing allowance), not counts or labels compared exactly.  For a cell that prints counts
+        taken from a chaotic run, or floats of 3 significant digits above 100.
 
     Examples
     --------
@@ -52,6 +57,7 @@ class Tolerance:
     rtol: float
     atol: float = 0.0
     reason: str = ""
+    integers: bool = False
 
     def __post_init__(self) -> None:
         for name in ("rtol", "atol"):
@@ -61,7 +67,8 @@ class Tolerance:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     def describe(self) -> str:
-        return f"rtol {self.rtol:.3g}" + (f", atol {self.atol:.3g}" if self.atol else "")
+        return (f"rtol {self.rtol:.3g}" + (f", atol {self.atol:.3g}" if self.atol else "")
+                + (", integers too" if self.integers else ""))
 
 
 CLOSED_FORM = Tolerance(
@@ -109,15 +116,24 @@ DEFAULT = CLOSED_FORM
 """The tolerance of a notebook that is not a chapter of the book (fixtures, other notebooks)."""
 
 
-def for_cell(chapter: str, metadata: Mapping | None = None) -> Tolerance:
-    """The tolerance of a code cell of ``chapter``: its metadata's override, else the chapter's.
+CELLS: dict[tuple[str, str], Tolerance] = {}
+"""Cells whose numbers need their own tolerance, keyed by ``(chapter, cell id)`` (the ``id`` of the cell
+in the notebook; ``tests/test_regression_controls.py`` checks that each still exists)."""
+
+
+def for_cell(chapter: str, metadata: Mapping | None = None, cell_id: str | None = None) -> Tolerance:
+    """The tolerance of a code cell of ``chapter``: its metadata's override, else :data:`CELLS`', else the
+    chapter's.
 
     Parameters
     ----------
     chapter : str
         Notebook stem (``"htmp"``); unknown names get :data:`DEFAULT`.
     metadata : mapping, optional
-        The cell's metadata; ``metadata["htlib"]`` may hold ``rtol``, ``atol`` and a ``reason``.
+        The cell's metadata; ``metadata["htlib"]`` may hold ``rtol``, ``atol``, ``integers`` and a
+        ``reason``.
+    cell_id : str, optional
+        The cell's ``id``, looked up in :data:`CELLS`.
 
     Examples
     --------
@@ -126,13 +142,17 @@ def for_cell(chapter: str, metadata: Mapping | None = None) -> Tolerance:
     >>> for_cell("x", {"htlib": {"rtol": 0.1, "reason": "a sign-like step"}}).rtol
     0.1
     """
-    base = CHAPTERS.get(chapter, DEFAULT)
+    base = CELLS.get((chapter, cell_id)) or CHAPTERS.get(chapter, DEFAULT)
     own = dict((metadata or {}).get("htlib", {}) or {})
-    keys = {"rtol", "atol"} & set(own)
+    keys = {"rtol", "atol", "integers"} & set(own)
     if not keys:
         return base
     reason = str(own.get("reason", "")).strip()
     if not reason:
         raise ValueError(f"a cell of {chapter} overrides {sorted(keys)} in its metadata 'htlib' without a "
                          "'reason': say which quantity needs it and which measurement gave the value")
-    return Tolerance(float(own.get("rtol", base.rtol)), float(own.get("atol", base.atol)), reason)
+    integers = own.get("integers", base.integers)
+    if not isinstance(integers, bool):
+        raise ValueError(f"'integers' in the metadata 'htlib' of a cell of {chapter} must be true or false, "
+                         f"got {integers!r}")
+    return Tolerance(float(own.get("rtol", base.rtol)), float(own.get("atol", base.atol)), reason, integers)
