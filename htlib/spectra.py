@@ -197,26 +197,61 @@ def mp_density(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     return out
 
 
-def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
-    """Closed-form MP distribution function ``F(x)`` (no atom for ``gamma <= 1``).
+_MP_SERIES_MAX_ROOT = 0.5
+""":func:`mp_cdf` sums a Fourier series for ``sqrt(gamma) <= 0.5``; the closed form above."""
 
-    With ``x = c + r cos(theta)``, ``c = sigma2 (1 + gamma)``, ``r = 2 sigma2 sqrt(gamma)``,
-    ``F = 1 - G(theta) / (2 pi sigma2 gamma)`` where
-    ``G = c theta - r sin(theta) - 2 sigma2 (1 - gamma) arctan(t tan(theta/2))`` and
-    ``t = (1 - sqrt(gamma)) / (1 + sqrt(gamma))``.
+
+def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
+    """Marchenko-Pastur distribution function ``F(x)`` (no atom for ``gamma <= 1``), float64.
+
+    With ``x = sigma2 (1 + gamma + 2 u cos(theta))``, ``u = sqrt(gamma)``,
+    ``F = (2/pi) int_theta^pi sin^2(phi) / (1 + u^2 + 2 u cos(phi)) dphi``.  For ``u > 0.5`` the
+    closed form ``F = 1 - G(theta) / (2 pi gamma)``,
+    ``G = (1 + gamma) theta - 2 u sin(theta) - 2 (1 - gamma) arctan(t tan(theta/2))``,
+    ``t = (1 - u) / (1 + u)``; it cancels terms of order ``1/gamma``, so for ``u <= 0.5`` the
+    integral is summed instead through the Poisson-kernel series
+    ``1/(1 + u^2 + 2 u cos(phi)) = (1 + 2 sum_n (-u)^n cos(n phi)) / (1 - u^2)`` (terms down to
+    1e-17; exact as ``gamma -> 0``, where the law tends to the semicircle on ``1 +- 2 u``).
+
+    Parameters
+    ----------
+    x : array_like
+        Points (NaN gives NaN).
+    gamma : float
+        Aspect ratio in (0, 1].
+    sigma2 : float
+        Scale (entry variance), > 0.
+
+    Examples
+    --------
+    >>> from htlib.spectra import mp_cdf
+    >>> round(float(mp_cdf(1.0, 1e-17)), 6)   # the middle of a law of width 1.3e-8 around 1
+    0.5
+    >>> float(mp_cdf(0.5, 1e-17))
+    0.0
     """
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
     x = to_numpy(x, "x")
-    c = s * (1.0 + g)
-    r = 2.0 * s * math.sqrt(g)
-    t = (1.0 - math.sqrt(g)) / (1.0 + math.sqrt(g))
-    theta = np.arccos(np.clip((x - c) / r, -1.0, 1.0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        half = np.tan(theta / 2.0)
-        at = np.where(theta >= np.pi, np.pi / 2.0, np.arctan(t * half))
-    G = c * theta - r * np.sin(theta) - 2.0 * s * (1.0 - g) * at
-    F = 1.0 - G / (2.0 * np.pi * s * g)
+    u = math.sqrt(g)
+    with np.errstate(invalid="ignore"):
+        theta = np.arccos(np.clip((x / s - 1.0 - g) / (2.0 * u), -1.0, 1.0))
+    if u <= _MP_SERIES_MAX_ROOT:
+        n_terms = max(2, math.ceil(-17.0 / math.log10(u)))
+        th = theta.reshape(-1, 1)
+        m = np.arange(1, n_terms + 3)
+        c = np.concatenate([np.pi - th, -np.sin(m * th) / m], axis=1)  # int_theta^pi cos(m phi)
+        n = np.arange(1, n_terms + 1)
+        j = 0.5 * c[:, n] - 0.25 * (c[:, n + 2] + c[:, np.abs(n - 2)])  # int_theta^pi sin^2 cos(n phi)
+        s0 = 0.5 * (np.pi - th[:, 0]) + 0.25 * np.sin(2.0 * th[:, 0])
+        F = (2.0 / np.pi) * (s0 + 2.0 * (j @ (-u) ** n)) / (1.0 - g)
+        F = F.reshape(theta.shape)
+    else:
+        t = (1.0 - u) / (1.0 + u)
+        with np.errstate(over="ignore", invalid="ignore"):
+            at = np.where(theta >= np.pi, np.pi / 2.0, np.arctan(t * np.tan(theta / 2.0)))
+        G = (1.0 + g) * theta - 2.0 * u * np.sin(theta) - 2.0 * (1.0 - g) * at
+        F = 1.0 - G / (2.0 * np.pi * g)
     return np.clip(F, 0.0, 1.0)
 
 
