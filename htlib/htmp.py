@@ -55,7 +55,7 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.linalg import eigh_tridiagonal
 
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_choice, check_float, check_int, check_ints, check_vector, to_numpy
 from htlib.spectra import ks_distance_sorted
 
 __all__ = [
@@ -97,10 +97,12 @@ BETA_MP = 1600.0
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_params(kappa: float, gamma: float) -> tuple[float, float]:
+def _check_params(kappa: float, gamma: float, *, mp_limit: bool = False) -> tuple[float, float]:
+    """``kappa > 0`` finite (``+inf``, Marchenko-Pastur, too with ``mp_limit``) and ``0 < gamma < 1``."""
     # scipy.stats hands shape parameters over as 0-d arrays
     kappa, gamma = (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in (kappa, gamma))
-    return check_float("kappa", kappa, low=0.0), check_float("gamma", gamma, low=0.0, high=1.0)
+    return (check_float("kappa", kappa, low=0.0, posinf=mp_limit),
+            check_float("gamma", gamma, low=0.0, high=1.0))
 
 
 def _check_scale(scale: float) -> float:
@@ -451,7 +453,7 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         from htlib import spectra
 
@@ -475,7 +477,7 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
 
     Its upper tail is a power law with exponent ``1 + delta``, see :func:`tail_exponents`.
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = to_numpy(y, "y")
     out = np.zeros(y.shape)
     pos = y > 0
     out[pos] = np.exp(htmp_logpdf(1.0 / y[pos], kappa, gamma) - 2 * np.log(y[pos]))
@@ -486,7 +488,7 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
 def inverse_tail_slope(y, kappa: float, gamma: float) -> np.ndarray:
     """Local log-log slope ``d log f / d log y`` of the inverse law's density at ``y`` (central
     difference, step 1e-4 in log y); tends to ``-(1 + delta)`` as ``y -> inf``."""
-    y = np.asarray(y, dtype=np.float64)
+    y = to_numpy(y, "y")
     h = 1e-4
     up = np.log(inverse_htmp_pdf(y * math.exp(h), kappa, gamma))
     down = np.log(inverse_htmp_pdf(y * math.exp(-h), kappa, gamma))
@@ -532,7 +534,9 @@ def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
     outliers (spikes); :func:`fit_htmp` uses it only as a starting point.
     """
     _check_params(1.0, gamma)
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = check_vector("eigs", eigs)
+    if np.any(e < 0) or not np.any(e > 0):
+        raise ValueError("eigs must be eigenvalues of WᵀW: non-negative and not all zero")
     m1 = float(e.mean())
     denom = float(np.mean(e * e) / (m1 * m1)) - 1.0 - gamma
     return (2.0 * gamma / denom if denom > 0 else math.inf), m1
@@ -542,6 +546,7 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
     """``int x^k rho(x) dx`` for each k in ``orders`` by adaptive quadrature (scipy ``quad``),
     split at fixed breakpoints; the independent check of :func:`htmp_moments`."""
     kappa, gamma = _check_params(kappa, gamma)
+    orders = check_ints("orders", orders, 0, min_len=1)
     pts = [0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.1, 0.5, 1.0, 2.0, 4.0, np.inf]
     out = []
     for k in orders:
@@ -552,13 +557,14 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
 
 def ks_distance(eigs, kappa: float, gamma: float, scale: float = 1.0) -> float:
     """Kolmogorov-Smirnov distance between the empirical CDF of ``eigs`` and HTMP's CDF
-    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``)."""
-    x = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
+    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``).  ``eigs`` must be a
+    non-empty finite sample; ``kappa`` is ``> 0`` or ``+inf``."""
+    x = np.sort(check_vector("eigs", eigs))
+    kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
     if math.isinf(kappa):
         from htlib import spectra
 
-        _check_params(1.0, gamma)
-        return ks_distance_sorted(spectra.mp_cdf(x, gamma, float(scale)))
+        return ks_distance_sorted(spectra.mp_cdf(x, gamma, _check_scale(scale)))
     return ks_distance_sorted(htmp_cdf(x, kappa, gamma, scale))
 
 
@@ -684,7 +690,7 @@ def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         return _mp_cdf(x, gamma)
     out = np.where(x == np.inf, 1.0, 0.0)
@@ -705,7 +711,7 @@ def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """``log(1 - F(x))``, finite far into the upper tail (see :func:`htmp_sf`)."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         with np.errstate(divide="ignore"):
             return np.log1p(-_mp_cdf(x, gamma))
@@ -722,7 +728,7 @@ def htmp_logcdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     so ``log`` of it keeps it; ``log1p(-sf)`` in the upper tail."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     with np.errstate(divide="ignore"):
         f = np.log(htmp_cdf(x, kappa, gamma))
         upper = f > math.log(0.5)
@@ -782,7 +788,7 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     """
     kappa, gamma = _check_params(kappa, gamma)
     n = check_int("n", n, 2)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     b = kappa / n
     i = np.arange(1, n + 1, dtype=np.float64)
     log_d = _log_chi(kappa / gamma - b * (i - 1), rng)
@@ -1015,14 +1021,14 @@ def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_
     ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
     """
     n = check_int("n", n, 10)
-    if not 0.0 <= null_fraction < 1.0:
+    kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
+    if check_float("null_fraction", null_fraction, low=0.0, strict=False) >= 1.0:
         raise ValueError(f"null_fraction must lie in [0, 1), got {null_fraction!r}")
-    sp = np.asarray(spikes, dtype=np.float64)
+    sp = check_vector("spikes", spikes, min_size=0)
     if sp.size > n // 2 or np.any(sp <= 0):
         raise ValueError(f"spikes must be at most n/2 values > 0, got {spikes!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     if math.isinf(kappa):
-        _check_params(1.0, gamma)
         G = rng.standard_normal((int(round(n / gamma)), n))
         lam = np.linalg.eigvalsh(G.T @ G) / G.shape[0]
     else:

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from htlib._checks import check_float, check_matrix, to_numpy
+from htlib._checks import check_float, check_int, check_matrix, check_vector, to_numpy
 
 __all__ = [
     "PHASES",
@@ -388,9 +388,8 @@ def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = 
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
-    nz = zero_block(x) if n_zero is None else int(n_zero)
+    max_iter = check_int("max_iter", max_iter, 1)
+    nz = zero_block(x) if n_zero is None else check_int("n_zero", n_zero, 0)
     if not (0 <= nz <= x.size - MIN_POSITIVE):
         raise ValueError(f"n_zero must be in [0, len(eigs) - {MIN_POSITIVE}], got {n_zero!r}")
     q_all = float(x.size)
@@ -615,6 +614,12 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
     -------
     PowerLawFit
         ``alpha``, ``xmin``, ``ks_distance``, ``n_tail`` and ``sigma = (alpha - 1)/sqrt(n_tail)``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 5 eigenvalues above the floor, or all of them equal (no tail to fit; the MLE
+        ``alpha`` would be infinite).
     """
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
@@ -625,6 +630,9 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
         raise ValueError(
             f"eigs needs at least {MIN_POSITIVE} eigenvalues > {EIG_FLOOR} (and <= xmax) to fit a power law, got {x.size}"
         )
+    if x[0] == x[-1]:
+        raise ValueError(f"eigs: the {x.size} eigenvalues above {EIG_FLOOR} are all equal ({x[0]:.6g}); "
+                         "a constant spectrum has no power-law tail, alpha is undefined")
     n_fit = int(x.size)
     if xmin is not None:
         x0 = check_float("xmin", xmin, low=0.0)
@@ -737,7 +745,7 @@ def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
     ``1 - (1 - (l_max / xmin)^(1 - alpha))^m``.  A tiny value says the top eigenvalue is a spike
     standing apart from the power-law tail.
     """
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = check_vector("eigs", eigs)
     alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
     if tail.size == 0:
@@ -1027,6 +1035,11 @@ def layer_metrics(W: Any) -> dict[str, Any]:
     - ``mp_outliers``: eigenvalues beyond ``lambda_plus + 4 s_TW``;
     - ``mp_edge_ratio = lambda_plus / l_max`` (on the same scale);
     - ``phase`` and ``heavy_tailed`` from the same report.
+
+    ``alpha`` and ``alpha_weighted`` are NaN when no power law can be fitted: fewer than 5
+    eigenvalues above WeightWatcher's floor ``1e-5`` (a matrix of rank < 5, e.g. rank one), or
+    all of them equal (an orthogonal matrix); see :func:`fit_power_law`.  The other metrics are
+    defined for every non-zero ``W``.
     """
     A = check_matrix("W", W)
     return metrics_from_esd(esd(A), *A.shape)
@@ -1035,9 +1048,10 @@ def layer_metrics(W: Any) -> dict[str, Any]:
 def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
     """:func:`layer_metrics` from an already computed raw ESD of an ``h x d`` matrix."""
     x = _check_eigs(eigs)
-    if not (int(h) >= 1 and int(d) >= 1 and x.size == min(int(h), int(d))):
+    h, d = check_int("h", h, 1), check_int("d", d, 1)
+    if x.size != min(h, d):
         raise ValueError(f"eigs must hold min(h, d) eigenvalues for h={h!r}, d={d!r}; got {x.size}")
-    rep = analyze_spectrum(x, min(int(h), int(d)) / max(int(h), int(d)))
+    rep = analyze_spectrum(x, min(h, d) / max(h, d))
     return report_metrics(rep, x)
 
 
@@ -1133,9 +1147,7 @@ def ks_distance_sorted(cdf_at_sorted: Any) -> float:
     the empirical CDF jumps from ``i/n`` to ``(i+1)/n`` at ``x_(i)``, so the distance is
     ``max_i max((i+1)/n - F(x_(i)), F(x_(i)) - i/n)``.  Generic: any continuous model CDF.
     """
-    F = np.asarray(cdf_at_sorted, dtype=np.float64).ravel()
-    if F.size == 0:
-        raise ValueError("cdf_at_sorted must not be empty")
+    F = check_vector("cdf_at_sorted", cdf_at_sorted)
     n = F.size
     k = np.arange(n, dtype=np.float64)
     return float(max(np.max((k + 1.0) / n - F), np.max(F - k / n)))

@@ -126,3 +126,126 @@ def test_mp_cdf_tiny_gamma_is_zero_below_the_bulk():
     assert float(spectra.mp_cdf(0.5, 1e-17)) == 0.0  # main: 1.0
     assert float(spectra.mp_cdf(1.5, 1e-17)) == 1.0
     assert float(spectra.mp_cdf(1.0, 1e-17)) == pytest.approx(0.5, abs=1e-7)
+
+
+# --- the numerical APIs refuse what they cannot compute, naming the argument ------------------------
+
+import torch  # noqa: E402
+
+from htlib import dynamics as D  # noqa: E402
+from htlib import generalization as G  # noqa: E402
+from htlib import linear as L  # noqa: E402
+from htlib import random_matrices as R  # noqa: E402
+
+_rng = np.random.default_rng(0)
+A, B = _rng.standard_normal((60, 30)), _rng.standard_normal((60, 30))
+EIGS = spectra.esd(A) / 60
+X5, Y2 = _rng.standard_normal((40, 5)), _rng.standard_normal((40, 2))
+NAN, INF = float("nan"), float("inf")
+
+
+def _param():
+    return torch.ones(3, dtype=torch.float64, requires_grad=True)
+
+
+def _quadratic(*params):
+    return sum((p**2).sum() for p in params)
+
+
+def _weights():
+    return [torch.zeros(3, 5, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64)]
+
+
+BAD_CALLS = {
+    # complex input: cast to its real part (with a ComplexWarning at most) on main
+    "esd complex": ("W", lambda: spectra.esd(A + 1j * B)),
+    "esd complex tensor": ("W", lambda: spectra.esd(torch.tensor(A + 1j * B))),
+    "mp_cdf complex": ("x", lambda: spectra.mp_cdf(np.array([1 + 1j]), 0.5)),
+    "mp_density complex": ("x", lambda: spectra.mp_density(np.array([1 + 1j]), 0.5)),
+    "fit_mp complex": ("eigs", lambda: spectra.fit_mp(EIGS + 1j, 0.5)),
+    "fit_power_law complex": ("eigs", lambda: spectra.fit_power_law(EIGS + 1j)),
+    "alpha_hill complex": ("eigs", lambda: spectra.alpha_hill(EIGS + 1j)),
+    "layer_metrics complex": ("W", lambda: spectra.layer_metrics(A + 1j * B)),
+    "overlaps complex": ("J", lambda: spectra.overlaps(A + 1j, A)),
+    "kernel_target_alignment complex": ("Z", lambda: spectra.kernel_target_alignment(A + 1j, np.ones(60))),
+    "htmp_cdf complex": ("x", lambda: H.htmp_cdf(np.array([1 + 1j]), 2.0, 0.5)),
+    "htmp_pdf complex": ("x", lambda: H.htmp_pdf(np.array([1 + 1j]), 2.0, 0.5)),
+    "htmp ks_distance complex": ("eigs", lambda: H.ks_distance(EIGS + 1j, 2.0, 0.5)),
+    "kappa_from_moments complex": ("eigs", lambda: H.kappa_from_moments(EIGS + 1j, 0.5)),
+    "whiten complex": ("X", lambda: L.whiten(X5 + 1j)),
+    "feature_gram complex": ("X", lambda: L.feature_gram(X5 + 1j)),
+    "spectrum_width complex": ("eigs", lambda: D.spectrum_width(EIGS + 1j)),
+    "svd_bases complex": ("W", lambda: D.svd_bases(A + 1j)),
+    "top_singular_ratio complex": ("eigs", lambda: G.top_singular_ratio(EIGS + 1j)),
+    "spike_over_bulk complex": ("eigs", lambda: G.spike_over_bulk(EIGS + 1j)),
+    "compare_with_mp complex": ("W", lambda: R.compare_with_mp(A + 1j)),
+    # non-integer counts: truncated on main
+    "fit_mp max_iter": ("max_iter", lambda: spectra.fit_mp(EIGS, 0.5, max_iter=2.7)),
+    "fit_mp n_zero": ("n_zero", lambda: spectra.fit_mp(EIGS, 0.5, n_zero=1.5)),
+    "metrics_from_esd h": ("h", lambda: spectra.metrics_from_esd(EIGS[:20], 20.7, 20)),
+    "metrics_from_esd d": ("d", lambda: spectra.metrics_from_esd(EIGS, 60, 30.5)),
+    "esd_report h": ("h", lambda: D.esd_report(EIGS, h=60.5, d=30)),
+    "kaiming dims": ("dims", lambda: L.kaiming_uniform_weights([3.7, 2], seed=0)),
+    "kaiming seed": ("seed", lambda: L.kaiming_uniform_weights([3, 2], seed=0.5)),
+    "train_gd record_at": ("record_at", lambda: L.train_gd(_weights(), torch.tensor(X5), torch.tensor(Y2), lr=0.01,
+                                                           epochs=3, record_at=[1.5])),
+    "one_hot num_classes": ("num_classes", lambda: L.one_hot(np.array([0, 1]), 2.5)),
+    "sample_htmp seed": ("seed", lambda: H.sample_htmp(10, 2.0, 0.5, seed=0.5)),
+    "quadrature_moments orders": ("orders", lambda: H.quadrature_moments(2.0, 0.5, orders=(0.5,))),
+    # rtol outside (0, 1): whiten(X, rtol=nan) returned zeros on main
+    "whiten rtol nan": ("rtol", lambda: L.whiten(X5, rtol=NAN)),
+    "whiten rtol 2": ("rtol", lambda: L.whiten(X5, rtol=2.0)),
+    "whiten rtol 0": ("rtol", lambda: L.whiten(X5, rtol=0.0)),
+    "numerical_rank rtol nan": ("rtol", lambda: L.numerical_rank(X5, rtol=NAN)),
+    "numerical_rank rtol negative": ("rtol", lambda: L.numerical_rank(X5, rtol=-1.0)),
+    "feature_gram rtol nan": ("rtol", lambda: L.feature_gram(X5, rtol=NAN)),
+    # kappa <= 0 including -inf ("Marchenko-Pastur" on main), NaN and empty samples
+    "ks_distance kappa -inf": ("kappa", lambda: H.ks_distance(EIGS, -INF, 0.5)),
+    "ks_distance NaN sample": ("eigs", lambda: H.ks_distance([1.0, NAN], 2.0, 0.5)),
+    "ks_distance empty": ("eigs", lambda: H.ks_distance([], 2.0, 0.5)),
+    "ks_distance MP scale nan": ("scale", lambda: H.ks_distance(EIGS, INF, 0.5, NAN)),
+    "kappa_from_moments empty": ("eigs", lambda: H.kappa_from_moments([], 0.5)),
+    "kappa_from_moments NaN": ("eigs", lambda: H.kappa_from_moments([1.0, NAN, 2.0], 0.5)),
+    "kappa_from_moments zeros": ("eigs", lambda: H.kappa_from_moments(np.zeros(10), 0.5)),
+    "kappa_from_moments negative": ("eigs", lambda: H.kappa_from_moments(-EIGS, 0.5)),
+    "ks_distance_sorted NaN": ("cdf_at_sorted", lambda: spectra.ks_distance_sorted(np.array([0.1, NAN]))),
+    "spiked_htmp spikes NaN": ("spikes", lambda: H.spiked_htmp_spectrum(100, 2.0, 0.5, spikes=(NAN,), seed=0)),
+    "largest_imbalanced_n shares NaN": ("shares", lambda: L.largest_imbalanced_n(np.array([0, 1, 1, 0]), [NAN, 0.5])),
+    "first_eta_above NaN": ("etas", lambda: __import__("htlib.two_layer").two_layer.first_eta_above([NAN, 1.0], [1.0, 2.0], 1.5)),
+    # the same patterns in sibling functions
+    "class_imbalanced_subset seed": ("seed", lambda: L.class_imbalanced_subset(X5, np.arange(40) % 2, 10, 0.6, seed=0.5)),
+    "class_imbalanced_subset labels": ("labels", lambda: L.class_imbalanced_subset(X5, np.arange(40) % 2 + 0.5, 10, 0.6,
+                                                                                   seed=0)),
+    "hessian_eigensolve seed": ("seed", lambda: L.hessian_eigensolve(_quadratic, [_param()], 1, seed=0.5)),
+    "hutchinson_trace seed": ("seed", lambda: L.hutchinson_trace(_quadratic, [_param()], 4, seed=0.5)),
+    "mp_size_sweep seeds": ("seeds", lambda: R.mp_size_sweep([20], 0.5, [0.5])),
+    "phase_track steps": ("steps", lambda: D.phase_track([0.5], [EIGS], h=60, d=30)),
+    "spectral_norm complex": ("M", lambda: __import__("htlib.two_layer").two_layer.spectral_norm(torch.tensor(A + 1j))),
+    "top_eigenpair complex": ("W", lambda: __import__("htlib.two_layer").two_layer.top_eigenpair(A + 1j)),
+    "spearman_bootstrap complex": ("x", lambda: G.spearman_bootstrap(np.ones((4, 3)) + 1j, np.ones((4, 3)), n_boot=10)),
+    "spearman_bootstrap seed": ("seed", lambda: G.spearman_bootstrap(np.ones((4, 3)), np.ones((4, 3)), n_boot=10, seed=0.5)),
+    # a constant spectrum: alpha = inf on main
+    "fit_power_law constant": ("eigs", lambda: spectra.fit_power_law(np.ones(200))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_bad_input_is_refused_naming_the_argument(case):
+    arg, call = BAD_CALLS[case]
+    with pytest.raises(ValueError, match=rf"\b{arg}\b"):
+        call()
+
+
+def test_layer_metrics_of_a_rank_one_matrix_documents_nan():
+    """Fewer than 5 eigenvalues above WeightWatcher's floor leave no power law to fit: ``alpha``
+    (and ``alpha_weighted``) are NaN, as :func:`spectra.layer_metrics` documents; the rest is finite."""
+    W = np.outer(np.arange(1.0, 61.0), np.arange(1.0, 31.0))
+    m = spectra.layer_metrics(W)
+    assert math.isnan(m["alpha"]) and math.isnan(m["alpha_weighted"])
+    assert m["stable_rank"] == pytest.approx(1.0) and math.isfinite(m["log_spectral_norm"])
+    assert "alpha" in (spectra.layer_metrics.__doc__ or "") and "NaN" in spectra.layer_metrics.__doc__
+
+
+def test_plus_infinity_still_means_marchenko_pastur():
+    assert H.ks_distance(EIGS, INF, 0.5) == pytest.approx(spectra.ks_distance_mp(EIGS, 0.5))
+    assert H.ks_distance(EIGS, INF, 0.5) == spectra.ks_distance_sorted(spectra.mp_cdf(np.sort(EIGS), 0.5))
