@@ -75,3 +75,27 @@ def test_n_test_caps_the_test_set_and_changes_nothing_else():
     np.testing.assert_array_equal(full.weights, capped.weights)
     assert full.train_acc == capped.train_acc
     assert math.isclose(capped.test_acc * 7, round(capped.test_acc * 7), abs_tol=1e-6)
+
+
+def test_conv_widths_set_minialexnet_fc1_and_are_validated():
+    cfg = SmallNetConfig(model="minialexnet", conv_widths=(8, 16, 24))
+    net = build_model(cfg)
+    assert tuple(first_linear(net).weight.shape) == (1000, 24 * 9)
+    assert net(torch.zeros(2, 784)).shape == (2, 10)
+    with pytest.raises(ValueError, match="conv_widths"):
+        SmallNetConfig(conv_widths=(8, 16))
+    with pytest.raises(ValueError, match="channels_last"):
+        SmallNetConfig(channels_last=1)
+
+
+def test_channels_last_is_the_same_model_and_weight_change_is_measured():
+    # the memory format changes the kernels, not the model: a few SGD steps agree to float32 rounding;
+    # weight_change is ||W - W0|| / ||W0|| against an independently rebuilt initialization
+    cfg = SmallNetConfig(model="lenet", dataset="mnist5k", batch_size=100, epochs=1, n_train=300, n_test=10)
+    a = train_small_net(cfg)
+    b = train_small_net(SmallNetConfig(**{**cfg.__dict__, "channels_last": False}))
+    np.testing.assert_allclose(a.weights, b.weights, atol=1e-5)
+    torch.manual_seed(cfg.seed)
+    W0 = first_linear(build_model(cfg)).weight.detach().double().numpy()
+    assert a.weight_change == pytest.approx(np.linalg.norm(a.weights - W0) / np.linalg.norm(W0), rel=1e-4)
+    assert 0 < a.weight_change < 1
