@@ -79,6 +79,8 @@ __all__ = [
     "fit_scale_ks",
     "HistFit",
     "fit_htmp_l1",
+    "InverseFit",
+    "fit_inverse_htmp",
     "hist_l1",
     "kappa_from_moments",
     "ks_distance",
@@ -978,6 +980,76 @@ def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float
     ks = ks_distance_sorted(htmp_cdf(np.sort(x), k, gamma))
     return HistFit(kappa=k, l1=l1, mp_l1=hist_l1(x, math.inf, gamma, bins=bins), shift=sh, scale=scale, ks=ks,
                    gamma=float(gamma), at_bound=bool(k >= hi_k * math.exp(-1e-2)))
+
+
+# ----------------------------------------------------------------------------- inverse law
+@dataclass(frozen=True)
+class InverseFit:
+    """Result of :func:`fit_inverse_htmp`: the spectrum ``y`` is modelled as ``1/X`` with
+    ``X/scale ~ HTMP(kappa, gamma)``, i.e. density ``scale * rho_inv(scale * y)``.
+
+    ``ks`` the KS distance of that law to the positive eigenvalues; ``mp_ks``/``mp_gamma`` the best
+    inverse Marchenko-Pastur law on the same grid of aspect ratios; ``n`` eigenvalues fitted and
+    ``n_zero`` left out as zero (below ``rtol`` of the largest).
+    """
+
+    kappa: float
+    gamma: float
+    scale: float
+    ks: float
+    mp_ks: float
+    mp_gamma: float
+    n: int
+    n_zero: int
+
+    def pdf(self, y) -> np.ndarray:
+        """The fitted density of the eigenvalues at ``y``."""
+        y = np.asarray(y, dtype=np.float64)
+        if math.isinf(self.kappa):
+            from htlib import spectra
+
+            out = np.zeros(y.shape)
+            pos = y > 0
+            out[pos] = spectra.mp_density(1.0 / (self.scale * y[pos]), self.gamma) / (self.scale * y[pos] ** 2)
+            return out
+        return self.scale * inverse_htmp_pdf(self.scale * y, self.kappa, self.gamma)
+
+
+def fit_inverse_htmp(eigs, gammas=(0.1, 0.3, 0.5, 0.7, 0.9), *, rtol: float = 1e-9) -> InverseFit:
+    """Fit the inverse HTMP law (the law of ``1/X``, ``X ~ HTMP``) to a spectrum with a heavy upper tail.
+
+    The KS distance is invariant under the decreasing map ``y -> 1/y``, so the KS fit of the inverse
+    law to ``y`` is :func:`fit_htmp` on ``1/y``: ``kappa`` and the scale by KS at each aspect ratio of
+    ``gammas``, keeping the ratio with the smallest distance (``kappa = inf``: the inverse
+    Marchenko-Pastur law fits at least as well there).  Eigenvalues at or below ``rtol * max`` are
+    a null space, not part of the density, and are left out (their number is returned).
+
+    Examples
+    --------
+    >>> y = 1.0 / sample_htmp(1500, 2.0, 0.5, seed=0)
+    >>> f = fit_inverse_htmp(y, gammas=(0.3, 0.5, 0.7))
+    >>> f.gamma, f.ks < 0.05
+    (0.5, True)
+    """
+    y = np.asarray(eigs, dtype=np.float64).ravel()
+    y = y[np.isfinite(y)]
+    if y.size == 0:
+        raise ValueError("eigs must hold finite values")
+    check_float("rtol", rtol, low=0.0)
+    gs = [float(g) for g in gammas]
+    if not gs:
+        raise ValueError("gammas must not be empty")
+    for g in gs:
+        _check_params(1.0, g)
+    keep = y > rtol * y.max()
+    if keep.sum() < 10:
+        raise ValueError(f"eigs must hold at least 10 eigenvalues above rtol * max, got {int(keep.sum())}")
+    x = 1.0 / y[keep]
+    fits = [fit_htmp(x, g) for g in gs]
+    j = int(np.argmin([f.ks for f in fits]))
+    jm = int(np.argmin([f.mp_ks for f in fits]))
+    f = fits[j]
+    return InverseFit(f.kappa, gs[j], f.scale, f.ks, fits[jm].mp_ks, gs[jm], int(keep.sum()), int((~keep).sum()))
 
 
 # ----------------------------------------------------------------------------- scipy.stats

@@ -536,3 +536,26 @@ def test_mp_claim_and_straddling_ranges():
     assert recs["minialexnet-1000"].verdict == recs["minialexnet-800"].verdict == "agrees"
     assert recs["minialexnet-250"].verdict == "inconclusive"  # 40-60 against 5.7: reduced setting
     assert recs["minialexnet-100"].verdict == "inconclusive" and "straddles" in recs["minialexnet-100"].cause
+
+
+# ----------------------------------------------------------------------------- inverse law and its fit
+@pytest.mark.parametrize("kappa,gamma", [(1.5, 0.5), (4.0, 0.3)])
+def test_inverse_density_against_quadrature(kappa, gamma):
+    # mass 1 and, for every y, P(1/X <= y) = P(X >= 1/y) = sf(1/y), by quadrature of the inverse density
+    f = lambda y: float(H.inverse_htmp_pdf(np.array([y]), kappa, gamma)[0])  # noqa: E731
+    mass = integrate.quad(f, 0, 1, limit=200)[0] + integrate.quad(f, 1, np.inf, limit=200)[0]
+    assert mass == pytest.approx(1.0, abs=1e-7)
+    for y in (0.5, 1.0, 3.0):
+        assert integrate.quad(f, 0, y, limit=200)[0] == pytest.approx(float(H.htmp_sf(np.array([1 / y]), kappa, gamma)[0]), abs=1e-7)
+
+
+def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
+    y = 7.0 / H.sample_htmp(2000, 1.5, 0.3, seed=4)  # scale 7: 1/y = X/7
+    f = H.fit_inverse_htmp(np.concatenate([y, np.zeros(5)]), gammas=(0.1, 0.3, 0.5))
+    assert f.gamma == 0.3 and f.kappa == pytest.approx(1.5, rel=0.2) and f.scale == pytest.approx(1 / 7, rel=0.05)
+    assert f.n == 2000 and f.n_zero == 5 and f.ks < f.mp_ks
+    lo, hi = np.log(y.min() / 10), np.log(y.max() * 1e3)
+    mass = integrate.quad(lambda t: float(f.pdf(np.array([math.exp(t)]))[0]) * math.exp(t), lo, hi, limit=400)[0]
+    assert mass == pytest.approx(1.0, abs=2e-3)
+    with pytest.raises(ValueError, match="gammas"):
+        H.fit_inverse_htmp(y, gammas=())

@@ -99,3 +99,40 @@ def test_channels_last_is_the_same_model_and_weight_change_is_measured():
     W0 = first_linear(build_model(cfg)).weight.detach().double().numpy()
     assert a.weight_change == pytest.approx(np.linalg.norm(a.weights - W0) / np.linalg.norm(W0), rel=1e-4)
     assert 0 < a.weight_change < 1
+
+
+def _dense_ntk(model, X):
+    # the reference: one autograd call per example and output, the full Jacobian, then J Jᵀ traced over outputs
+    params = [p for p in model.parameters()]
+    rows = []
+    for i in range(X.shape[0]):
+        out = model(X[i : i + 1])[0]
+        rows.append(torch.stack([torch.cat([g.reshape(-1) for g in torch.autograd.grad(out[c], params, retain_graph=True)])
+                                 for c in range(out.shape[0])]))
+    J = torch.stack(rows).double()  # n x outputs x P
+    return torch.einsum("icp,jcp->ij", J, J).numpy()
+
+
+def test_empirical_ntk_matches_a_dense_autograd_jacobian():
+    from htlib.small_nets import empirical_ntk
+
+    torch.manual_seed(0)
+    net = build_model(SmallNetConfig(model="lenet"))
+    X = torch.randn(5, 784)
+    np.testing.assert_allclose(empirical_ntk(net, X, chunk=2), _dense_ntk(net, X), rtol=1e-4, atol=1e-6)
+
+
+def test_logistic_ntk_is_the_closed_form_and_cosine_schedule_trains():
+    # logistic regression: f = W x + b, so K = (outputs) (X Xᵀ + 1) whatever the weights
+    from htlib.small_nets import empirical_ntk, ntk_spectrum
+
+    cfg = SmallNetConfig(model="logistic", batch_size=64, epochs=3, lr=0.05, schedule="cosine", n_train=120, n_test=50)
+    sp = ntk_spectrum(cfg)
+    from htlib.small_nets import _load
+
+    Xtr = _load(cfg, torch.Generator().manual_seed(cfg.seed))[0].double()
+    ref = np.linalg.eigvalsh((10 * (Xtr @ Xtr.T + 1)).numpy())
+    np.testing.assert_allclose(sp.eigs, ref, rtol=1e-4, atol=1e-3 * ref.max() * 1e-3)
+    assert sp.n_params == 7850 and sp.train_acc > 0.5
+    with pytest.raises(ValueError, match="schedule"):
+        SmallNetConfig(schedule="step")
