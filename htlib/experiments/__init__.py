@@ -20,3 +20,7 @@ Why a subpackage of ``htlib`` and not, say, a ``book/_code`` folder or one modul
 - *Per chapter, not per paper.*  A chapter is the unit that executes, caches and publishes its
   claims; paper 003 alone feeds four chapters, so modules per paper would mix their parameters.
 """
+
+from htlib.experiments._setup import INT_MAX, ParameterError, ParameterSpec, SetupBase, SweepSetup, param
+
+__all__ = ["INT_MAX", "ParameterError", "ParameterSpec", "SetupBase", "SweepSetup", "param"]
