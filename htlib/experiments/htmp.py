@@ -16,7 +16,6 @@ fits), ``htlib.spectra`` (ESD, MP, phase labels).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -25,10 +24,11 @@ import numpy as np
 import pandas as pd
 
 from htlib import htmp, plotting, spectra
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING, Claim, Criterion
+from htlib.experiments._setup import ParameterError, SweepSetup, param
 from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
-from htlib.sweep import process_executor, run_sweep
+from htlib.sweep import run_sweep
 
 __all__ = [
     "PAPER_KAPPA",
@@ -38,6 +38,7 @@ __all__ = [
     "MP_DELTA",
     "Setup",
     "PAPER",
+    "cifar_overrides",
     "NoiseConfig",
     "LayerFit",
     "fit_layer",
@@ -92,103 +93,79 @@ def _delta(kappa: float, gamma: float) -> float:
 
 
 # ----------------------------------------------------------------------------- the chapter's parameters
-def _tuple_of(name: str, value, check) -> tuple:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise ValueError(f"{name} must be a non-empty list, got {value!r}")
-    out = tuple(value)
-    if not out:
-        raise ValueError(f"{name} must be a non-empty list, got {value!r}")
-    for v in out:
-        check(name, v)
-    return out
-
-
 @dataclass(frozen=True)
-class Setup:
-    """The chapter's parameters (one field per line of the notebook's parameters cell), validated once.
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
 
     LeNet runs the paper's protocol (200 epochs, SGD momentum 0.9, lr 0.01, the four batch sizes,
     three repeats) on ``n_train`` of MNIST-5k's 4,000 training images; MiniAlexNet runs a short
     run (``alex_*``), which cannot test the claims (the chapter says so).  :data:`PAPER` is the
     paper's protocol on MNIST-5k (all 4,000 images, MiniAlexNet at 200 epochs); the paper's own data
-    (CIFAR-10) is ``dataset="cifar10"`` with ``data_dir`` a local ``cifar-10-batches-py`` folder.
-    ``executor`` is ``"process"`` (``workers`` one-thread processes) or ``"serial"``.
+    (CIFAR-10) is ``dataset="cifar10"`` with ``data_dir`` a local ``cifar-10-batches-py`` folder
+    (:func:`cifar_overrides`).
+
+    Examples
+    --------
+    >>> Setup(repeats=2).repeats
+    2
+    >>> Setup(n_train=5000)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'n_train' must be ≤ 4999 on mnist5k (5,000 images); got 5000
     """
 
-    gamma: float = 0.3255
-    kappas: tuple = (0.5, 1.9, 5.5, 20.0)
-    gammas: tuple = (0.1, 0.5, 0.9)
-    check_kappas: tuple = (0.5, 1.9, 5.5, 20.0)
-    mp_kappas: tuple = (2.0, 5.5, 20.0, 60.0)
-    sampler_kappa: float = 5.5
-    sampler_ns: tuple = (500, 1000, 3000)
-    tail_kappa: float = 1.9
-    tail_n: int = 3000
-    seed: int = 0
-    dataset: str = "mnist5k"
-    data_dir: str = ""
-    batch_sizes: tuple = (1000, 800, 250, 100)
-    repeats: int = 3
-    epochs: int = 200
-    n_train: int = 2000
-    alex_repeats: int = 1
-    alex_epochs: int = 1
-    alex_n_train: int = 1000
-    alex_n_test: int = 500
-    alex_widths: tuple = (96, 256, 192)
-    lr: float = 0.01
-    momentum: float = 0.9
-    noise_seeds: int = 3
-    init_batch: int = 100
-    init_repeats: int = 1
-    phase_n: int = 600
-    phase_gamma: float = 0.5
-    traj_n: int = 1000
-    traj_d: int = 500
-    traj_h: int = 750
-    traj_steps: int = 10
-    traj_eta: float = 1.0
-    ntk_models: tuple = ("logistic", "lenet")
-    ntk_n: int = 1000
-    ntk_epochs: int = 200
-    ntk_lr: float = 0.05
-    ntk_batch: int = 64
-    ntk_gammas: tuple = (0.1, 0.3, 0.5, 0.7, 0.9)
-    executor: str = "process"
-    workers: int = 2
+    gamma: float = param(0.3255, "aspect ratio of the family plots: MiniAlexNet FC1, 1000/(192*4*4)", gt=0, lt=1)
+    kappas: tuple[float, ...] = param((0.5, 1.9, 5.5, 20.0), "kappa values drawn next to MP", gt=0)
+    gammas: tuple[float, ...] = param((0.1, 0.5, 0.9), "further aspect ratios", gt=0, lt=1)
+    check_kappas: tuple[float, ...] = param((0.5, 1.9, 5.5, 20.0), "kappa values of the quadrature checks", gt=0, le=1000)
+    mp_kappas: tuple[float, ...] = param((2.0, 5.5, 20.0, 60.0), "kappa values of the convergence to MP", gt=0)
+    sampler_kappa: float = param(5.5, "kappa of the sampler checks", gt=0)
+    sampler_ns: tuple[int, ...] = param((500, 1000, 3000), "matrix sizes of the sampler checks", ge=2, le=20_000)
+    tail_kappa: float = param(1.9, "kappa of the tail section", gt=0)
+    tail_n: int = param(3000, "sampler size of the tail section", ge=10, le=20_000)
+    seed: int = param(0, "seed of the samplers, the phase spectra and the first repeat", ge=0)
+    dataset: str = param("mnist5k", "images of the training runs (cifar10 needs data_dir)", choices=("mnist5k", "cifar10"))
+    data_dir: str = param("", "local CIFAR-10 folder (cifar-10-batches-py) for cifar10; nothing is downloaded", is_dir=True)
+    batch_sizes: tuple[int, ...] = param((1000, 800, 250, 100), "SGD batch sizes, as in the paper", ge=1)
+    repeats: int = param(3, "LeNet: runs per batch size, as in the paper", ge=1)
+    epochs: int = param(200, "LeNet: SGD epochs, as in the paper", ge=1)
+    n_train: int = param(2000, "LeNet: training images (MNIST-5k has 4000)", ge=10)
+    alex_repeats: int = param(1, "MiniAlexNet: runs per batch size (the paper: 3)", ge=1)
+    alex_epochs: int = param(1, "MiniAlexNet: SGD epochs (the paper: 200)", ge=1)
+    alex_n_train: int = param(1000, "MiniAlexNet: training images (MNIST-5k has 4000)", ge=10)
+    alex_n_test: int = param(500, "MiniAlexNet: test images, the first of the held-out ones", ge=1)
+    alex_widths: tuple[int, ...] = param((96, 256, 192), "MiniAlexNet: channels of its three conv blocks (the paper "
+                                         "gives only the last)", ge=1, min_len=3, max_len=3)
+    lr: float = param(0.01, "SGD learning rate, as in the paper", gt=0)
+    momentum: float = param(0.9, "SGD momentum, as in the paper", ge=0, lt=1)
+    noise_seeds: int = param(3, "pure-noise matrices per FC1 shape, fitted like the trained layers", ge=1)
+    init_batch: int = param(100, "LeNet batch size of the initialization comparison", ge=1)
+    init_repeats: int = param(1, "LeNet runs of the initialization comparison", ge=1)
+    phase_n: int = param(600, "size of the 5+1 phase spectra", ge=10, le=20_000)
+    phase_gamma: float = param(0.5, "aspect ratio of the 5+1 phase spectra", gt=0, lt=1)
+    traj_n: int = param(1000, "two-layer run: training set size (the spike chapter: 2000)", ge=1)
+    traj_d: int = param(500, "two-layer run: input dimension (the spike chapter: 1000)", ge=1)
+    traj_h: int = param(750, "two-layer run: width (the spike chapter: 1500)", ge=1)
+    traj_steps: int = param(10, "two-layer run: FB-Adam steps", ge=2)
+    traj_eta: float = param(1.0, "two-layer run: FB-Adam learning rate", gt=0)
+    ntk_models: tuple[str, ...] = param(("logistic", "lenet"), "models whose NTK spectrum is fitted",
+                                        choices=("logistic", "lenet"))
+    ntk_n: int = param(1000, "NTK runs: training images, as in the paper", ge=10)
+    ntk_epochs: int = param(200, "NTK runs: SGD epochs with cosine annealing, as in the paper", ge=1)
+    ntk_lr: float = param(0.05, "NTK runs: initial learning rate, as in the paper", gt=0)
+    ntk_batch: int = param(64, "NTK runs: batch size, as in the paper", ge=1)
+    ntk_gammas: tuple[float, ...] = param((0.1, 0.3, 0.5, 0.7, 0.9), "aspect ratios tried by the inverse-HTMP fit",
+                                          gt=0, lt=1)
 
-    def __post_init__(self) -> None:
-        pos = lambda n, v: check_float(n, v, low=0.0)  # noqa: E731
-        unit = lambda n, v: check_float(n, v, low=0.0, high=1.0)  # noqa: E731
-        check_float("gamma", self.gamma, low=0.0, high=1.0)
-        for name, chk in (("kappas", pos), ("gammas", unit), ("check_kappas", pos), ("mp_kappas", pos),
-                          ("sampler_ns", lambda n, v: check_int(n, v, 2)),
-                          ("batch_sizes", lambda n, v: check_int(n, v, 1)),
-                          ("alex_widths", lambda n, v: check_int(n, v, 1)), ("ntk_gammas", unit),
-                          ("ntk_models", lambda n, v: check_choice(n, v, ("logistic", "lenet")))):
-            object.__setattr__(self, name, _tuple_of(name, getattr(self, name), chk))
-        if len(self.alex_widths) != 3:
-            raise ValueError(f"alex_widths must hold three conv widths, got {self.alex_widths!r}")
-        for name in ("sampler_kappa", "tail_kappa", "lr", "traj_eta", "ntk_lr"):
-            pos(name, getattr(self, name))
-        check_int("tail_n", self.tail_n, 10)
-        check_int("phase_n", self.phase_n, 10)
-        unit("phase_gamma", self.phase_gamma)
-        for name in ("seed",):
-            check_int(name, getattr(self, name), 0)
-        for name in ("repeats", "epochs", "alex_repeats", "alex_epochs", "alex_n_test", "noise_seeds",
-                     "init_batch", "init_repeats", "traj_n", "traj_d", "traj_h", "workers", "ntk_epochs", "ntk_batch"):
-            check_int(name, getattr(self, name), 1)
-        check_int("traj_steps", self.traj_steps, 2)
-        for name in ("n_train", "alex_n_train", "ntk_n"):
-            check_int(name, getattr(self, name), 10)
-            if self.dataset == "mnist5k" and getattr(self, name) > 4999:
-                raise ValueError(f"{name} must be <= 4999 on mnist5k (5,000 images), got {getattr(self, name)}")
-        if check_float("momentum", self.momentum, low=0.0, strict=False) >= 1.0:
-            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum!r}")
-        check_choice("dataset", self.dataset, ("mnist5k", "cifar10"))
-        check_choice("executor", self.executor, ("process", "serial"))
-        self.run_configs()  # every run validates itself (e.g. cifar10 needs data_dir)
+    def _check(self) -> None:
+        if self.dataset == "mnist5k":
+            for name in ("n_train", "alex_n_train", "ntk_n"):
+                if getattr(self, name) > 4999:
+                    raise ParameterError(f"parameter {name!r} must be ≤ 4999 on mnist5k (5,000 images); "
+                                         f"got {getattr(self, name)}")
+        elif not self.data_dir:
+            raise ParameterError("parameter 'data_dir' must name a local CIFAR-10 folder (cifar-10-batches-py) "
+                                 "for dataset 'cifar10'; nothing is downloaded")
 
     # -- the runs
     def _config(self, model: str, batch: int, seed: int, **over) -> SmallNetConfig:
@@ -245,27 +222,11 @@ class Setup:
         bits.append("one scalar mean/std normalization (the public code: per channel)")
         return "; ".join(bits)
 
-    @classmethod
-    def from_namespace(cls, ns: dict) -> "Setup":
-        """The Setup of the notebook's parameters (the names of its fields, read from ``ns``)."""
-        import dataclasses
-
-        return cls(**{f.name: ns[f.name] for f in dataclasses.fields(cls) if f.name in ns})
-
-    @contextlib.contextmanager
-    def executor_context(self):
-        """The executor of the chapter's sweeps: ``workers`` one-thread processes, or ``None`` (serial)."""
-        if self.executor == "serial":
-            yield None
-        else:
-            with process_executor(self.workers, threads_per_worker=1) as pool:
-                yield pool
-
 
 ALEX_IMAGES_PER_SECOND = 190.0
-"""Training rate of MiniAlexNet (default widths, 28x28) on one idle one-thread worker, images/s
-(``benchmarks/bench_small_nets.py`` measures it against the same-run convolution rate); used only
-for the stated estimate of the paper protocol's cost."""
+"""Training rate of MiniAlexNet (default widths, 28x28) on one idle one-thread worker, images/s: about
+90 % of the one-thread oneDNN convolution rate of a 2-core x86 machine (``benchmarks/bench_small_nets.py``
+measures the fraction in the same run).  Used only for the stated estimate of the paper protocol's cost."""
 
 
 def alex_paper_hours(setup: "Setup", workers: int = 2) -> float:
@@ -282,6 +243,11 @@ def alex_paper_hours(setup: "Setup", workers: int = 2) -> float:
 PAPER = Setup(n_train=4000, alex_repeats=3, alex_epochs=200, alex_n_train=4000, alex_n_test=1000)
 """The paper's protocol on MNIST-5k: every run 200 epochs over all 4,000 training images, three
 repeats, both architectures (MiniAlexNet at the default widths: about 7 hours on two idle cores)."""
+
+
+def cifar_overrides(data_dir: str) -> dict:
+    """The parameters that move :data:`PAPER` onto all of CIFAR-10 from the folder ``data_dir``."""
+    return {"dataset": "cifar10", "data_dir": data_dir, "n_train": 50_000, "alex_n_train": 50_000, "alex_n_test": 10_000}
 
 
 # ----------------------------------------------------------------------------- fits of one layer
