@@ -1017,15 +1017,18 @@ def fig5_panels(res: BatchResult, model: str, seed: int, *, bins: int = 40) -> p
         ax.set_ylim(0, 1.6 * top)
     for ax in axes.ravel()[len(sel):]:
         ax.axis("off")
-    h, lab = axes[0, 0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="outside lower center", ncol=3, frameon=False, fontsize=9)
+    entries = {}  # every curve drawn in any panel (HTMP's KS fit is absent where kappa = inf)
+    for ax in axes.ravel():
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(lab, h)
+    fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncol=3, frameon=False, fontsize=9)
     return fig
 
 
 def fit_comparison_figure(res: BatchResult) -> plt.Figure:
     """Seed-median delta (bars: range over seeds) against the batch size, for both fits and both
     architectures, with each fit's delta on pure noise of the same shape (shaded) and the paper's
-    delta (crosses).  ``delta = inf`` (MP) is drawn at the top edge."""
+    delta (crosses).  ``delta = inf`` (MP) is drawn at the top edge, labelled so."""
     models = [m for m in ("lenet", "minialexnet") if m in res.summary.index.get_level_values(0)]
     fig, axes = plt.subplots(1, len(models), figsize=(4 * len(models), 3.6), squeeze=False)
     top = 200.0
@@ -1046,6 +1049,7 @@ def fit_comparison_figure(res: BatchResult) -> plt.Figure:
         ax.set_xticks(x, [str(b) for b in s.index])
         ax.set_yscale("log")
         ax.set_ylim(0.05, top * 1.5)
+        ax.set_yticks([0.1, 1, 10, top], ["0.1", "1", "10", r"$\infty$ (MP)"])
         ax.set_xlabel("batch size")
         ax.set_ylabel(r"$\delta=\kappa(1-\gamma)/(2\gamma)$")
         ax.set_title(f"{'LeNet' if m == 'lenet' else 'MiniAlexNet'}, $\\gamma$ = {s['gamma'].iloc[0]:.3g}", fontsize=10)
