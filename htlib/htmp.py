@@ -77,6 +77,11 @@ __all__ = [
     "HTMPFit",
     "fit_htmp",
     "fit_scale_ks",
+    "HistFit",
+    "fit_htmp_l1",
+    "InverseFit",
+    "fit_inverse_htmp",
+    "hist_l1",
     "kappa_from_moments",
     "ks_distance",
     "quadrature_moments",
@@ -931,6 +936,189 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     if mp_ks <= best_ks:
         return HTMPFit(math.inf, mp_scale, mp_ks, mp_scale, mp_ks, k_mom, gamma)
     return HTMPFit(best_k, best_c, best_ks, mp_scale, mp_ks, k_mom, gamma)
+
+
+# ----------------------------------------------------------------------------- histogram-L1 fit
+@dataclass(frozen=True)
+class HistFit:
+    """Result of :func:`fit_htmp_l1`.
+
+    ``kappa`` (on the searched interval; at its upper end the fit cannot tell HTMP from MP),
+    ``l1`` the L1 distance between the histogram and the fitted density, ``mp_l1`` the same for
+    Marchenko-Pastur (mean 1) on the same histogram, ``shift`` the value subtracted from every
+    eigenvalue and ``scale`` the mean of the shifted eigenvalues (the data are divided by it);
+    ``ks`` is the KS distance of the fitted law to the shifted, rescaled data.
+    """
+
+    kappa: float
+    l1: float
+    mp_l1: float
+    shift: float
+    scale: float
+    ks: float
+    gamma: float
+    at_bound: bool
+
+
+def hist_l1(x, kappa: float, gamma: float, *, bins: int = 50) -> float:
+    """L1 distance between the density histogram of ``x`` (``bins`` equal bins over
+    ``[min x, max x]``) and the HTMP density at the bin centres: ``sum_i |h_i - rho(c_i)| w``.
+
+    ``kappa = inf`` uses the Marchenko-Pastur density with scale 1 (mean 1).
+
+    Examples
+    --------
+    >>> x = sample_htmp(2000, 2.0, 0.5, seed=0)
+    >>> hist_l1(x, 2.0, 0.5) < hist_l1(x, 20.0, 0.5)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64).ravel()
+    bins = check_int("bins", bins, 2)
+    h, edges = np.histogram(x, bins=bins, density=True)
+    c = 0.5 * (edges[1:] + edges[:-1])
+    if math.isinf(kappa):
+        from htlib import spectra
+
+        _check_params(1.0, gamma)
+        rho = spectra.mp_density(c, gamma, 1.0)
+    else:
+        rho = htmp_pdf(c, kappa, gamma)
+    return float(np.sum(np.abs(h - rho)) * (edges[1] - edges[0]))
+
+
+def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float, float] = (0.01, 10.0),
+                shift: bool = True) -> HistFit:
+    """Fit HTMP's ``kappa`` by the L1 distance between a histogram of the spectrum and the density.
+
+    The spectrum is first shifted by its smallest eigenvalue (``shift=True``: ``x = eigs - min``),
+    then divided by its mean (HTMP has mean 1), and ``kappa`` minimizes :func:`hist_l1` over
+    ``kappa_bounds`` (a log grid of 40 points, refined by a bounded scalar search around the best).
+    There is no Marchenko-Pastur alternative inside the search: ``at_bound`` says the optimum sits
+    at the upper end, where the fit cannot tell HTMP from MP.
+
+    The shift matters: a Marchenko-Pastur spectrum has a hard lower edge ``(1 - sqrt(gamma))^2 > 0``;
+    once it is moved to zero its lower tail looks like HTMP's ``x^(delta - 1)`` with a small
+    ``delta``, so pure noise gets a finite, small ``kappa``.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues (finite ones are used; at least 10).
+    gamma : float
+        Aspect ratio in (0, 1), fixed.
+    bins : int
+        Histogram bins over ``[min x, max x]``.
+    kappa_bounds : (float, float)
+        Searched interval, ``0 < low < high < inf``.
+    shift : bool
+        Subtract the smallest eigenvalue first.
+
+    Examples
+    --------
+    >>> x = sample_htmp(3000, 1.0, 0.5, seed=1)
+    >>> f = fit_htmp_l1(x, 0.5, shift=False)
+    >>> 0.7 < f.kappa < 1.4, f.l1 < f.mp_l1
+    (True, True)
+    """
+    _check_params(1.0, gamma)
+    bins = check_int("bins", bins, 2)
+    lo_k, hi_k = map(float, kappa_bounds)
+    if not (0 < lo_k < hi_k < math.inf):
+        raise ValueError(f"kappa_bounds must satisfy 0 < low < high < inf, got {kappa_bounds}")
+    x = np.asarray(eigs, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    if x.size < 10:
+        raise ValueError(f"eigs must hold at least 10 finite values, got {x.size}")
+    sh = float(x.min()) if shift else 0.0
+    x = x - sh
+    scale = float(x.mean())
+    if not scale > 0:
+        raise ValueError("eigs must not all be equal")
+    x = x / scale
+
+    def obj(lk: float) -> float:
+        return hist_l1(x, math.exp(lk), gamma, bins=bins)
+
+    grid = np.linspace(math.log(lo_k), math.log(hi_k), 40)
+    vals = np.array([obj(g) for g in grid])
+    j = int(np.argmin(vals))
+    a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+    res = optimize.minimize_scalar(obj, bounds=(a, b), method="bounded", options={"xatol": 1e-3})
+    lk, l1 = (float(res.x), float(res.fun)) if res.fun < vals[j] else (float(grid[j]), float(vals[j]))
+    k = math.exp(lk)
+    ks = ks_distance_sorted(htmp_cdf(np.sort(x), k, gamma))
+    return HistFit(kappa=k, l1=l1, mp_l1=hist_l1(x, math.inf, gamma, bins=bins), shift=sh, scale=scale, ks=ks,
+                   gamma=float(gamma), at_bound=bool(k >= hi_k * math.exp(-1e-2)))
+
+
+# ----------------------------------------------------------------------------- inverse law
+@dataclass(frozen=True)
+class InverseFit:
+    """Result of :func:`fit_inverse_htmp`: the spectrum ``y`` is modelled as ``1/X`` with
+    ``X/scale ~ HTMP(kappa, gamma)``, i.e. density ``scale * rho_inv(scale * y)``.
+
+    ``ks`` the KS distance of that law to the positive eigenvalues; ``mp_ks``/``mp_gamma`` the best
+    inverse Marchenko-Pastur law on the same grid of aspect ratios; ``n`` eigenvalues fitted and
+    ``n_zero`` left out as zero (below ``rtol`` of the largest).
+    """
+
+    kappa: float
+    gamma: float
+    scale: float
+    ks: float
+    mp_ks: float
+    mp_gamma: float
+    n: int
+    n_zero: int
+
+    def pdf(self, y) -> np.ndarray:
+        """The fitted density of the eigenvalues at ``y``."""
+        y = np.asarray(y, dtype=np.float64)
+        if math.isinf(self.kappa):
+            from htlib import spectra
+
+            out = np.zeros(y.shape)
+            pos = y > 0
+            out[pos] = spectra.mp_density(1.0 / (self.scale * y[pos]), self.gamma) / (self.scale * y[pos] ** 2)
+            return out
+        return self.scale * inverse_htmp_pdf(self.scale * y, self.kappa, self.gamma)
+
+
+def fit_inverse_htmp(eigs, gammas=(0.1, 0.3, 0.5, 0.7, 0.9), *, rtol: float = 1e-9) -> InverseFit:
+    """Fit the inverse HTMP law (the law of ``1/X``, ``X ~ HTMP``) to a spectrum with a heavy upper tail.
+
+    The KS distance is invariant under the decreasing map ``y -> 1/y``, so the KS fit of the inverse
+    law to ``y`` is :func:`fit_htmp` on ``1/y``: ``kappa`` and the scale by KS at each aspect ratio of
+    ``gammas``, keeping the ratio with the smallest distance (``kappa = inf``: the inverse
+    Marchenko-Pastur law fits at least as well there).  Eigenvalues at or below ``rtol * max`` are
+    a null space, not part of the density, and are left out (their number is returned).
+
+    Examples
+    --------
+    >>> y = 1.0 / sample_htmp(1500, 2.0, 0.5, seed=0)
+    >>> f = fit_inverse_htmp(y, gammas=(0.3, 0.5, 0.7))
+    >>> f.gamma, f.ks < 0.05
+    (0.5, True)
+    """
+    y = np.asarray(eigs, dtype=np.float64).ravel()
+    y = y[np.isfinite(y)]
+    if y.size == 0:
+        raise ValueError("eigs must hold finite values")
+    check_float("rtol", rtol, low=0.0)
+    gs = [float(g) for g in gammas]
+    if not gs:
+        raise ValueError("gammas must not be empty")
+    for g in gs:
+        _check_params(1.0, g)
+    keep = y > rtol * y.max()
+    if keep.sum() < 10:
+        raise ValueError(f"eigs must hold at least 10 eigenvalues above rtol * max, got {int(keep.sum())}")
+    x = 1.0 / y[keep]
+    fits = [fit_htmp(x, g) for g in gs]
+    j = int(np.argmin([f.ks for f in fits]))
+    jm = int(np.argmin([f.mp_ks for f in fits]))
+    f = fits[j]
+    return InverseFit(f.kappa, gs[j], f.scale, f.ks, fits[jm].mp_ks, gs[jm], int(keep.sum()), int((~keep).sum()))
 
 
 # ----------------------------------------------------------------------------- scipy.stats
