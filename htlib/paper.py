@@ -45,9 +45,6 @@ PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
     "spike_to_heavy_tail": {"slow_budget": 30_000, "slow_record_every": 500},
     # Paper 003 §5.3: the weight-normalized repeat of the Fig. 7 grid (n=8000, 10 steps are defaults).
     "generalization": {"weight_norm_repeat": True},
-    # Paper 004: n=5000 and 10,000 GD epochs are already the defaults; the tanh runs also train 10,000
-    # epochs, and LOBPCG measures the Hessian at every measurement point, not only at the ends.
-    "linear_hessian": {"tanh_epochs": 10_000, "hessian_at": "all"},
 }
 """Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
 paper's setting (transitional)."""
