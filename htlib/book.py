@@ -175,12 +175,14 @@ def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -
     for name, folder in local.items():
         local[name] = str((root / folder).resolve())
     sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
-    static_paths = [str((root / "book" / "_static").resolve())]
+    own_static = root / "book" / "_static"
+    static_paths = [str(own_static.resolve())] if own_static.is_dir() else []
     static = local_mathjax(root)
     if static is not None:
         static_paths.append(str(static))
         sphinx_config["mathjax_path"] = "mathjax/tex-chtml.js"
-    sphinx_config["html_static_path"] = static_paths
+    if static_paths:
+        sphinx_config["html_static_path"] = static_paths
     config.setdefault("html", {})["extra_footer"] = footer(root)
     out = root / "_build" / "_config.generated.yml"
     out.parent.mkdir(parents=True, exist_ok=True)

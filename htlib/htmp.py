@@ -55,7 +55,7 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.linalg import eigh_tridiagonal
 
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_choice, check_float, check_int, check_ints, check_vector, to_numpy
 from htlib.spectra import ks_distance_sorted
 
 __all__ = [
@@ -102,10 +102,12 @@ BETA_MP = 1600.0
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_params(kappa: float, gamma: float) -> tuple[float, float]:
+def _check_params(kappa: float, gamma: float, *, mp_limit: bool = False) -> tuple[float, float]:
+    """``kappa > 0`` finite (``+inf``, Marchenko-Pastur, too with ``mp_limit``) and ``0 < gamma < 1``."""
     # scipy.stats hands shape parameters over as 0-d arrays
     kappa, gamma = (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in (kappa, gamma))
-    return check_float("kappa", kappa, low=0.0), check_float("gamma", gamma, low=0.0, high=1.0)
+    return (check_float("kappa", kappa, low=0.0, posinf=mp_limit),
+            check_float("gamma", gamma, low=0.0, high=1.0))
 
 
 def _check_scale(scale: float) -> float:
@@ -136,17 +138,67 @@ class _P:
 
 
 # ----------------------------------------------------------------------------- U(a, 1-delta, -t - i0)
-def _hyp1f1(a: float, b: float, z: np.ndarray) -> np.ndarray:
+def _hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np.ndarray:
     """SciPy's ``hyp1f1`` with its one known blind spot patched: when ``a - b`` is an exact
     integer and ``b < 0`` it is wrong (``hyp1f1(20.5, -19.5, -2)`` gives 12.095, not 11.339); there
     the symmetric mean of ``a +- eps`` is used (error ``eps^2 |M_aa|/2``, about 1e-16 relative)."""
     if b < 0 and abs((a - b) - round(a - b)) < 1e-12 * max(1.0, abs(a)):
         eps = 1e-9 * max(1.0, abs(a))
-        return 0.5 * (special.hyp1f1(a + eps, b, z) + special.hyp1f1(a - eps, b, z))
-    return special.hyp1f1(a, b, z)
+        zz = np.asarray(z, dtype=np.float64)
+        return 0.5 * (_checked_hyp1f1(a + eps, b, zz, exact) + _checked_hyp1f1(a - eps, b, zz, exact))
+    return _checked_hyp1f1(a, b, np.asarray(z, dtype=np.float64), exact)
 
 
-def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _scipy_suspect(a: float, b: float, z: np.ndarray) -> np.ndarray:
+    """Where SciPy's ``hyp1f1`` has wrong windows that no cheap check detects (see
+    :func:`_checked_hyp1f1`): ``a < 1.5``, ``-400 <= b <= -15``, ``0.3 |b| <= -z <= 3 |b|``."""
+    if a < 1.5 and -400.0 <= b <= -15.0:
+        return (z <= -0.3 * abs(b)) & (z >= -3.0 * abs(b))
+    return np.zeros(np.shape(z), dtype=bool)
+
+
+def _checked_hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np.ndarray:
+    """``special.hyp1f1(a, b, z)``, re-done with mpmath where SciPy is wrong.
+
+    Two failure regions, mapped against mpmath (30 digits) on grids of ``a``, ``b`` and ``z``:
+
+    - ``a >= 5``, ``b > 0``, windows of ``-1 < z < 0``: ``hyp1f1(5, 0.95, -0.8)`` gives -1.14, not
+      -0.29; at ``a = 300, b = 1.5`` the value is off by a factor of 1e14.  There the Taylor series
+      converges fast; it is summed in float64 as a check, with its rounding bound
+      ``1e-16 sum |terms|``; where SciPy's value lies outside that bound (or the bound exceeds 1e-7
+      relative, too loose to tell), mpmath replaces it.
+    - ``a < 1.5``, ``-300 <= b <= -22``, windows of ``0.36 |b| < -z < 2.5 |b|`` (relative errors
+      up to 1e8, e.g. ``hyp1f1(0.05, -48.95, -39.7)``; none found for ``a >= 1.5`` nor at
+      ``b = -600, -1200``): with ``exact`` every point of :func:`_scipy_suspect` is taken from
+      mpmath.  For HTMP this is ``kappa < 3`` with ``16 <= delta <= 400``, the bulk of ``m1``.
+      ``exact=False`` (the coarse branch grid of :func:`_approx_cdf_grid`) skips this region.
+    """
+    out = np.asarray(special.hyp1f1(a, b, z), dtype=np.float64)
+    flat = z.ravel()
+    redo = _scipy_suspect(a, b, flat) if exact else np.zeros(flat.shape, dtype=bool)
+    small = np.flatnonzero(np.abs(flat) < 1.0) if b > 0 else np.zeros(0, dtype=np.int64)
+    if small.size:
+        zs = flat[small]
+        n_terms = int(60 + 4 * math.sqrt(abs(a)))
+        n = np.arange(n_terms - 1, dtype=np.float64)
+        ratio = ((a + n) / ((b + n) * (n + 1)))[None, :] * zs[:, None]
+        terms = np.concatenate([np.ones((zs.size, 1)), np.cumprod(ratio, axis=1)], axis=1)
+        series, bound = terms.sum(axis=1), 1e-16 * n_terms * np.abs(terms).sum(axis=1)
+        got = out.ravel()[small]
+        redo[small] = ~(np.abs(got - series) <= bound + 1e-13 * np.abs(series)) | (bound > 1e-7 * np.abs(series))
+    if redo.any():
+        out = out.copy()
+        with mpmath.workdps(_MP_DPS):
+            for i in np.flatnonzero(redo):
+                try:
+                    out.flat[i] = float(mpmath.hyp1f1(a, b, float(flat[i]), maxterms=10**6))
+                except (mpmath.libmp.NoConvergence, ValueError, ZeroDivisionError):
+                    out.flat[i] = np.nan  # the routes after the fast one take over
+    return out
+
+
+def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None,
+            exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(log scale L, real part, imaginary part) with U(a, 1-d, -t-i0) = e^L (re + i im).
 
     Non-finite entries mark points the fast route cannot evaluate.  ``log_t`` (optional) keeps
@@ -155,10 +207,11 @@ def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None) 
     with np.errstate(all="ignore"):
         if log_t is None:
             log_t = np.log(t)
-        m1 = _hyp1f1(a, 1 - d, -t)
-        m2 = special.hyp1f1(a + d, 1 + d, -t)
-        # M(a+d, 1+d, -t) underflows in the upper tail: Kummer, e^-t M(1-a, 1+d, t), in logs
-        under = m2 == 0
+        m1 = _hyp1f1(a, 1 - d, -t, exact)
+        m2 = _checked_hyp1f1(a + d, 1 + d, -t, exact)
+        # M(a+d, 1+d, -t) underflows in the upper tail: Kummer, e^-t M(1-a, 1+d, t), in logs.
+        # Subnormal values count as underflow: 5e-324 carries one bit (gamma = 0.003, kappa = 5).
+        under = np.abs(m2) < 1e-290
         log_m2 = np.log(np.abs(m2))
         if under.any():
             m2k = special.hyp1f1(1 - a, 1 + d, t[under])
@@ -284,7 +337,8 @@ def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
         return lg, float(u.real / mag), float(u.imag / mag)
 
 
-def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None,
+            exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0 (finite or +inf).
 
     Route per point: the large-t expansion beyond :func:`_t_huge`; else the fast route; where it
@@ -307,7 +361,7 @@ def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.n
         re[huge], im[huge] = ca, sa
     rest = ~huge
     if rest.any():
-        big[rest], re[rest], im[rest] = _u_fast(t[rest], p.a, p.delta, log_t[rest])
+        big[rest], re[rest], im[rest] = _u_fast(t[rest], p.a, p.delta, log_t[rest], exact)
     with np.errstate(all="ignore"):
         mag2 = re * re + im * im
     bad = ~(np.isfinite(big) & np.isfinite(mag2) & (mag2 > 0))
@@ -404,7 +458,7 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         from htlib import spectra
 
@@ -428,7 +482,7 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
 
     Its upper tail is a power law with exponent ``1 + delta``, see :func:`tail_exponents`.
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = to_numpy(y, "y")
     out = np.zeros(y.shape)
     pos = y > 0
     out[pos] = np.exp(htmp_logpdf(1.0 / y[pos], kappa, gamma) - 2 * np.log(y[pos]))
@@ -439,7 +493,7 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
 def inverse_tail_slope(y, kappa: float, gamma: float) -> np.ndarray:
     """Local log-log slope ``d log f / d log y`` of the inverse law's density at ``y`` (central
     difference, step 1e-4 in log y); tends to ``-(1 + delta)`` as ``y -> inf``."""
-    y = np.asarray(y, dtype=np.float64)
+    y = to_numpy(y, "y")
     h = 1e-4
     up = np.log(inverse_htmp_pdf(y * math.exp(h), kappa, gamma))
     down = np.log(inverse_htmp_pdf(y * math.exp(-h), kappa, gamma))
@@ -485,7 +539,9 @@ def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
     outliers (spikes); :func:`fit_htmp` uses it only as a starting point.
     """
     _check_params(1.0, gamma)
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = check_vector("eigs", eigs)
+    if np.any(e < 0) or not np.any(e > 0):
+        raise ValueError("eigs must be eigenvalues of WᵀW: non-negative and not all zero")
     m1 = float(e.mean())
     denom = float(np.mean(e * e) / (m1 * m1)) - 1.0 - gamma
     return (2.0 * gamma / denom if denom > 0 else math.inf), m1
@@ -495,6 +551,7 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
     """``int x^k rho(x) dx`` for each k in ``orders`` by adaptive quadrature (scipy ``quad``),
     split at fixed breakpoints; the independent check of :func:`htmp_moments`."""
     kappa, gamma = _check_params(kappa, gamma)
+    orders = check_ints("orders", orders, 0, min_len=1)
     pts = [0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.1, 0.5, 1.0, 2.0, 4.0, np.inf]
     out = []
     for k in orders:
@@ -505,13 +562,14 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
 
 def ks_distance(eigs, kappa: float, gamma: float, scale: float = 1.0) -> float:
     """Kolmogorov-Smirnov distance between the empirical CDF of ``eigs`` and HTMP's CDF
-    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``)."""
-    x = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
+    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``).  ``eigs`` must be a
+    non-empty finite sample; ``kappa`` is ``> 0`` or ``+inf``."""
+    x = np.sort(check_vector("eigs", eigs))
+    kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
     if math.isinf(kappa):
         from htlib import spectra
 
-        _check_params(1.0, gamma)
-        return ks_distance_sorted(spectra.mp_cdf(x, gamma, float(scale)))
+        return ks_distance_sorted(spectra.mp_cdf(x, gamma, _check_scale(scale)))
     return ks_distance_sorted(htmp_cdf(x, kappa, gamma, scale))
 
 
@@ -538,16 +596,27 @@ def _approx_cdf_grid(kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray
     t_lo = p.beta * 1e-30 if p.delta < 10 else 0.01 * p.delta  # below: mass < (0.03)^delta
     log_t = np.linspace(math.log(t_lo), math.log(_upper_t(p)), 3000)
     t = np.exp(log_t)
-    big, re, im = _u_eval(t, p, log_t)
-    ok = np.isfinite(big + re + im) & (re * re + im * im > 0)
+    big, re, im = _u_eval(t, p, log_t, exact=False)
+    with np.errstate(all="ignore"):
+        lu = 2 * big + np.log(re * re + im * im)  # log |U|^2
+    ok = np.isfinite(lu)
+    suspect = _scipy_suspect(p.a, 1.0 - p.delta, -t)
+    if suspect.any():  # SciPy's bad window: exact values at every 16th point, interpolated between
+        ok &= ~suspect
+        sub = np.flatnonzero(suspect)[::16]
+        bs, rs, is_ = _u_eval(t[sub], p, log_t[sub])
+        with np.errstate(all="ignore"):
+            lu[sub] = 2 * bs + np.log(rs * rs + is_ * is_)
+        ok[sub] = np.isfinite(lu[sub])
     if not ok.all():  # coarse grid only: log|U|^2 interpolated over the points that failed
-        lu = 2 * big[ok] + np.log(re[ok] ** 2 + im[ok] ** 2)
-        big = 0.5 * np.interp(log_t, log_t[ok], lu)
-        re, im = np.ones_like(t), np.zeros_like(t)
-    log_rho_t = p.log_norm - math.log(p.beta) + (p.delta - 1) * log_t - t - 2 * big - np.log(re * re + im * im)
+        lu = np.interp(log_t, log_t[ok], lu[ok])
+    log_rho_t = p.log_norm - math.log(p.beta) + (p.delta - 1) * log_t - t - lu
     f = np.exp(log_rho_t + log_t)  # density in log t
     cum = np.concatenate([[0.0], np.cumsum(0.5 * (f[1:] + f[:-1]) * np.diff(log_t))])
-    cum += f[0] / p.delta  # mass below the grid: rho ~ t^(delta-1)
+    # The mass below the grid is what the grid misses of 1 (the grid reaches past the upper tail).
+    # Not f[0]/delta from rho ~ t^(delta-1): for small delta, |U|^2 still varies like log^2 t down
+    # there, and that estimate came out above 1 (gamma = 0.9998, kappa = 2: 1.06), branch and all.
+    cum += max(0.0, 1.0 - cum[-1])
     return t, cum
 
 
@@ -626,7 +695,7 @@ def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         return _mp_cdf(x, gamma)
     out = np.where(x == np.inf, 1.0, 0.0)
@@ -647,7 +716,7 @@ def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """``log(1 - F(x))``, finite far into the upper tail (see :func:`htmp_sf`)."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         with np.errstate(divide="ignore"):
             return np.log1p(-_mp_cdf(x, gamma))
@@ -664,7 +733,7 @@ def htmp_logcdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     so ``log`` of it keeps it; ``log1p(-sf)`` in the upper tail."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     with np.errstate(divide="ignore"):
         f = np.log(htmp_cdf(x, kappa, gamma))
         upper = f > math.log(0.5)
@@ -724,7 +793,7 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     """
     kappa, gamma = _check_params(kappa, gamma)
     n = check_int("n", n, 2)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     b = kappa / n
     i = np.arange(1, n + 1, dtype=np.float64)
     log_d = _log_chi(kappa / gamma - b * (i - 1), rng)
@@ -1140,14 +1209,14 @@ def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_
     ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
     """
     n = check_int("n", n, 10)
-    if not 0.0 <= null_fraction < 1.0:
+    kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
+    if check_float("null_fraction", null_fraction, low=0.0, strict=False) >= 1.0:
         raise ValueError(f"null_fraction must lie in [0, 1), got {null_fraction!r}")
-    sp = np.asarray(spikes, dtype=np.float64)
+    sp = check_vector("spikes", spikes, min_size=0)
     if sp.size > n // 2 or np.any(sp <= 0):
         raise ValueError(f"spikes must be at most n/2 values > 0, got {spikes!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     if math.isinf(kappa):
-        _check_params(1.0, gamma)
         G = rng.standard_normal((int(round(n / gamma)), n))
         lam = np.linalg.eigvalsh(G.T @ G) / G.shape[0]
     else:

@@ -70,7 +70,7 @@ PAPER = Setup()
 
 
 EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", "bulk+spikes": "rank5",
-                            "bulk-decay": "profile", "heavy-tailed": "pareto2.5", "rank-collapse": "collapse"}
+                            "bulk-decay": "profile", "heavy-tailed": "t1.5", "rank-collapse": "collapse"}
 """One labelled case per phase: the chapter's six example matrices."""
 
 SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", "collapse")
@@ -79,6 +79,10 @@ SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", 
 _BBP = "the outlier of theta = 1.0 is predicted 1.8 s_TW past the edge at 1500 x 1000, inside the 4 s_TW margin"
 _MU4 = ("tail index mu > 4: the top eigenvalue stays within the Tracy-Widom window of the edge at this size "
         "(asymptotically the ESD is MP), so Martin & Mahoney's finite-size bulk-decay is not visible")
+_MU24 = ("tail index mu in (2, 4) with finite variance: the bulk is MP and only 1.5-5% of the eigenvalues leave it, "
+         "in a tail whose exponent is 3.4-6.4 (tail alpha, seeds 0-3), on Martin & Mahoney's alpha = 4 boundary "
+         "between heavy-tailed and bulk-decay (the same at 750 x 500 and 3000 x 2000); its top eigenvalues come "
+         "from single large entries and the spacing test can detach them as spikes")
 
 EXPECTED_PHASES: dict[str, PhaseResult] = {
     "gaussian": {"label": "random-like"},
@@ -92,23 +96,25 @@ EXPECTED_PHASES: dict[str, PhaseResult] = {
                   "why_small": "at 300 x 200 the outlier is predicted 12.6 s_TW past the edge, near the 10 s_TW boundary"},
     "rank1-2.0": {"label": "bulk+spikes"},
     "rank1-4.0": {"label": "bulk+spikes"},
-    "bleed": {"label": "bleeding-out", "small": ("random-like", "bleeding-out"),
+    "bleed": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes"), "small": ("random-like",),
+              "why": "the theta = 1.15 outlier is predicted 10.6 s_TW past the edge and 3.6 s_TW above the next one: "
+                     "on the 10 s_TW separation boundary it can stand apart as a spike",
               "why_small": "at 300 x 200 the four outliers sit 3-10 s_TW past the edge, some inside the margin"},
     "rank5": {"label": "bulk+spikes"},
     "rank15": {"label": "bulk+spikes"},
     "rank60": {"label": "bulk+spikes"},
     "t1.5": {"label": "heavy-tailed", "why": "mu = 1.5 < 2: very heavy-tailed"},
-    "t2.5": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
-    "t3": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
+    "t2.5": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
+    "t3": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
     "t6": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
     "pareto1": {"label": "heavy-tailed", "why": "mu = 1 < 2: very heavy-tailed"},
-    "pareto2.5": {"label": "heavy-tailed", "why": "mu in (2, 4)"},
+    "pareto2.5": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
     "pareto5": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
-    "t2.5+spike": {"label": "heavy-tailed", "why": "a spike on top of a heavy tail: the tail decides"},
-    "profile": {"label": "bulk-decay", "undecidable": ("bulk-decay", "heavy-tailed"),
-                "small": ("random-like", "bleeding-out"),
-                "why": "finite moments, but the MP law with a single sigma^2 does not hold: the edge is "
-                       "deformed and decays 15-25 s_TW past the fitted lambda_+, across the heavy-reach boundary",
+    "t2.5+spike": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"),
+                   "why": _MU24 + "; the theta = 3 spike sits inside that tail"},
+    "profile": {"label": "bulk-decay", "small": ("random-like", "bleeding-out"),
+                "why": "finite moments, but the MP law with a single sigma^2 does not hold: the edge is deformed and "
+                       "decays into 5-10 outliers reaching 1.1 lambda_+",
                 "why_small": "at 300 x 200 the deformation stays within a few s_TW of the edge"},
     "zeros5": {"label": "random-like", "why": "5% zeros is below the 10% rank-collapse share; MP holds on the rest"},
     "zeros20": {"label": "rank-collapse"},
@@ -393,8 +399,8 @@ def chapter_claims(rates: FamilyRates) -> list[Claim]:
               f"t(3): {a['t3']:.2f}, Pareto 2.5: {a['pareto2.5']:.2f}", "agrees" if alpha_ok else "partly",
               setting=setting, uncertainty=seeds,
               cause="" if alpha_ok else "the KS-chosen xmin lands near the MP edge, where a mu in (2, 4) tail of "
-              "this size is still steep (the alpha column of the confusion table); the label uses the tail's "
-              "reach instead", section="phases-confusion"),
+              "this size is still steep (the alpha column of the confusion table); the exponent of the tail "
+              "itself (the label's tail alpha) is 4-6 at this size too", section="phases-confusion"),
         Claim("MM21", "§3, Table 1", "mu < 2: very heavy-tailed, alpha = 1 + mu/2",
               f"PL_Alpha_KS within {tail:g} of 1 + mu/2 for t(1.5) (1.75) and Pareto 1 (1.5)",
               f"t(1.5): {a['t1.5']:.2f}, Pareto 1: {a['pareto1']:.2f}", "agrees" if very_ok else "partly",
