@@ -20,7 +20,9 @@ Evaluation of ``U(a, 1-delta, -t - i0)``, route by route (:func:`_u_eval`):
    Gamma prefactors carried in logarithms; an ``M`` that underflows in the upper tail is taken
    through Kummer's transformation in logarithms.  SciPy's ``hyp1f1(a, b, .)`` is wrong when
    ``a - b`` is an exact integer and ``b < 0`` (here: ``beta`` an integer); there the mean of
-   ``a +- 1e-9 a`` is used.  Accurate to ~1e-12 relative wherever it is finite, except near
+   ``a +- 1e-9 a`` is used.  Two more windows where SciPy's ``hyp1f1`` is wrong (``a >= 5``,
+   ``b > 0``, ``-1 < z < 0``; ``a < 1.5``, ``-400 <= b <= -15``, ``z`` near ``-|b|``) are re-done
+   with mpmath (:func:`_checked_hyp1f1`), and a subnormal ``M`` counts as underflow.  Accurate to ~1e-12 relative wherever it is finite, except near
    integer ``delta`` (poles of the two Gamma functions; relative error ~2e-14 / dist(delta, Z)):
    within ``1e-4`` of an integer ``delta >= 1`` the density and CDF are Lagrange-interpolated in
    ``delta`` from ``n +- 1e-3, n +- 2e-3`` (error ~1e-11).  Below ``delta = 1e-4`` the formula is
@@ -41,7 +43,9 @@ Evaluation of ``U(a, 1-delta, -t - i0)``, route by route (:func:`_u_eval`):
 ``log beta + log x`` so that ``x = 5e-324`` stays finite.  ``tests/test_htmp.py`` checks the
 density against mpmath at 30 digits to 1e-8 relative on kappa in [0.1, 200], gamma in [0.1, 0.9],
 x from 1e-6 to 30, and at the hard inputs (integer beta and delta, delta down to 1e-7, kappa near
-1000, x in {0, 5e-324, 1e6, 1e300, inf}), each call in a subprocess under a timeout.
+1000, x in {0, 5e-324, 1e6, 1e300, inf}), each call in a subprocess under a timeout;
+``tests/test_reliability.py`` checks the CDF against quadrature of the density for gamma from 1e-6
+to 0.9999 and the density against mpmath in SciPy's bad windows.
 """
 
 from __future__ import annotations
@@ -690,8 +694,12 @@ def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
 
     The phase is computed exactly modulo pi; its branch (a multiple of pi, needed when
     ``kappa > 2``) is read off a coarse trapezoid integral of the density, which only has to
-    be within ``1/kappa`` of the truth.  Accurate in absolute terms (about 1e-12); for relative
-    accuracy in the upper tail use :func:`htmp_sf`.  Above :data:`KAPPA_MP`, the MP CDF.
+    be within ``1/kappa`` of the truth; it is normalised by the mass it covers, so the mass near 0
+    (large as ``gamma -> 1``, ``delta -> 0``) is exact.  Accurate in absolute terms (about 1e-12;
+    2e-8 at ``gamma = 0.99999``); for relative accuracy in the upper tail use :func:`htmp_sf`.
+    Above :data:`KAPPA_MP`, or where ``beta`` exceeds :data:`BETA_MP` (``gamma < kappa/3200``: small
+    ``gamma``), the MP CDF, exact in itself to ``gamma = 1e-17`` (:func:`htlib.spectra.mp_cdf`); the
+    MP limit stands within ``0.5/kappa`` of HTMP there (documented at :data:`KAPPA_MP`).
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
@@ -853,6 +861,8 @@ def fit_scale_ks(x: np.ndarray, cdf_of_x, c0: float) -> tuple[float, float]:
     ``htlib.spectra.fit_mp``, which fits the MP scale by matching the median of the bulk.
     """
 
+    c0 = check_float("c0", c0, low=0.0)
+
     def obj(lc: float) -> float:
         return ks_distance_sorted(cdf_of_x(x / math.exp(lc)))
 
@@ -902,8 +912,8 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     lo_k, hi_k = map(float, kappa_bounds)
     if not (0 < lo_k < hi_k < math.inf):
         raise ValueError(f"kappa_bounds must satisfy 0 < low < high < inf, got {kappa_bounds}")
-    x = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
-    x = x[np.isfinite(x) & (x > 0)]
+    x = np.sort(check_vector("eigs", eigs))  # NaN/inf or complex values: a computation upstream failed
+    x = x[x > 0]
     if x.size < 10:
         raise ValueError(f"eigs must hold at least 10 positive finite values, got {x.size}")
     k_mom, m1 = kappa_from_moments(x, gamma)
@@ -1025,8 +1035,7 @@ def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float
     lo_k, hi_k = map(float, kappa_bounds)
     if not (0 < lo_k < hi_k < math.inf):
         raise ValueError(f"kappa_bounds must satisfy 0 < low < high < inf, got {kappa_bounds}")
-    x = np.asarray(eigs, dtype=np.float64).ravel()
-    x = x[np.isfinite(x)]
+    x = check_vector("eigs", eigs)
     if x.size < 10:
         raise ValueError(f"eigs must hold at least 10 finite values, got {x.size}")
     sh = float(x.min()) if shift else 0.0
