@@ -98,12 +98,20 @@ def measured(deviation: float, quantity: str, source: str, *, integers: bool = F
                      integers=integers, measured=deviation)
 
 
+HTMP_TRAINED = measured(0.0154, "seed medians of kappa of LeNet layers trained at batch 100, and what is "
+                        "glued from them", "avx2-machine, 2026-12-01", integers=True)
+"""Measured on the LeNet cells of the previous HTMP chapter; to be attached to the rewritten chapter's trained
+cells (listed in :data:`CELLS`) once they are measured again: the rewrite changed every cell id."""
+
+
 CHAPTERS: dict[str, Tolerance] = {
     "mp_baseline": CLOSED_FORM,
     "phases": CLOSED_FORM,
     "one_step_adam": CLOSED_FORM,
     "spike_to_heavy_tail": CLOSED_FORM,
     "generalization": CLOSED_FORM,
+    # The rewritten chapter's trained cells are not measured yet (HTMP_TRAINED named the old cells): strict
+    # until they are, so that the 2% control still fails here.
     "htmp": CLOSED_FORM,
     "linear_hessian": CLOSED_FORM,
     "scoreboard": Tolerance(CLOSED_FORM.rtol, CLOSED_FORM.atol,
@@ -114,12 +122,9 @@ CHAPTERS: dict[str, Tolerance] = {
 DEFAULT = CLOSED_FORM
 """The tolerance of a notebook that is not a chapter of the book (fixtures, other notebooks)."""
 
-HTMP_TRAINED = measured(0.0154, "seed medians of kappa of LeNet layers trained at batch 100, and what is "
-                        "glued from them", "avx2-machine, 2026-12-01", integers=True)
 
-CELLS: dict[tuple[str, str], Tolerance] = {
-    **{("htmp", cell): HTMP_TRAINED for cell in ("58858462", "3ee6f4f0", "f1b051dd", "c1ddc97e", "6c406165")},
-}
+
+CELLS: dict[tuple[str, str], Tolerance] = {}
 """Cells whose numbers need their own tolerance, keyed by ``(chapter, cell id)`` (the ``id`` of the cell
 in the notebook; ``tests/test_regression_controls.py`` checks that each still exists)."""
 

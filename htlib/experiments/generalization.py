@@ -335,7 +335,7 @@ def _ci(r: RankCorrelation) -> str:
     return f"{r.rho:+.2f} [{r.low:+.2f}, {r.high:+.2f}]"
 
 
-SETTING = ("the paper's sizes n=8000, d=1000, h=1500 and 10 full-batch steps; 5 seeds per learning rate in Fig. 7, "
+CLAIM_SETTING = ("the paper's sizes n=8000, d=1000, h=1500 and 10 full-batch steps; 5 seeds per learning rate in Fig. 7, "
            "one seed in Fig. 8 (the authors' configurations use 2)")
 """What every record of this chapter states as its setting (the defaults of the parameters cell)."""
 
@@ -375,7 +375,7 @@ def _record(**fields) -> Claim:
                  "establish the cause by a measurement, so the failure is not counted as a disagreement")
     elif verdict != "agrees" and not cause:
         cause = f"only part of the criterion holds: {fields['measured']}"
-    fields.setdefault("setting", SETTING)
+    fields.setdefault("setting", CLAIM_SETTING)
     return Claim(verdict=verdict, cause=cause, **fields)
 
 
