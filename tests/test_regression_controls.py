@@ -390,7 +390,8 @@ def test_nbval_fails_a_changed_word_count_or_number(tmp_path):
         edited.outputs[0].text = edited.outputs[0].text.replace(old, new)
         nb.cells.append(edited)
     nbformat.write(nb, tmp_path / FIXTURE.name)
-    # Outside the repository its conftest.py is not read: the plugin is named instead.
-    proc = _nbval("-p", "nbval_numbers", FIXTURE.name, cwd=tmp_path, PYTHONPATH=str(ROOT / "tests"))
+    # Outside the repository its conftest.py is not read: the plugin is named instead.  No short summary
+    # (-rN): under CI=1 pytest prints each failure's message there again, untruncated.
+    proc = _nbval("-rN", "-p", "nbval_numbers", FIXTURE.name, cwd=tmp_path, PYTHONPATH=str(ROOT / "tests"))
     assert f"{len(EDITS)} failed" in proc.stdout, proc.stdout[-3000:]
     assert proc.stdout.count("beyond what tests/tolerances.py allows") == len(EDITS)
