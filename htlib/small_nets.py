@@ -305,7 +305,7 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
 
 
 def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.ndarray:
-    """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``, float64) of ``model`` at ``X``.
+    """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``) of ``model`` at ``X``, in float64.
 
     ``J_c`` is the ``n x P`` matrix of per-example gradients of output ``c`` with respect to every
     parameter, computed with ``torch.func.vmap(torch.func.grad(...))`` over ``chunk`` examples at a
@@ -316,11 +316,17 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
     >>> net = nn.Sequential(nn.Linear(3, 2))
     >>> X = torch.randn(4, 3)
     >>> K = empirical_ntk(net, X)
-    >>> bool(np.allclose(K, 2 * (X @ X.T + 1).double().numpy(), atol=1e-5))  # logistic: 2 outputs x (XXᵀ + 1)
+    >>> bool(np.allclose(K, 2 * (X.double() @ X.double().T + 1).numpy(), rtol=1e-12))  # logistic: 2 outputs x (XXᵀ + 1)
     True
     """
+    import copy
+
     from torch.func import functional_call, grad, vmap
 
+    # float64 throughout (a copy of the net, the inputs, the Jacobian and the Gram): in float32 the
+    # Gram's round-off (~1e-7 of its largest eigenvalue) swamps its small eigenvalues
+    model = copy.deepcopy(model).to(torch.float64)
+    X = X.to(torch.float64)
     params = {k: v.detach() for k, v in model.named_parameters()}
     n = X.shape[0]
     n_out = int(functional_call(model, params, (X[:1],)).shape[1])
@@ -336,7 +342,7 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
             gr = g(params, X[lo: lo + chunk], c)
             blocks.append(torch.cat([v.reshape(v.shape[0], -1) for v in gr.values()], dim=1))
         J = torch.cat(blocks)
-        K += (J @ J.T).double()
+        K += J @ J.T
     return K.numpy()
 
 

@@ -506,6 +506,8 @@ def test_claims_follow_the_rules():
                                         mp_kappas=(1, 10, 100), n_match=6, n_phases=6)}
     assert recs["lenet-250"].verdict == "agrees"
     assert recs["lenet-100"].verdict == "inconclusive" and "reduced setting" in recs["lenet-100"].cause
+    # the cause names the reduction and the parameter that removes it
+    assert "2,000 training images instead of 4,000 (n_train=4000 in PAPER" in recs["lenet-100"].cause
     assert recs["lenet-falls"].verdict == "agrees"
     for b in (1000, 800, 250, 100):
         assert recs[f"minialexnet-{b}"].verdict == "inconclusive"
@@ -519,6 +521,61 @@ def test_claims_follow_the_rules():
     from htlib.claims import check_records
 
     check_records(list(recs.values()))
+
+
+def _l1_records(noise_l1):
+    from htlib.experiments import htmp as ch
+
+    # LeNet trained; the L1 fit gives 1.47-1.65 at batch 250 (delta/paper's in [0.5, 2]) and a flat 1.6 elsewhere
+    fits = [_fit("lenet", b, s, k, l1=l) for b, ks, ls in ((1000, (30, 31, 29), (1.6,) * 3),
+                                                            (250, (20, 16, 31), (1.47, 1.61, 1.65)),
+                                                            (100, (16, 15, 17), (1.6,) * 3))
+            for s, (k, l) in enumerate(zip(ks, ls))]
+    noise = [_fit("noise", 0, i, math.inf, acc=math.nan, l1=v) for i, v in enumerate(noise_l1)]
+    return {c.key: c for c in ch.claims(_batch(fits, noise), q_err=1e-12, check_kappas=(1.0,), sup_cdf=(0.1, 0.01, 0.001),
+                                        mp_kappas=(1, 10, 100), n_match=6, n_phases=6)}
+
+
+def test_l1_variant_is_judged_against_the_noise_band():
+    # pure noise of the same shape gives L1 kappa 1.31-2.3: a trained range inside it cannot agree
+    recs = _l1_records((1.34, 1.31, 2.3))
+    r = recs["lenet-250-l1"]
+    assert r.verdict == "inconclusive" and "cannot tell the trained layer from noise" in r.cause
+    assert "[1.31, 2.3]" in r.cause and "[1.47, 1.65]" in r.cause
+    assert recs["lenet-falls-l1"].verdict == "inconclusive" and "noise" in recs["lenet-falls-l1"].cause
+    # the KS fit finds MP (inf) on the same noise: its finite trained kappa is outside the band
+    assert "cannot tell" not in recs["lenet-250"].cause
+    # noise far from the trained range: the criterion decides (delta 1.71-1.93 against the paper's 1.28)
+    recs = _l1_records((5.0, 5.5, 6.0))
+    assert recs["lenet-250-l1"].verdict == "agrees"
+
+
+def _ntk(model, ks, mp_ks, *, n=1000, n_zero=0, acc=1.0):
+    from htlib.experiments.htmp import NTKFit
+    from htlib.htmp import InverseFit
+
+    return NTKFit(model, np.ones(n), acc, acc, 100, InverseFit(0.2, 0.1, 1.0, ks, mp_ks, 0.7, n, n_zero))
+
+
+def test_ntk_claims_are_per_model_and_read_the_ks_spread():
+    from dataclasses import replace
+
+    from htlib.experiments import htmp as ch
+
+    res = replace(_batch([_fit("lenet", 100, 0, 10.0)]),
+                  ntk=[_ntk("logistic", 0.227, 0.721, n=731, n_zero=269), _ntk("lenet", 0.0206, 0.053)])
+    recs = {c.key: c for c in ch.ntk_claims(res)}
+    assert set(recs) == {"ntk-logistic", "ntk-logistic-mp", "ntk-lenet", "ntk-lenet-mp"}
+    assert recs["ntk-lenet"].verdict == "agrees"  # 0.0206 +- 0.0165 lies below 0.05
+    # 0.053 +- 0.0165 straddles 0.05: inside the KS noise, never "disagrees"
+    assert recs["ntk-lenet-mp"].verdict == "inconclusive" and "sampling spread" in recs["ntk-lenet-mp"].cause
+    assert recs["ntk-lenet-mp"].variant_of == "ntk-lenet" and not recs["ntk-lenet"].variant_of
+    # logistic: far above the threshold, but on MNIST its NTK is the pixel Gram: inconclusive, the cause measured
+    lg = recs["ntk-logistic"]
+    assert lg.verdict == "inconclusive" and "269 of 1000 eigenvalues zero" in lg.cause and "0.227" in lg.cause
+    # an untrained net cannot test the claim
+    res = replace(res, ntk=[_ntk("lenet", 0.01, 0.3, acc=0.5)])
+    assert {c.key: c for c in ch.ntk_claims(res)}["ntk-lenet"].verdict == "inconclusive"
 
 
 def test_mp_claim_and_straddling_ranges():

@@ -103,13 +103,17 @@ def test_channels_last_is_the_same_model_and_weight_change_is_measured():
 
 def _dense_ntk(model, X):
     # the reference: one autograd call per example and output, the full Jacobian, then J Jᵀ traced over outputs
+    import copy
+
+    model = copy.deepcopy(model).double()
+    X = X.double()
     params = [p for p in model.parameters()]
     rows = []
     for i in range(X.shape[0]):
         out = model(X[i : i + 1])[0]
         rows.append(torch.stack([torch.cat([g.reshape(-1) for g in torch.autograd.grad(out[c], params, retain_graph=True)])
                                  for c in range(out.shape[0])]))
-    J = torch.stack(rows).double()  # n x outputs x P
+    J = torch.stack(rows)  # n x outputs x P, float64
     return torch.einsum("icp,jcp->ij", J, J).numpy()
 
 
@@ -119,7 +123,9 @@ def test_empirical_ntk_matches_a_dense_autograd_jacobian():
     torch.manual_seed(0)
     net = build_model(SmallNetConfig(model="lenet"))
     X = torch.randn(5, 784)
-    np.testing.assert_allclose(empirical_ntk(net, X, chunk=2), _dense_ntk(net, X), rtol=1e-4, atol=1e-6)
+    K, ref = empirical_ntk(net, X, chunk=2), _dense_ntk(net, X)
+    assert K.dtype == np.float64
+    np.testing.assert_allclose(K, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
 
 
 def test_logistic_ntk_is_the_closed_form_and_cosine_schedule_trains():
@@ -132,7 +138,26 @@ def test_logistic_ntk_is_the_closed_form_and_cosine_schedule_trains():
 
     Xtr = _load(cfg, torch.Generator().manual_seed(cfg.seed))[0].double()
     ref = np.linalg.eigvalsh((10 * (Xtr @ Xtr.T + 1)).numpy())
-    np.testing.assert_allclose(sp.eigs, ref, rtol=1e-4, atol=1e-3 * ref.max() * 1e-3)
+    np.testing.assert_allclose(sp.eigs, ref, rtol=1e-9, atol=1e-12 * ref.max())
     assert sp.n_params == 7850 and sp.train_acc > 0.5
     with pytest.raises(ValueError, match="schedule"):
         SmallNetConfig(schedule="step")
+
+
+def test_ntk_small_eigenvalues_are_float64_accurate():
+    # an ill-conditioned logistic regression: singular values of [X, 1] from 1 down to 1e-5, so the
+    # NTK 3 (XXᵀ + 1) has eigenvalues from ~3 down to ~3e-10; float32 round-off (~1e-7 of the
+    # largest) would swamp every eigenvalue below ~1e-6, float64 keeps them to ~1e-12 relative
+    from htlib.small_nets import empirical_ntk
+
+    rng = np.random.default_rng(0)
+    n, d = 12, 20
+    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    s = np.geomspace(1.0, 1e-5, n)
+    X = (U * s) @ V[:n]
+    net = torch.nn.Sequential(torch.nn.Linear(d, 3))
+    lam = np.linalg.eigvalsh(empirical_ntk(net, torch.from_numpy(X)))
+    ref = np.linalg.eigvalsh(3 * (X @ X.T + 1))
+    assert ref.min() < 1e-8 * ref.max()  # the check reaches eigenvalues float32 cannot resolve
+    np.testing.assert_allclose(lam, ref, rtol=1e-6)
