@@ -593,14 +593,16 @@ def _claim(**fields) -> Claim:
 
 
 def _combine(verdicts: Sequence[str]) -> str:
-    """The verdict of a compound criterion from its parts' judgments."""
-    if all(v == "agrees" for v in verdicts):
+    """The verdict of a compound criterion: "partly" when some parts hold and others fail, "inconclusive"
+    when no part fails (or none holds) but some cannot be decided."""
+    v = set(verdicts)
+    if v == {"agrees"}:
         return "agrees"
-    if all(v == "disagrees" for v in verdicts):
+    if v == {"disagrees"}:
         return "disagrees"
-    if "inconclusive" in verdicts and "agrees" not in verdicts:
-        return "inconclusive"
-    return "partly"
+    if {"agrees", "disagrees"} <= v:
+        return "partly"
+    return "inconclusive"
 
 
 def _ci(v: float, ci: tuple[float, float], fmt: str = ".3g") -> str:
@@ -750,7 +752,7 @@ def sweet_spot_claims(checks: Mapping[tuple[str, str], ThresholdCheck], setup: S
         verdict = _combine(verdicts)
         out.append(_claim(**common, measured="; ".join(parts), verdict=verdict,
                          cause="" if verdict == "agrees" else
-                         f"{readout_cause(readout)}the rules fail for: {', '.join(failing)} (Fig. 3 rule table)"))
+                         f"{readout_cause(readout)}the rules do not hold (or straddle) for: {', '.join(failing)} (Fig. 3 rule table)"))
     return out
 
 
