@@ -46,17 +46,24 @@ def test_first_step_norms_against_numpy():
 
 
 def test_setup_validates_and_reads_a_namespace():
-    s = ch.Setup.from_namespace({f.name: f.default for f in dataclasses.fields(ch.Setup)})
+    s = ch.Setup.from_namespace(_cell_namespace())
     assert s == ch.PAPER and s.deviations(ch.GRID_FIELDS) == "paper"
     assert ch.Setup(seeds=3).deviations(ch.GRID_FIELDS) == "seeds = 3 (paper: 5)"
     assert ch.Setup(seeds=9).deviations(ch.GRID_FIELDS) == "paper"  # more seeds than the paper's
-    assert ch.Setup(etas=[3000, 0.1]).etas == (0.1, 3000.0)
+    assert ch.Setup(etas=[3000, 0.1]).etas == (3000.0, 0.1)
     for bad, name in (({"seeds": 1}, "seeds"), ({"etas": [1.0, -1.0]}, "etas"), ({"readout": "x"}, "readout"),
                       ({"scaling_ds": [16, 32]}, "scaling_ds"), ({"executor": "threads"}, "executor")):
         with pytest.raises(ValueError, match=name):
             ch.Setup(**bad)
     with pytest.raises(ValueError, match="does not define"):
         ch.Setup.from_namespace({"n": 3})
+    assert ch.Setup.from_namespace(_cell_namespace()) == ch.Setup()
+
+
+def _cell_namespace() -> dict:
+    ns: dict = {}
+    exec(ch.Setup.parameters_cell(), ns)
+    return ns
 
 
 def test_scaling_configs_fix_h_and_keep_n_over_d():
@@ -160,4 +167,4 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     numbers = {**ch.fig2_numbers(fig2), **ch.fig3_numbers(fig3, checks, "d"), **ch.scaling_numbers(scaling),
                **ch.rule_numbers(), **ch.setting_numbers(setup)}
     assert all(isinstance(v, str) and v for v in numbers.values())
-    assert numbers["rule_spike_pct"] == "10%" and numbers["setting"].startswith("a reduced")
+    assert numbers["rule_spike_pct"] == "10%" and numbers["set_setting"].startswith("a reduced")

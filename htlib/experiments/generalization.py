@@ -17,21 +17,21 @@ and :func:`htlib.two_layer.train`:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 from htlib import cache, dynamics
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING, Claim, Criterion
 from htlib.generalization import RankCorrelation, SeedMean, final_metrics, seed_mean, spearman_bootstrap
-from htlib.sweep import process_executor, run_sweep
+from htlib.experiments._setup import SweepSetup, param
+from htlib.sweep import run_sweep
 from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
                              restrict_recording, ridge_losses, run_grid, train)
 
@@ -48,96 +48,44 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(TwoLayerConfig))
 # ----------------------------------------------------------------------------- the chapter's parameters
 
 
-def _floats(name: str, values, *, low: float = 0.0, strict: bool = True, high: float | None = None) -> tuple:
-    values = tuple(values)
-    if not values:
-        raise ValueError(f"{name} must be a non-empty list")
-    return tuple(sorted(check_float(name, v, low=low, high=high, strict=strict) for v in values))
-
-
 @dataclass(frozen=True)
-class Setup:
-    """The chapter's parameters (one field per line of its parameters cell), validated at construction.
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
 
     The defaults are the paper's §5.3 setting, with Fig. 8 at the authors' two seeds, except that the
     weight-normalized repeat of the Fig. 7 grid is off (:data:`PAPER` turns it on).
+
+    Examples
+    --------
+    >>> Setup(fig8_seeds=1).deviations(FIG8_FIELDS)
+    'fig8_seeds = 1 (paper: 2)'
     """
 
-    n: int = 8000
-    d: int = 1000
-    h: int = 1500
-    n_test: int = 200
-    rho_e: float = 0.3
-    lam: float = 0.01
-    steps: int = 10
-    etas: tuple[float, ...] = ETA_GRID
-    seeds: int = 5
-    weight_norm_repeat: bool = False
-    fig8_eta: float = 1.0
-    fig8_seeds: int = 2
-    ns: tuple[int, ...] = (500, 2000, 4000, 8000)
-    lams: tuple[float, ...] = (0.1, 0.01, 0.001, 0.0001)
-    rhos: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7)
-    steplr_gammas: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
-    n_boot: int = 2000
-    ci_level: float = 0.95
-    readout: str = "d"
-    executor: str = "process"
-    workers: int = 2
-
-    def __post_init__(self) -> None:
-        for name in ("n", "d", "h", "n_test", "steps"):
-            check_int(name, getattr(self, name), 1)
-        check_int("seeds", self.seeds, 2)
-        check_int("fig8_seeds", self.fig8_seeds, 1)
-        for name in ("seeds", "fig8_seeds"):
-            if getattr(self, name) > 20:
-                raise ValueError(f"{name} must be an integer <= 20, got {getattr(self, name)!r}")
-        check_int("n_boot", self.n_boot, 100)
-        check_int("workers", self.workers, 1)
-        check_float("rho_e", self.rho_e, low=0.0, strict=False)
-        check_float("lam", self.lam, low=0.0)
-        check_float("fig8_eta", self.fig8_eta, low=0.0)
-        check_float("ci_level", self.ci_level, low=0.0, high=1.0)
-        check_choice("readout", self.readout, READOUT_SCALES)
-        check_choice("executor", self.executor, ("process", "serial"))
-        if not isinstance(self.weight_norm_repeat, bool):
-            raise ValueError(f"weight_norm_repeat must be True or False, got {self.weight_norm_repeat!r}")
-        ns = tuple(self.ns)
-        if not ns or any(isinstance(v, bool) or int(v) != v or v < 1 for v in ns):
-            raise ValueError(f"ns must be a non-empty list of integers >= 1, got {self.ns!r}")
-        object.__setattr__(self, "ns", tuple(sorted(int(v) for v in ns)))
-        object.__setattr__(self, "etas", _floats("etas", self.etas))
-        object.__setattr__(self, "lams", _floats("lams", self.lams))
-        object.__setattr__(self, "rhos", _floats("rhos", self.rhos, strict=False))
-        object.__setattr__(self, "steplr_gammas", _floats("steplr_gammas", self.steplr_gammas, high=1.0, strict=True)
-                           if all(v != 1.0 for v in self.steplr_gammas) else
-                           _floats("steplr_gammas", self.steplr_gammas, high=1.0, strict=False))
-
-    @classmethod
-    def from_namespace(cls, namespace: Mapping) -> "Setup":
-        """The Setup of the parameters cell's names in ``namespace`` (the notebook's ``globals()``)."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        missing = [n for n in names if n not in namespace]
-        if missing:
-            raise ValueError(f"the parameters cell does not define {missing}")
-        return cls(**{n: namespace[n] for n in names})
+    n: int = param(8000, "training and probe-set size of Fig. 7 and the base of Fig. 8", ge=1, le=100_000)
+    d: int = param(1000, "input dimension", ge=1, le=20_000)
+    h: int = param(1500, "width of the student", ge=1, le=20_000)
+    n_test: int = param(200, "test-set size", ge=1, le=100_000)
+    rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
+    lam: float = param(0.01, "ridge constant of the readout", gt=0)
+    steps: int = param(10, "full-batch steps", ge=1, le=100_000)
+    etas: tuple[float, ...] = param(list(ETA_GRID), "learning rates of Fig. 7", gt=0)
+    seeds: int = param(5, "seeds per optimizer and learning rate", ge=2, le=20)
+    weight_norm_repeat: bool = param(False, "also run the Fig. 7 grid with weight normalization (doubles the sweep)")
+    fig8_eta: float = param(1.0, "FB-Adam learning rate of Fig. 8", gt=0)
+    fig8_seeds: int = param(2, "seeds of every Fig. 8 run (the authors' configurations use 2)", ge=1, le=20)
+    ns: tuple[int, ...] = param([500, 2000, 4000, 8000], "Fig. 8(a) sample sizes", ge=1, le=100_000)
+    lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
+    rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
+    steplr_gammas: tuple[float, ...] = param([0.2, 0.4, 0.6, 0.8], "Fig. 8(d) StepLR decay factors", gt=0, le=1)
+    n_boot: int = param(2000, "bootstrap replicates of each interval", ge=100, le=100_000)
+    ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
+    readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
 
     @property
     def shape(self) -> dict:
         """The :class:`htlib.two_layer.TwoLayerConfig` fields every run of the chapter shares."""
         return dict(n=self.n, d=self.d, h=self.h, n_test=self.n_test, rho_e=self.rho_e, lam=self.lam,
                     steps=self.steps, readout_scale=self.readout)
-
-    @contextlib.contextmanager
-    def executor_context(self) -> Iterator:
-        """The executor of the chapter's sweeps (``None``: in this process), shut down on exit."""
-        pool = None if self.executor == "serial" else process_executor(self.workers, threads_per_worker=1)
-        try:
-            yield pool
-        finally:
-            if pool is not None:
-                pool.shutdown()
 
     def deviations(self, names: Sequence[str]) -> str:
         """``"paper"`` if the fields ``names`` have the paper's values (seed counts: at least), else the

@@ -13,11 +13,10 @@ Built on the two-layer student of :mod:`htlib.two_layer` (which names no figure)
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,10 +24,11 @@ import scipy.stats
 import torch
 
 from htlib import spectra
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_choice
 from htlib.claims import PAPER_SETTING, Claim, Criterion
 from htlib.generalization import SeedMean, seed_mean
-from htlib.sweep import process_executor, run_sweep
+from htlib.experiments._setup import SweepSetup, param
+from htlib.sweep import run_sweep
 from htlib.two_layer import (ADAM_BETAS, READOUT_SCALES, AdamState, RunGrid, Trajectory, TwoLayerConfig,
                              adam_direction, full_batch_gradient, init_weights, make_data, run_grid,
                              spectral_norm, train)
@@ -44,68 +44,41 @@ READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (th
 
 
 @dataclass(frozen=True)
-class Setup:
-    """The chapter's parameters (one field per line of its parameters cell), validated at construction.
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
 
-    The defaults are the paper's §4 setting (:data:`PAPER`), except for the scaling sweep of
-    Theorem 4.1 / Corollary 4.2, whose sizes the paper does not give.
+    The defaults are the paper's §4 setting (:data:`PAPER`); the scaling sweep of Theorem 4.1 and
+    Corollary 4.2 has sizes of the book's choosing (the paper gives none).
+
+    Examples
+    --------
+    >>> Setup(seeds=3).deviations(GRID_FIELDS)
+    'seeds = 3 (paper: 5)'
+    >>> Setup(scaling_ds=[16, 32])
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'scaling_ds' must be a list of integers, each ≥ 8, ≤ 20000, at least 3 entries; got [16, 32]
     """
 
-    n: int = 2000
-    d: int = 1000
-    h: int = 1500
-    n_test: int = 200
-    rho_e: float = 0.3
-    lam: float = 0.01
-    bias_correction: bool = True
-    etas: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
-    seeds: int = 5
-    fig2_gd_etas: tuple[float, ...] = (0.1, 2000.0)
-    fig2_adam_etas: tuple[float, ...] = (0.1, 10.0)
-    scaling_h: int = 250
-    scaling_ds: tuple[int, ...] = (250, 500, 1000, 2000, 4000)
-    scaling_seeds: int = 3
-    readout: str = "d"
-    n_boot: int = 2000
-    ci_level: float = 0.95
-    executor: str = "process"
-    workers: int = 2
-
-    def __post_init__(self) -> None:
-        for name in ("n", "d", "h", "n_test", "scaling_h"):
-            check_int(name, getattr(self, name), 1)
-        check_int("seeds", self.seeds, 2)
-        check_int("scaling_seeds", self.scaling_seeds, 1)
-        for name in ("seeds", "scaling_seeds"):
-            if getattr(self, name) > 20:
-                raise ValueError(f"{name} must be an integer <= 20, got {getattr(self, name)!r}")
-        check_int("n_boot", self.n_boot, 100)
-        check_int("workers", self.workers, 1)
-        check_float("rho_e", self.rho_e, low=0.0, strict=False)
-        check_float("lam", self.lam, low=0.0)
-        check_float("ci_level", self.ci_level, low=0.0, high=1.0)
-        check_choice("readout", self.readout, READOUT_SCALES)
-        check_choice("executor", self.executor, ("process", "serial"))
-        if not isinstance(self.bias_correction, bool):
-            raise ValueError(f"bias_correction must be True or False, got {self.bias_correction!r}")
-        for name in ("etas", "fig2_gd_etas", "fig2_adam_etas"):
-            values = tuple(float(v) for v in getattr(self, name))
-            if not values or any(not (math.isfinite(v) and v > 0) for v in values):
-                raise ValueError(f"{name} must be a non-empty list of numbers > 0, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, tuple(sorted(values)))
-        ds = tuple(getattr(self, "scaling_ds"))
-        if len(ds) < 3 or any(int(v) != v or v < 8 for v in ds):
-            raise ValueError(f"scaling_ds must list at least 3 integers >= 8, got {ds!r}")
-        object.__setattr__(self, "scaling_ds", tuple(sorted(int(v) for v in ds)))
-
-    @classmethod
-    def from_namespace(cls, namespace: Mapping) -> "Setup":
-        """The Setup of the parameters cell's names in ``namespace`` (the notebook's ``globals()``)."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        missing = [n for n in names if n not in namespace]
-        if missing:
-            raise ValueError(f"the parameters cell does not define {missing}")
-        return cls(**{n: namespace[n] for n in names})
+    n: int = param(2000, "train-set and probe-set size", ge=1, le=100_000)
+    d: int = param(1000, "input dimension", ge=1, le=20_000)
+    h: int = param(1500, "hidden width", ge=1, le=20_000)
+    n_test: int = param(200, "test-set size", ge=1, le=100_000)
+    rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
+    lam: float = param(0.01, "ridge constant of the readout", gt=0)
+    bias_correction: bool = param(True, "FB-Adam with PyTorch's bias correction (False: the paper's eq. (2))")
+    etas: tuple[float, ...] = param([0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0],
+                                    "learning-rate grid of Fig. 3", gt=0)
+    seeds: int = param(5, "runs per optimizer and learning rate, as in the paper", ge=2, le=20)
+    fig2_gd_etas: tuple[float, ...] = param([0.1, 2000.0], "GD learning rates of Fig. 2", gt=0)
+    fig2_adam_etas: tuple[float, ...] = param([0.1, 10.0], "FB-Adam learning rates of Fig. 2", gt=0)
+    scaling_h: int = param(250, "fixed width of the Theorem 4.1 and Corollary 4.2 sweep", ge=8, le=20_000)
+    scaling_ds: tuple[int, ...] = param([250, 500, 1000, 2000, 4000], "input dimensions of that sweep (n/d fixed)",
+                                        ge=8, le=20_000, min_len=3)
+    scaling_seeds: int = param(3, "seeds per size of that sweep", ge=1, le=20)
+    readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
+    n_boot: int = param(2000, "bootstrap replicates of each seed interval", ge=100, le=100_000)
+    ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
 
     @property
     def base(self) -> dict:
@@ -117,16 +90,6 @@ class Setup:
     def edge(self) -> float:
         """The MP edge of ``W0ᵀW0`` for ``N(0, 1)`` entries, ``(sqrt(h) + sqrt(d))^2``."""
         return mp_edge(self.h, self.d)
-
-    @contextlib.contextmanager
-    def executor_context(self) -> Iterator:
-        """The executor of the chapter's sweeps (``None``: in this process), shut down on exit."""
-        pool = None if self.executor == "serial" else process_executor(self.workers, threads_per_worker=1)
-        try:
-            yield pool
-        finally:
-            if pool is not None:
-                pool.shutdown()
 
     def deviations(self, names: Sequence[str]) -> str:
         """``"paper"`` if the fields ``names`` have the paper's values (seeds: at least), else the list
@@ -887,14 +850,15 @@ def rule_numbers() -> dict[str, str]:
 
 
 def setting_numbers(setup: Setup) -> dict[str, str]:
-    """The setting of the run, as the opening paragraph states it."""
-    return dict(n=str(setup.n), d=str(setup.d), h=str(setup.h), seeds=str(setup.seeds), n_test=str(setup.n_test),
-                n_etas=str(len(setup.etas)), n_runs=str(2 * len(setup.etas) * setup.seeds),
-                setting=("the paper's" if setup.deviations(GRID_FIELDS) == PAPER_SETTING
-                         else "a reduced one (" + setup.deviations(GRID_FIELDS) + ")"),
-                scaling_h=str(setup.scaling_h), scaling_dmin=str(setup.scaling_ds[0]),
-                scaling_dmax=str(setup.scaling_ds[-1]), scaling_seeds=str(setup.scaling_seeds),
-                readout=READOUT_NAMES[setup.readout])
+    """The setting of the run, as the opening paragraph states it (keys ``set_*``)."""
+    out = dict(n=str(setup.n), d=str(setup.d), h=str(setup.h), seeds=str(setup.seeds), n_test=str(setup.n_test),
+               n_etas=str(len(setup.etas)), n_runs=str(2 * len(setup.etas) * setup.seeds),
+               setting=("the paper's" if setup.deviations(GRID_FIELDS) == PAPER_SETTING
+                        else "a reduced one (" + setup.deviations(GRID_FIELDS) + ")"),
+               scaling_h=str(setup.scaling_h), scaling_dmin=str(min(setup.scaling_ds)),
+               scaling_dmax=str(max(setup.scaling_ds)), scaling_seeds=str(setup.scaling_seeds),
+               readout=READOUT_NAMES[setup.readout])
+    return {f"set_{k}": v for k, v in out.items()}
 
 
 def fig2_numbers(res: Fig2Result) -> dict[str, str]:
