@@ -41,14 +41,6 @@ PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
     # (mp_baseline and phases have theirs); a chapter's entry goes when it moves onto its Setup.
     # Paper 003 §5 and its review discussion: eta=0.1 needs about 10^4 FB-Adam steps to a heavy tail (criterion up to 3x).
     "spike_to_heavy_tail": {"slow_budget": 30_000, "slow_record_every": 500},
-    # Paper 001, Fig. 5 protocol on the bundled MNIST-5k: both architectures (the default), SGD for 200
-    # epochs, MiniAlexNet on 4,000 training and 1,000 test images (batch sizes, repeats, lr and momentum
-    # are already the paper's).  With --cifar-dir, the chapter's own preset="paper" instead: MiniAlexNet
-    # on all of CIFAR-10 from that folder.
-    "htmp": {"epochs": 200, "alex_epochs": 200, "alex_n_train": 4000, "alex_n_test": 1000},
-    # Paper 004: n=5000 and 10,000 GD epochs are already the defaults; the tanh runs also train 10,000
-    # epochs, and LOBPCG measures the Hessian at every measurement point, not only at the ends.
-    "linear_hessian": {"tanh_epochs": 10_000, "hessian_at": "all"},
 }
 """Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
 paper's setting (transitional)."""
@@ -125,13 +117,14 @@ def paper_setting(path: Path, decl: run.Declaration | None = None, *, cifar_dir:
         if path.stem in PAPER_OVERRIDES:
             raise run.ParameterError(f"chapter {path.stem!r} has a PAPER Setup and an entry in "
                                      "htlib.paper.PAPER_OVERRIDES: delete the entry (each setting exists once)")
-        return setting.differs_from_default()
+        overrides = setting.differs_from_default()
+        if path.stem == "htmp" and cifar_dir:  # the same protocol on all of CIFAR-10 from that folder
+            overrides.update(getattr(module, "cifar_overrides")(_check_cifar_dir(cifar_dir)))
+        return overrides
     if path.stem not in PAPER_OVERRIDES:
         raise run.ParameterError(f"chapter(s) {[path.stem]} have no entry in htlib.paper.PAPER_OVERRIDES "
                                  "(use {} when the defaults are the paper's setting) and no PAPER Setup")
     overrides = dict(PAPER_OVERRIDES[path.stem])
-    if path.stem == "htmp" and cifar_dir:
-        overrides = {"preset": "paper", "data_dir": _check_cifar_dir(cifar_dir)}
     return overrides
 
 
