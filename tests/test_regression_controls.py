@@ -340,17 +340,16 @@ RERUNS = sorted((ROOT / "tests" / "fixtures" / "portability").glob("*.json"))
 
 @pytest.mark.parametrize("fixture", RERUNS, ids=[p.stem for p in RERUNS])
 def test_a_real_rerun_under_other_arithmetic_passes(fixture):
-    """Each cell that another arithmetic moved passes at its tolerance, and really differs: the exact
-    comparison of nbval (tolerance 0, no printing allowance would make a difference here) fails some."""
+    """Each cell that another arithmetic moved (so that nbval's exact comparison fails it) passes at its
+    tolerance."""
     data = json.loads(fixture.read_text())
-    exact_failures = 0
+    assert data["cells"], fixture.name
     for cell in data["cells"]:
         ref, new = ([nbformat.from_dict(o) for o in cell[k]] for k in ("reference", "rerun"))
         tol = tl.for_cell(data["chapter"], {}, cell["id"])
         result = _compare(ref, new, tol)
         assert result.ok, (cell["index"], result.problems)
-        exact_failures += not _compare(ref, new, tl.CLOSED_FORM).ok
-    assert exact_failures, f"{fixture.name}: no cell differs beyond the closed-form tolerance"
+        assert result.max_rel > 0, f"cell {cell['index']}: no number moved"
 
 
 # ---------------------------------------------------------------------------------------------
