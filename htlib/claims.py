@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import html as _html
 import json
+import math
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
 __all__ = [
     "Claim",
+    "Criterion",
+    "check_records",
+    "where_key",
     "VERDICTS",
+    "DIFFERENCES",
+    "PAPER_SETTING",
     "PAPERS",
     "CLAIMS_GLUE_KEY",
     "claims_frame",
@@ -33,16 +40,27 @@ __all__ = [
     "Scoreboard",
     "scoreboard",
     "glue_counts",
+    "split_counts_table",
+    "differences",
+    "variants",
+    "robustness_frame",
+    "GluedText",
 ]
 
-Verdict = Literal["agrees", "partly", "disagrees", "not tested"]
-VERDICTS: tuple[str, ...] = ("agrees", "partly", "disagrees", "not tested")
-"""The four verdicts, in the order the scoreboard counts them."""
+Verdict = Literal["agrees", "partly", "disagrees", "inconclusive", "not tested"]
+VERDICTS: tuple[str, ...] = ("agrees", "partly", "disagrees", "inconclusive", "not tested")
+"""The five verdicts, in the order the scoreboard counts them."""
+
+DIFFERENCES: tuple[str, ...] = ("disagrees", "partly", "inconclusive")
+"""The verdicts the scoreboard lists first, under "Where the book and the papers differ"."""
+
+PAPER_SETTING = "paper"
+"""The ``setting`` of a claim measured at the paper's own protocol; anything else lists the deviations."""
 
 PAPERS: dict[str, str] = {
     "001": "Models of heavy-tailed mechanistic universality (Hodgkinson, Wang, Mahoney)",
     "003": "From spikes to heavy tails (Kothapalli, Pang, Deng, Liu, Yang)",
-    "004": "How the Hessian spectrum of linear networks depends on data",
+    "004": "How the Hessian spectrum of linear networks depends on data (authors not given in the text we have)",
     "MM21": "Martin & Mahoney (JMLR 2021): the 5+1 phases",
     "MP": "Marchenko-Pastur baseline",
 }
@@ -57,30 +75,179 @@ CLAIMS_MIME = "text/x-htlib-claims+json"
 CLAIMS_GLUE_KEY = "claims_records"
 """Name under which :func:`publish_claims` stores the records in a notebook's outputs."""
 
+_OPS = {
+    "<": lambda x, t: x < t,
+    "<=": lambda x, t: x <= t,
+    ">": lambda x, t: x > t,
+    ">=": lambda x, t: x >= t,
+    "in": lambda x, t: t[0] <= x <= t[1],
+}
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A test fixed before looking at the numbers: ``statistic op threshold``, with the threshold as data.
+
+    The criterion text of a :class:`Claim`, the code that judges it and any prose that quotes the
+    threshold all read :attr:`threshold`, so the number is written once.
+
+    Parameters
+    ----------
+    statistic : str
+        What is read, in words (e.g. "seed-median lambda_max / lambda_+ at eta=1").
+    op : {"<", "<=", ">", ">=", "in"}
+        The comparison; ``"in"`` takes a closed interval ``(low, high)`` as threshold.
+    threshold : float or (float, float)
+        The value the statistic is compared with.
+    fmt : str, optional
+        Format spec of the threshold in :attr:`text`.
+
+    Examples
+    --------
+    >>> c = Criterion("slope", "<", 0.1)
+    >>> c.text
+    'slope < 0.1'
+    >>> c.judge(0.05), c.judge(0.05, (0.02, 0.08)), c.judge(0.05, (0.02, 0.3))
+    ('agrees', 'agrees', 'inconclusive')
+    >>> Criterion("steps", "in", (10 / 3, 30)).judge(40, (35, 50))
+    'disagrees'
+    """
+
+    statistic: str
+    op: Literal["<", "<=", ">", ">=", "in"]
+    threshold: float | tuple[float, float]
+    fmt: str = ".3g"
+
+    def __post_init__(self) -> None:
+        if not str(self.statistic).strip():
+            raise ValueError("statistic must not be empty")
+        if self.op not in _OPS:
+            raise ValueError(f"op must be one of {list(_OPS)}, got {self.op!r}")
+        if self.op == "in":
+            low, high = (float(v) for v in self.threshold)
+            if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+                raise ValueError(f"threshold of 'in' must be a finite (low, high) with low <= high, got {self.threshold!r}")
+            object.__setattr__(self, "threshold", (low, high))
+        else:
+            value = float(self.threshold)
+            if not math.isfinite(value):
+                raise ValueError(f"threshold must be finite, got {self.threshold!r}")
+            object.__setattr__(self, "threshold", value)
+
+    @property
+    def text(self) -> str:
+        if self.op == "in":
+            low, high = self.threshold
+            return f"{self.statistic} in [{format(low, self.fmt)}, {format(high, self.fmt)}]"
+        return f"{self.statistic} {self.op} {format(self.threshold, self.fmt)}"
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` satisfies the criterion (NaN never does)."""
+        value = float(value)
+        return bool(math.isfinite(value) and _OPS[self.op](value, self.threshold))
+
+    def judge(self, value: float, interval: tuple[float, float] | None = None) -> str:
+        """``"agrees"``, ``"disagrees"`` or ``"inconclusive"`` for a measured value and its interval.
+
+        Without an interval the point value decides.  With one, the criterion must hold (or fail) over
+        the whole interval; an interval that straddles the threshold, or a non-finite value, gives
+        ``"inconclusive"``.
+        """
+        if not math.isfinite(float(value)):
+            return "inconclusive"
+        if interval is None:
+            return "agrees" if self.holds(value) else "disagrees"
+        low, high = sorted(float(v) for v in interval)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            return "inconclusive"
+        if self.op == "in":
+            t_low, t_high = self.threshold
+            if t_low <= low and high <= t_high:
+                return "agrees"
+            if high < t_low or low > t_high:
+                return "disagrees"
+            return "inconclusive"
+        ends = (self.holds(low), self.holds(high))
+        if all(ends):
+            return "agrees"
+        if not any(ends):
+            return "disagrees"
+        return "inconclusive"
+
+    def straddle_cause(self, interval: tuple[float, float]) -> str:
+        """The cause of an ``"inconclusive"`` verdict whose interval straddles the threshold."""
+        low, high = sorted(float(v) for v in interval)
+        return (f"the interval [{format(low, self.fmt)}, {format(high, self.fmt)}] of the statistic "
+                f"straddles the criterion ({self.text})")
+
 
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper and what the book measured for it.
+
+    The record carries what a reader needs to weigh the verdict: the setting it was measured in,
+    the uncertainty of the statistic the criterion reads, and for anything but "agrees" the cause.
+
+    The verdict rules (enforced here where a constructor can enforce them):
+
+    * ``"agrees"``: the criterion holds, over the statistic's interval where it has one.
+    * ``"partly"``: some parts of a compound claim hold and others do not; ``cause`` says which.
+    * ``"disagrees"``: the criterion fails with its interval excluding the claim, and the cause is
+      established.  The setting must be the paper's, or ``reduction_check`` must name the
+      measurement showing that the reduced setting does not explain the failure.
+    * ``"inconclusive"``: the setting cannot test the claim (the network has not left its
+      initialisation, the run has not converged, the interval straddles the threshold, the
+      statistic has too few points); ``cause`` says which.
+    * ``"not tested"``: the book does not measure it; ``cause`` says why (cost, missing data).
+
+    A *variant* (another readout convention, another fit, another whitening) is a record with
+    ``variant_of`` set to the ``key`` of the claim it varies: it goes into the chapter's
+    robustness table and is never counted.
 
     Parameters
     ----------
     paper : str
         Key of the source, one of :data:`PAPERS` (``"003"``, ``"001"``, ``"004"``, ...).
     where : str
-        Section or figure of the paper, e.g. ``"§4, Fig. 3"``.
+        Section or figure of the paper, e.g. ``"§4, Fig. 3"``; the scoreboard orders rows by it.
     claim : str
         The claim, in the paper's words where possible.
-    criterion : str
-        The test, fixed before looking at the numbers (e.g. "seed-mean test loss at eta=2000 below
-        its value at initialization").
+    criterion : str or Criterion
+        The test, fixed before looking at the numbers.  A :class:`Criterion` is stored as its
+        text, with its threshold in ``threshold``.
     measured : str
         The measured value(s), already formatted (3 significant digits is the book's habit).
-    verdict : {"agrees", "partly", "disagrees", "not tested"}
-        The outcome of the criterion.
-    reason : str, optional
-        Why: required for ``"not tested"`` and ``"partly"``; useful for ``"disagrees"``.
+    verdict : {"agrees", "partly", "disagrees", "inconclusive", "not tested"}
+        The outcome of the criterion under the rules above.
+    setting : str
+        ``"paper"`` (:data:`PAPER_SETTING`) or every deviation from the paper's protocol (data set,
+        sizes, steps or epochs, seeds, architecture, fit method).
+    uncertainty : str, optional
+        Seeds and the interval of the statistic the criterion reads (a seed range, a bootstrap
+        interval, a fit's spread); required when the criterion has a threshold.
+    cause : str, optional
+        Required for every verdict but "agrees": what produces the difference, naming the
+        measurement in the chapter that shows it.
     section : str, optional
         MyST label of the chapter section that shows the evidence (the scoreboard links to it).
+    key : str, optional
+        A short identifier, unique within the chapter, that variants refer to.
+    variant_of : str, optional
+        ``key`` of the claim this record varies; a variant is never counted.
+    threshold : float or list of float, optional
+        The criterion's threshold as data (set from a :class:`Criterion`).
+    reduction_check : str, optional
+        For "disagrees" outside the paper's setting: the measurement showing the reduction does not
+        explain the failure.
+
+    Examples
+    --------
+    >>> c = Claim(paper="003", where="§4, Fig. 3(a)", claim="a spike appears at eta = 1",
+    ...           criterion=Criterion("seed-median lambda_max / lambda_+", ">", 1.1),
+    ...           measured="2.6", verdict="agrees", setting="paper",
+    ...           uncertainty="5 seeds, range [2.5, 2.7]")
+    >>> c.criterion, c.threshold, c.counted, c.at_paper_setting
+    ('seed-median lambda_max / lambda_+ > 1.1', 1.1, True, True)
     """
 
     paper: str
@@ -89,47 +256,177 @@ class Claim:
     criterion: str
     measured: str
     verdict: Verdict
-    reason: str = ""
+    setting: str = ""
+    uncertainty: str = ""
+    cause: str = ""
     section: str = ""
+    key: str = ""
+    variant_of: str = ""
+    threshold: float | list[float] | None = None
+    reduction_check: str = ""
 
     def __post_init__(self) -> None:
+        if isinstance(self.criterion, Criterion):
+            crit = self.criterion
+            object.__setattr__(self, "criterion", crit.text)
+            object.__setattr__(self, "threshold",
+                               list(crit.threshold) if isinstance(crit.threshold, tuple) else crit.threshold)
+        elif isinstance(self.threshold, tuple):
+            object.__setattr__(self, "threshold", list(self.threshold))
         if self.paper not in PAPERS:
             raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {self.paper!r}")
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
-        for name in ("where", "claim", "criterion"):
+        for name in ("where", "claim", "criterion", "setting"):
             if not str(getattr(self, name)).strip():
-                raise ValueError(f"{name} must not be empty")
+                raise ValueError(f"{name} must not be empty (claim {self.where!r}: {self.claim[:60]!r})")
         if self.verdict != "not tested" and not str(self.measured).strip():
             raise ValueError("measured must not be empty unless the verdict is 'not tested'")
-        if self.verdict in ("not tested", "partly") and not self.reason.strip():
-            raise ValueError(f"a {self.verdict!r} verdict needs a reason")
+        if self.verdict != "agrees" and not self.cause.strip():
+            raise ValueError(f"a {self.verdict!r} verdict needs a cause naming the measurement that shows it "
+                             f"(claim {self.where!r}: {self.claim[:60]!r})")
+        if (self.threshold is not None and self.verdict != "not tested"
+                and not self.uncertainty.strip()):
+            raise ValueError(f"a criterion with a threshold needs an uncertainty (seeds, interval) "
+                             f"(claim {self.where!r}: {self.claim[:60]!r})")
+        # A variant states its own setting (the convention it varies) and is never counted.
+        if (self.verdict == "disagrees" and not self.at_paper_setting and not self.variant_of
+                and not self.reduction_check.strip()):
+            raise ValueError(
+                "a 'disagrees' outside the paper's setting needs reduction_check: the measurement that "
+                f"shows the reduction does not explain the failure; else the verdict is 'inconclusive' "
+                f"(claim {self.where!r}: {self.claim[:60]!r})")
+        if self.variant_of and self.variant_of == self.key:
+            raise ValueError("a claim cannot be a variant of itself")
+
+    @property
+    def at_paper_setting(self) -> bool:
+        """Whether the record was measured at the paper's own protocol."""
+        return self.setting.strip() == PAPER_SETTING
+
+    @property
+    def counted(self) -> bool:
+        """Whether the scoreboard counts the record (variants are never counted)."""
+        return not self.variant_of
+
+    @classmethod
+    def judged(cls, criterion: Criterion, value: float, interval: tuple[float, float] | None = None, *,
+               measured: str | None = None, cause: str = "", **fields_) -> "Claim":
+        """The record whose verdict is ``criterion.judge(value, interval)``.
+
+        ``measured`` defaults to the value (and interval) at 3 significant digits; ``uncertainty``
+        defaults to the interval.  An "inconclusive" verdict from a straddling interval gets
+        :meth:`Criterion.straddle_cause` as its cause when none is given.
+
+        Examples
+        --------
+        >>> crit = Criterion("fitted slope", "<", 0.1)
+        >>> c = Claim.judged(crit, 0.08, (0.01, 0.15), paper="004", where="Fig. 8",
+        ...                  claim="sharpness is independent of n", setting="paper")
+        >>> c.verdict, c.cause
+        ('inconclusive', 'the interval [0.01, 0.15] of the statistic straddles the criterion (fitted slope < 0.1)')
+        """
+        verdict = criterion.judge(value, interval)
+        if measured is None:
+            measured = format(float(value), ".3g")
+            if interval is not None:
+                low, high = sorted(float(v) for v in interval)
+                measured += f" [{low:.3g}, {high:.3g}]"
+        if "uncertainty" not in fields_ and interval is not None:
+            low, high = sorted(float(v) for v in interval)
+            fields_["uncertainty"] = f"interval [{low:.3g}, {high:.3g}]"
+        if verdict == "inconclusive" and not cause and interval is not None:
+            cause = criterion.straddle_cause(interval)
+        return cls(criterion=criterion, measured=measured, verdict=verdict, cause=cause, **fields_)
+
+
+def check_records(claims: Sequence[Claim]) -> None:
+    """Check the rules that span records: unique keys, and every ``variant_of`` naming a key.
+
+    Raises
+    ------
+    ValueError
+        Naming the offending record.
+    """
+    keys = [c.key for c in claims if c.key]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise ValueError(f"claim keys must be unique within a chapter, repeated: {dupes}")
+    for c in claims:
+        if c.variant_of and c.variant_of not in keys:
+            raise ValueError(f"variant_of={c.variant_of!r} of {c.where!r} names no claim key of the chapter "
+                             f"(keys: {sorted(keys)})")
+
+
+_WHERE_TOKEN = re.compile(r"(§|Sec\.?|Fig\.?|Figure|Table|Thm\.?|Theorem|Cor\.?|Corollary|App\.?|Appendix|Eq\.?)\s*"
+                          r"([A-Z]?)(\d+(?:\.\d+)*)?", re.IGNORECASE)
+
+
+def where_key(where: str) -> tuple:
+    """A sort key that puts claims in the paper's own order: sections, then figures; appendices last.
+
+    Examples
+    --------
+    >>> sorted(["App. B", "§5.3, Fig. 7", "§4, Fig. 3(b)", "§4, Fig. 2", "Fig. 8(a)"], key=where_key)
+    ['§4, Fig. 2', '§4, Fig. 3(b)', '§5.3, Fig. 7', 'Fig. 8(a)', 'App. B']
+    """
+    section: tuple = ()
+    figure: tuple = ()
+    appendix = ""
+    for m in _WHERE_TOKEN.finditer(where):
+        kind = m.group(1).lower().rstrip(".")
+        number = tuple(int(p) for p in m.group(3).split(".")) if m.group(3) else ()
+        if kind in ("app", "appendix"):
+            appendix = appendix or (m.group(2) or (where[m.end():].strip()[:1])).upper() or "Z"
+        elif kind in ("§", "sec") and not section:
+            section = number
+        elif kind in ("fig", "figure", "table") and not figure:
+            figure = number
+    # Claims that name only a figure follow the sectioned ones; appendices come last.
+    return (1 if appendix else 0, appendix, section or (10**6,), figure, where)
 
 
 _COLUMNS = {
-    "paper": "paper",
     "where": "where",
     "claim": "claim",
     "criterion": "criterion (fixed in advance)",
+    "setting": "setting",
     "measured": "measured",
+    "uncertainty": "uncertainty",
     "verdict": "verdict",
-    "reason": "reason",
+    "cause": "cause",
 }
 
 
-def claims_frame(claims: Sequence[Claim]):
-    """The claims as a :class:`pandas.DataFrame`, one row per claim, in the book's column order.
-
-    It is a :class:`htlib.plotting.Table`, shown whole: a claim cut at pandas' 50 characters would
-    hide the criterion it is judged by.
-    """
+def _frame(claims: Sequence[Claim], columns: dict[str, str]):
     import pandas as pd
 
     from htlib.plotting import Table
 
-    rows = [{label: getattr(c, key) for key, label in _COLUMNS.items()} for c in claims]
-    frame = Table(rows, columns=list(_COLUMNS.values()))
+    rows = [{label: getattr(c, key) for key, label in columns.items()} for c in claims]
+    frame = Table(rows, columns=list(columns.values()))
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="#")
+    return frame
+
+
+def claims_frame(claims: Sequence[Claim]):
+    """The counted claims as a :class:`pandas.DataFrame`, one row per claim, in the book's column order.
+
+    Variants (records with ``variant_of``) are left out: :func:`robustness_frame` shows them.  It is
+    a :class:`htlib.plotting.Table`, shown whole: a claim cut at pandas' 50 characters would hide the
+    criterion it is judged by.
+    """
+    return _frame([c for c in claims if c.counted], _COLUMNS)
+
+
+def robustness_frame(claims: Sequence[Claim]):
+    """The variants among ``claims`` (other conventions, fits, whitenings), each next to the claim it varies."""
+    by_key = {c.key: c for c in claims if c.key}
+    variants = [c for c in claims if not c.counted]
+    columns = {"variant_of": "variant of", **{k: v for k, v in _COLUMNS.items() if k != "where"}}
+    frame = _frame(variants, columns)
+    frame["variant of"] = [f"{by_key[c.variant_of].where}: {by_key[c.variant_of].claim}"
+                           if c.variant_of in by_key else c.variant_of for c in variants]
     return frame
 
 
@@ -154,18 +451,23 @@ class _ClaimsPayload:
 
 
 def verdict_counts(claims: Iterable[Claim | dict]) -> dict[str, int]:
-    """How many claims carry each verdict (every verdict appears, possibly with 0)."""
+    """How many counted claims carry each verdict (every verdict appears, possibly with 0).
+
+    Variants (``variant_of`` set) are never counted.
+    """
     counts = {v: 0 for v in VERDICTS}
     for c in claims:
-        counts[c["verdict"] if isinstance(c, dict) else c.verdict] += 1
+        rec = c if isinstance(c, dict) else asdict(c)
+        if not rec.get("variant_of"):
+            counts[rec["verdict"]] += 1
     return counts
 
 
 def publish_claims(claims: Sequence[Claim], *, chapter: str):
     """Store the records in the notebook (for the scoreboard) and return the table to display.
 
-    Call it as the last line of a chapter's summary cell: the returned DataFrame is the chapter's
-    claims table, and the records travel, as JSON glued under :data:`CLAIMS_GLUE_KEY`, inside the
+    Call it as the last line of a chapter's claims cell: the returned DataFrame is the chapter's
+    claims table (variants left out; show them with :func:`robustness_frame`), and the records travel, as JSON glued under :data:`CLAIMS_GLUE_KEY`, inside the
     executed notebook, where :func:`read_claims` finds them.
     """
     claims = list(claims)
@@ -173,6 +475,7 @@ def publish_claims(claims: Sequence[Claim], *, chapter: str):
         raise ValueError("claims must not be empty")
     if not all(isinstance(c, Claim) for c in claims):
         raise TypeError("claims must be Claim records")
+    check_records(claims)
     from myst_nb import glue
 
     glue(CLAIMS_GLUE_KEY, _ClaimsPayload(claims, chapter), display=False)
@@ -198,7 +501,8 @@ def read_claims(notebook: str | Path) -> list[Claim]:
 def glue_text(name: str, value, fmt: str = ".3g") -> str:
     """Format ``value`` (NumPy scalars included) and glue the string under ``name`` for the prose.
 
-    Use ``{glue:text}`name``` in markdown.  Returns the formatted string, so a cell can also print it.
+    Use ``{glue:text}`name``` in markdown.  Returns the formatted string (a :class:`GluedText`, which
+    shows nothing when it ends a cell), so a cell can also use it.
     ``fmt`` is a format spec (``".3g"``, ``".2f"``, ``"d"``); strings are glued as they are.
     """
     from myst_nb import glue
@@ -212,7 +516,15 @@ def glue_text(name: str, value, fmt: str = ".3g") -> str:
             pass
         text = format(value, fmt)
     glue(name, _Plain(text), display=False)
-    return text
+    return GluedText(text)
+
+
+class GluedText(str):
+    """The string :func:`glue_text` returns: usable as text, silent when it ends a notebook cell."""
+
+    def _ipython_display_(self) -> None:
+        # IPython calls this instead of printing the repr, so no stray quoted string appears.
+        return None
 
 
 class _Plain:
@@ -256,10 +568,26 @@ def _stored_chapter(notebook: Path) -> str:
     return ""
 
 
-def paper_counts(claims_by_notebook: dict[Path, list[Claim]]) -> dict[str, dict[str, int]]:
-    """``{paper: {verdict: count}}`` for every key of :data:`PAPERS` (zeros included)."""
-    everything = [c for records in claims_by_notebook.values() for c in records]
+def paper_counts(claims_by_notebook: dict[Path, list[Claim]], *, setting: str | None = None
+                 ) -> dict[str, dict[str, int]]:
+    """``{paper: {verdict: count}}`` for every key of :data:`PAPERS` (zeros included), variants never counted.
+
+    ``setting="paper"`` counts only records at the paper's setting, ``setting="reduced"`` only the others.
+    """
+    if setting not in (None, "paper", "reduced"):
+        raise ValueError(f"setting must be None, 'paper' or 'reduced', got {setting!r}")
+    everything = [c for records in claims_by_notebook.values() for c in records
+                  if setting is None or c.at_paper_setting == (setting == "paper")]
     return {paper: verdict_counts(c for c in everything if c.paper == paper) for paper in SCOREBOARD_ORDER}
+
+
+_BADGES = {"agrees": "success", "partly": "warning", "disagrees": "danger", "inconclusive": "info",
+           "not tested": "secondary"}
+"""sphinx-design badge colour per verdict; the word is always shown, so colour is never the only cue."""
+
+
+def _badge(verdict: str) -> str:
+    return f"{{bdg-{_BADGES[verdict]}}}`{verdict}`"
 
 
 def _cell(text: str) -> str:
@@ -268,13 +596,14 @@ def _cell(text: str) -> str:
 
 
 class Scoreboard:
-    """The claims of several chapters, shown as one table per paper.
+    """The claims of several chapters: the differences first, then one table per paper, then the variants.
 
     Its ``text/markdown`` form is MyST (rendered by the book with ``nb_render_markdown_format: myst``):
     with ``links="ref"`` each claim links to its chapter section through ``{ref}`` (a missing label
     fails the strict book build); with ``links="html"`` it links to ``<notebook stem>.html#<label>``,
     for standalone reruns that sit next to each other in one folder.  Its ``text/plain`` form is a
-    compact listing that nbval compares.
+    compact listing that nbval compares.  Within a paper, rows follow the paper's own order
+    (:func:`where_key`).
     """
 
     def __init__(self, claims_by_notebook: dict[Path, list[Claim]], *, links: str = "ref") -> None:
@@ -283,8 +612,15 @@ class Scoreboard:
         self.claims_by_notebook = claims_by_notebook
         self.links = links
 
-    def rows(self, paper: str) -> list[tuple[Path, Claim]]:
-        return [(nb, c) for nb, records in self.claims_by_notebook.items() for c in records if c.paper == paper]
+    def rows(self, paper: str, *, variants: bool = False) -> list[tuple[Path, Claim]]:
+        """The counted records of ``paper`` (or, with ``variants=True``, its variants), in the paper's order."""
+        rows = [(nb, c) for nb, records in self.claims_by_notebook.items() for c in records
+                if c.paper == paper and c.counted != variants]
+        return sorted(rows, key=lambda row: where_key(row[1].where))
+
+    def differences(self) -> list[tuple[Path, Claim]]:
+        """Every counted record whose verdict is one of :data:`DIFFERENCES`, paper by paper."""
+        return [(nb, c) for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper) if c.verdict in DIFFERENCES]
 
     def _link(self, notebook: Path, claim: Claim) -> str:
         text = _cell(claim.where).replace("<", "\\<").replace("`", "'")
@@ -296,31 +632,90 @@ class Scoreboard:
             return f"{{ref}}`{text} <{claim.section}>`"
         return f"{{doc}}`{text} <{notebook.stem}>`"
 
-    def _repr_markdown_(self) -> str:
+    @staticmethod
+    def _setting(claim: Claim) -> str:
+        return "paper" if claim.at_paper_setting else f"reduced: {_cell(claim.setting)}"
+
+    def _table(self, header: list[str], rows: list[list[str]], kind: str) -> list[str]:
+        # kind (differences, paper, variants) lets the page style and the browser test tell them apart.
+        out = [f":::{{container}} htlib-scoreboard htlib-{kind}", "| " + " | ".join(header) + " |",
+               "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return out + [":::", ""]
+
+    def differences_markdown(self) -> str:
+        """The section body "Where the book and the papers differ": every difference with its cause."""
+        rows = self.differences()
+        if not rows:
+            return "*Every counted claim agrees or is not tested.*"
+        return "\n".join(self._table(
+            ["paper", "where", "claim", "verdict", "cause", "setting"],
+            [[c.paper, self._link(nb, c), _cell(c.claim), _badge(c.verdict), _cell(c.cause), self._setting(c)]
+             for nb, c in rows], "differences"))
+
+    def papers_markdown(self) -> str:
+        """One table per paper, counted claims only, in the paper's order."""
         parts: list[str] = []
         for paper in SCOREBOARD_ORDER:
-            title = PAPERS[paper]
             rows = self.rows(paper)
             if not rows:
                 continue
             counts = verdict_counts(c for _, c in rows)
-            parts.append(f"**{paper}: {_cell(title)}.** " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + ".\n")
-            parts.append(":::{container} htlib-scoreboard")
-            parts.append("| # | chapter | where | claim | measured | verdict | reason |")
-            parts.append("|---|---|---|---|---|---|---|")
-            for i, (nb, c) in enumerate(rows, 1):
-                parts.append(f"| {i} | {_cell(nb.stem)} | {self._link(nb, c)} | {_cell(c.claim)} | "
-                             f"{_cell(c.measured)} | **{c.verdict}** | {_cell(c.reason)} |")
-            parts.append(":::")
-            parts.append("")
+            parts.append(f"**{paper}: {_cell(PAPERS[paper])}.** "
+                         + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + ".\n")
+            parts += self._table(
+                ["#", "where", "claim", "measured", "uncertainty", "verdict", "setting", "cause"],
+                [[str(i), self._link(nb, c), _cell(c.claim), _cell(c.measured), _cell(c.uncertainty),
+                  _badge(c.verdict), self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)],
+                "paper")
         return "\n".join(parts) if parts else "*No chapter has published claims yet.*"
+
+    def variants_markdown(self) -> str:
+        """The robustness variants (never counted), each with the claim it varies."""
+        rows = []
+        for paper in SCOREBOARD_ORDER:
+            for nb, c in self.rows(paper, variants=True):
+                base = next((b for b in self.claims_by_notebook.get(nb, []) if b.key == c.variant_of), None)
+                rows.append([paper, self._link(nb, c), _cell(base.claim if base else c.variant_of),
+                             _cell(c.setting), _cell(c.measured), _badge(c.verdict), _cell(c.cause)])
+        if not rows:
+            return "*No chapter reports variants.*"
+        return "\n".join(self._table(["paper", "where", "variant of the claim", "variant", "measured",
+                                      "verdict", "cause"], rows, "variants"))
+
+    def _repr_markdown_(self) -> str:
+        return self.papers_markdown()
 
     def __repr__(self) -> str:
         lines = []
         for paper in SCOREBOARD_ORDER:
-            for nb, c in self.rows(paper):
-                lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}")
+            for nb, c in self.rows(paper) + self.rows(paper, variants=True):
+                tag = f" | variant of {c.variant_of}" if c.variant_of else ""
+                lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}{tag}")
         return "\n".join(lines) if lines else "no claims"
+
+
+class _Markdown:
+    """A MyST string that displays as markdown (and as the same text for nbval)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def differences(board: Scoreboard) -> _Markdown:
+    """The table "Where the book and the papers differ", for display in a notebook cell."""
+    return _Markdown(board.differences_markdown())
+
+
+def variants(board: Scoreboard) -> _Markdown:
+    """The robustness variants of every chapter, for display in a notebook cell."""
+    return _Markdown(board.variants_markdown())
 
 
 def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
@@ -332,14 +727,31 @@ def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
 
 
 def glue_counts(board: Scoreboard) -> dict[str, dict[str, int]]:
-    """Glue ``count_<paper>_<verdict>`` (verdict with ``_`` for spaces) and ``count_<paper>_total``
-    for every paper, so other pages paste them with ``{glue:text}`scoreboard.ipynb::count_003_agrees```."""
-    counts = paper_counts(board.claims_by_notebook)
-    for paper, by_verdict in counts.items():
-        for verdict, n in by_verdict.items():
-            glue_text(f"count_{paper}_{verdict.replace(' ', '_')}", n, "d")
-        glue_text(f"count_{paper}_total", sum(by_verdict.values()), "d")
-    return counts
+    """Glue the counts of every paper, split by setting, for other pages to paste.
+
+    ``count_<paper>_<verdict>`` (verdict with ``_`` for spaces) is the text "a / b": a claims at the
+    paper's setting, b at a reduced one; ``count_<paper>_total`` likewise.  ``difference_<i>`` (i = 1,
+    2, 3) is a one-line summary of the i-th listed difference of the three papers ("" if fewer), for the
+    landing page.  Returns the counts over both settings.
+    """
+    split = {s: paper_counts(board.claims_by_notebook, setting=s) for s in ("paper", "reduced")}
+    for paper in SCOREBOARD_ORDER:
+        for verdict in VERDICTS:
+            glue_text(f"count_{paper}_{verdict.replace(' ', '_')}",
+                      f"{split['paper'][paper][verdict]} / {split['reduced'][paper][verdict]}")
+        glue_text(f"count_{paper}_total", f"{sum(split['paper'][paper].values())} / "
+                                          f"{sum(split['reduced'][paper].values())}")
+    # The landing page names the papers' disagreements first, then the other differences.
+    ranked = sorted((row for row in board.differences() if row[1].paper in ("003", "001", "004")),
+                    key=lambda row: DIFFERENCES.index(row[1].verdict))
+    for i in range(3):
+        if i < len(ranked):
+            nb, c = ranked[i]
+            text = f"paper {c.paper}, {c.where}: {c.verdict}. {c.cause}"
+        else:
+            text = ""
+        glue_text(f"difference_{i + 1}", " ".join(text.split()))
+    return paper_counts(board.claims_by_notebook)
 
 
 def counts_table(counts: dict[str, dict[str, int]]):
@@ -349,3 +761,15 @@ def counts_table(counts: dict[str, dict[str, int]]):
 
     return table([(paper, *(by_verdict.get(v, 0) for v in VERDICTS)) for paper, by_verdict in counts.items()],
                  ["paper", *VERDICTS], index="paper")
+
+
+def split_counts_table(board: Scoreboard):
+    """The counts per paper and setting: rows (paper, "paper setting" / "reduced"), columns the verdicts."""
+    from htlib.plotting import table
+
+    rows = []
+    for setting, label in (("paper", "paper's setting"), ("reduced", "reduced setting")):
+        counts = paper_counts(board.claims_by_notebook, setting=setting)
+        rows += [(paper, label, *(counts[paper][v] for v in VERDICTS)) for paper in SCOREBOARD_ORDER]
+    rows.sort(key=lambda r: SCOREBOARD_ORDER.index(r[0]))
+    return table(rows, ["paper", "setting", *VERDICTS], index="paper")

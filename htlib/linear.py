@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from htlib._checks import check_choice, check_float, check_int, check_matrix, to_numpy
+from htlib._checks import check_choice, check_float, check_int, check_ints, check_matrix, check_vector, to_numpy
 
 __all__ = [
     "FeatureGram",
@@ -82,6 +82,13 @@ def _check_rows(X: np.ndarray, Y: np.ndarray, names: tuple[str, str] = ("X", "Y"
                          f"got {X.shape[0]} and {Y.shape[0]}")
 
 
+def _rtol(rtol: float | None, shape: tuple[int, ...]) -> float:
+    """The relative tolerance ``rtol`` in (0, 1); ``None``: NumPy's ``max(n, d) * eps``."""
+    if rtol is None:
+        return max(shape) * np.finfo(np.float64).eps
+    return check_float("rtol", rtol, low=0.0, high=1.0)
+
+
 def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
     """Number of singular values of ``X`` above ``rtol * s_max``.
 
@@ -90,7 +97,7 @@ def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
     """
     Xn = check_matrix("X", X)
     s = np.linalg.svd(Xn, compute_uv=False)
-    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * s[0]
+    tol = _rtol(rtol, Xn.shape) * s[0]
     return int(np.sum(s > tol))
 
 
@@ -128,7 +135,7 @@ def feature_gram(X: ArrayLike, rtol: float | None = None) -> FeatureGram:
     Xn = check_matrix("X", X)
     c, E = np.linalg.eigh(Xn.T @ Xn / Xn.shape[0])
     c, E = c[::-1], E[:, ::-1]
-    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * max(c[0], 0.0)
+    tol = _rtol(rtol, Xn.shape) * max(c[0], 0.0)
     keep = c > tol
     return FeatureGram(Xn.shape[0], c[keep].copy(), E[:, keep].copy())
 
@@ -160,15 +167,17 @@ def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.
     Raises
     ------
     ValueError
-        If ``X`` is not a non-empty finite matrix, is all zero, or ``sigma_x <= 0``.
+        If ``X`` is not a non-empty finite matrix, is all zero, ``sigma_x <= 0`` or ``rtol`` is
+        outside (0, 1).
     """
     Xn = check_matrix("X", X)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
+    _rtol(rtol, Xn.shape)
     n = Xn.shape[0]
     U, s, Vt = np.linalg.svd(Xn, full_matrices=False)
     if s[0] == 0.0:
         raise ValueError("X is all zero; it has no directions to whiten")
-    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * s[0]
+    tol = _rtol(rtol, Xn.shape) * s[0]
     r = int(np.sum(s > tol))
     return math.sqrt(n) * sigma_x * (U[:, :r] @ Vt[:r])
 
@@ -182,7 +191,7 @@ def one_hot(labels: ArrayLike, num_classes: int | None = None) -> np.ndarray:
         raise ValueError(f"labels must be a 1-D array of integers, got dtype {lab.dtype} and shape {lab.shape}")
     if lab.size and lab.min() < 0:
         raise ValueError("labels must be >= 0")
-    C = int(lab.max()) + 1 if num_classes is None else int(num_classes)
+    C = int(lab.max()) + 1 if num_classes is None else check_int("num_classes", num_classes, 1)
     if lab.size and lab.max() >= C:
         raise ValueError(f"num_classes must exceed the largest label {lab.max()}, got {C}")
     out = np.zeros((lab.size, C))
@@ -206,14 +215,22 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
         The ``k = min(dims)`` shared singular values (fewer are allowed: ``k = len``).
     seed
         Seed of the Gaussian matrices that are orthogonalized.
+
+    Examples
+    --------
+    >>> W1, W2 = balanced_weights([5, 4, 3], [2.0, 1.0], seed=0)
+    >>> bool(np.allclose(W2.T @ W2, W1 @ W1.T)), np.linalg.svd(W2 @ W1, compute_uv=False)[:2].round(6).tolist()
+    (True, [4.0, 1.0])
     """
     dims = [int(d) for d in dims]
     if len(dims) < 2 or min(dims) < 1:
         raise ValueError(f"dims must hold >= 2 positive sizes, got {dims}")
-    s = _np(singular_values).ravel()
+    s = _np(singular_values, "singular_values").ravel()
     k = s.size
     if k < 1 or k > min(dims):
         raise ValueError(f"singular_values must hold between 1 and min(dims) = {min(dims)} values, got {k}")
+    if not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"singular_values must be finite and >= 0, got {s.tolist()}")
     rng = np.random.default_rng(seed)
     V = _orthonormal_columns(dims[0], k, rng)
     weights = []
@@ -227,10 +244,8 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
 def kaiming_uniform_weights(dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
     """PyTorch's default ``nn.Linear`` weight initialization (Kaiming uniform with ``a = sqrt(5)``):
     entries uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``."""
-    dims = [int(d) for d in dims]
-    if len(dims) < 2 or min(dims) < 1:
-        raise ValueError(f"dims must hold >= 2 positive sizes, got {dims}")
-    rng = np.random.default_rng(seed)
+    dims = check_ints("dims", dims, 1, min_len=2)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     return [rng.uniform(-1.0, 1.0, size=(dout, din)) / math.sqrt(din) for din, dout in zip(dims[:-1], dims[1:])]
 
 
@@ -248,10 +263,14 @@ def class_imbalanced_subset(
     lab = np.asarray(labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels)
     if Xn.shape[0] != lab.shape[0]:
         raise ValueError(f"X has {Xn.shape[0]} rows but labels has {lab.shape[0]} entries")
+    if lab.ndim != 1 or not np.issubdtype(lab.dtype, np.integer):
+        raise ValueError(f"labels must be a 1-D array of integers, got dtype {lab.dtype} and shape {lab.shape}")
     n = check_int("n", n, 1)
     if n > lab.size:
         raise ValueError(f"n must be in [1, {lab.size}], got {n}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    if majority_share is not None:
+        majority_share = check_float("majority_share", majority_share, low=0.0, high=1.0, strict=False)
     if majority_share is None:
         idx = np.sort(rng.choice(lab.size, size=n, replace=False))
         return Xn[idx], lab[idx]
@@ -277,14 +296,26 @@ def class_imbalanced_subset(
 def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
     """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every ``majority_share`` in
     ``shares`` from ``labels`` (class 0 gets ``n - (C-1) floor((1-alpha) n/(C-1))``, the others
-    ``floor((1-alpha) n/(C-1))`` each).  For 500 images per class and ``majority_share <= 0.5`` it is 1000."""
+    ``floor((1-alpha) n/(C-1))`` each).
+
+    Examples
+    --------
+    With 500 images per class the largest size for the shares 0.1, ..., 0.5 is 995, not 1000: at
+    ``n = 1000`` and share 0.5 class 0 would need ``1000 - 9 floor(500/9) = 505`` images.
+
+    >>> largest_imbalanced_n(np.repeat(np.arange(10), 500), [0.1, 0.2, 0.3, 0.4, 0.5])
+    995
+    """
     lab = np.asarray(labels)
     if lab.size == 0:
         raise ValueError("labels must not be empty")
     counts = np.bincount(lab)
     C = counts.size
+    shares = check_vector("shares", shares, min_size=0)
+    if np.any((shares < 0) | (shares > 1)):
+        raise ValueError(f"shares must lie in [0, 1], got {shares.tolist()}")
     if C < 2 or len(shares) == 0:
-        raise ValueError(f"need >= 2 classes and >= 1 alpha, got {C} classes and shares={list(shares)}")
+        raise ValueError(f"need >= 2 classes and >= 1 alpha, got {C} classes and shares={shares.tolist()}")
     for n in range(lab.size, 0, -1):
         ok = True
         for a in shares:
@@ -294,7 +325,7 @@ def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
                 break
         if ok:
             return n
-    raise ValueError(f"no subset size fits shares={list(shares)}")
+    raise ValueError(f"no subset size fits shares={shares.tolist()}")
 
 
 def ols_balanced_weights(X: ArrayLike, Y: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
@@ -338,7 +369,7 @@ def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> l
     U, s, V = U[:, :k], s[:k], Vt[:k].T
     L = len(dims) - 1
     root = s ** (1.0 / L)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     weights, Vl = [], V
     for l, d in enumerate(dims[1:], start=1):
         Ul = U if l == L else _orthonormal_columns(d, k, rng)
@@ -458,42 +489,50 @@ def _linear_gd_numpy(Ws, Sxx, Sxy, syy, *, lr, epochs, patience, min_rel_improve
 
     GD is equivariant under an orthogonal change of input coordinates (``X -> X Q``,
     ``W1 -> W1 Q``): the iterates map onto each other exactly.  In the eigenbasis ``Sxx`` is
-    diagonal, so the loss and the gradient cost ``O(sum_l d_l d_{l-1})`` per epoch instead of
-    ``O(d0^2 dL)``; the weights are rotated back on output.
+    diagonal, and the columns of ``W1 Q`` on its null space (e.g. always-blank pixels) get no
+    gradient, so only the ``r`` columns on the row space of ``X`` are trained.  The gradients
+    ``A_l^T G B_l^T`` are formed from the ``dL``-row side (``G W_1^T W_2^T ..``, with the
+    suffix products ``A_l``), never from the ``d_l x r`` prefix products, so an epoch costs
+    ``O(dL r d1 + sum_l dL d_l d_{l-1})``; the weights are rotated back on output.
     """
     c, Q = np.linalg.eigh(Sxx)
-    c = np.clip(c, 0.0, None)
+    keep = c > Sxx.shape[0] * np.finfo(np.float64).eps * max(float(c.max()), 0.0)
+    c, Qr, Qn = c[keep], Q[:, keep], Q[:, ~keep]
     Ws = [W.copy() for W in Ws]
-    Ws[0] = Ws[0] @ Q
-    Sxy_q = Q.T @ Sxy  # (d0, dL)
-    L = len(Ws)
+    W1_null = Ws[0] @ Qn  # untouched by GD: the loss does not see these directions
+    Ws[0] = Ws[0] @ Qr
+    Sxy_t = (Qr.T @ Sxy).T  # (dL, r)
+    L, dL = len(Ws), Ws[-1].shape[0]
     losses = np.empty(epochs + 1)
     lrs = np.empty(epochs + 1)
     snapshots: dict[int, list[np.ndarray]] = {}
+
+    def rotate_back(W1r: np.ndarray) -> np.ndarray:
+        return W1r @ Qr.T + W1_null @ Qn.T
+
     eta = float(lr)
     for t in range(epochs + 1):
         if t in record:
-            snapshots[t] = [Ws[0] @ Q.T] + [W.copy() for W in Ws[1:]]
-        prefix = [Ws[0]]  # prefix[l] = W_{l+1} ... W_1
-        for W in Ws[1:]:
-            prefix.append(W @ prefix[-1])
-        P = prefix[-1]  # (dL, d0)
+            snapshots[t] = [rotate_back(Ws[0])] + [W.copy() for W in Ws[1:]]
+        A = [np.eye(dL)]  # A[j] = W_L .. W_{L-j+1}, i.e. A_l = A[L - l]
+        for W in Ws[:0:-1]:
+            A.append(A[-1] @ W)
+        P = A[-1] @ Ws[0]  # end-to-end map on the row space, (dL, r)
         PC = P * c
-        losses[t] = 0.5 * (float(np.sum(PC * P)) - 2.0 * float(np.sum(P * Sxy_q.T)) + syy)
+        losses[t] = 0.5 * (float(np.sum(PC * P)) - 2.0 * float(np.sum(P * Sxy_t)) + syy)
         eta = lrs[t] = _next_rate(t, losses, eta, limit=blowup, patience=patience,
                                   min_rel_improvement=min_rel_improvement)
         if t == epochs:
             break
-        G = PC - Sxy_q.T  # dLoss/dP, (dL, d0); dLoss/dW_l = A_l^T G B_l^T
+        H = PC - Sxy_t  # dLoss/dP = G; H_l = G B_l^T, built up layer by layer
         grads = []
-        At = np.eye(G.shape[0])  # A_l^T for the top layer, then W_{l+1}^T A_{l+1}^T going down
-        for l in range(L - 1, -1, -1):
-            GB = G @ prefix[l - 1].T if l > 0 else G
-            grads.append(At @ GB)
-            At = Ws[l].T @ At
-        for W, g in zip(Ws, reversed(grads)):
+        for l in range(L):
+            grads.append(A[L - 1 - l].T @ H)
+            if l < L - 1:
+                H = H @ Ws[l].T
+        for W, g in zip(Ws, grads):
             W -= eta * g
-    Ws[0] = Ws[0] @ Q.T
+    Ws[0] = rotate_back(Ws[0])
     return TrainResult(Ws, losses, lrs, snapshots)
 
 
@@ -519,7 +558,7 @@ def train_gd(
     rate is halved.  ``record_at`` lists epochs (0 = initialization, ``epochs`` = end) whose
     weights are kept in ``snapshots``.  Linear networks train in float64 NumPy on the
     sufficient statistics ``X^T X/n``, ``X^T Y/n`` (same iterates, see :func:`gram_loss`);
-    tanh networks in torch on the full data.
+    tanh networks in torch on the full data, their first layer on the row space of ``X``.
 
     Raises
     ------
@@ -531,8 +570,8 @@ def train_gd(
     epochs = check_int("epochs", epochs, 0)
     patience = check_int("patience", patience, 1)
     check_choice("activation", activation, _ACTIVATIONS)
-    record = {int(e) for e in record_at}
-    if any(e < 0 or e > epochs for e in record):
+    record = set(check_ints("record_at", record_at, 0))
+    if any(e > epochs for e in record):
         raise ValueError(f"record_at must lie in [0, epochs={epochs}], got {sorted(record)}")
     Xn, Yn = check_matrix("X", X), check_matrix("Y", Y)
     _check_rows(Xn, Yn)
@@ -546,8 +585,22 @@ def train_gd(
         limit = blowup * max(1.0, 0.5 * syy)
         return _linear_gd_numpy(W0, Xn.T @ Xn / n, Xn.T @ Yn / n, syy, lr=lr, epochs=epochs, patience=patience,
                                 min_rel_improvement=min_rel_improvement, record=record, blowup=limit)
+    W1_null = None
+    if activation != "linear":
+        # The first layer sees X only through its row space: with E an orthonormal basis of it, X W1^T =
+        # (X E)(W1 E)^T and the gradient of W1 lies in span(E), so training W1 E on X E gives the same iterates
+        # at r/d0 of the cost of the first layer (MNIST: r = 653 of 784 pixels); W1's rest stays as it started.
+        G = feature_gram(Xn)
+        if G.c.size < Xn.shape[1]:
+            E = G.E
+            W1_null = W0[0] - (W0[0] @ E) @ E.T
+            Xn, W0 = Xn @ E, [W0[0] @ E] + W0[1:]
     Xt = torch.as_tensor(Xn, dtype=dtype, device=device)
     Yt = torch.as_tensor(Yn, dtype=dtype, device=device)
+
+    def full(ws: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return list(ws) if W1_null is None else [ws[0] @ E.T + W1_null] + list(ws[1:])
+
     if activation == "linear":  # same loss and gradients from d0 x d0 sufficient statistics
         stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
 
@@ -566,7 +619,7 @@ def train_gd(
     limit = None
     for t in range(epochs + 1):
         if t in record:
-            snapshots[t] = [W.detach().cpu().numpy().astype(np.float64) for W in Ws]
+            snapshots[t] = full([W.detach().cpu().numpy().astype(np.float64) for W in Ws])
         loss = objective(Ws)
         losses[t] = loss.item()
         if limit is None:
@@ -579,7 +632,7 @@ def train_gd(
         with torch.no_grad():
             for W, g in zip(Ws, grads):
                 W -= eta * g
-    return TrainResult([W.detach().cpu().numpy().astype(np.float64) for W in Ws], losses, lrs, snapshots)
+    return TrainResult(full([W.detach().cpu().numpy().astype(np.float64) for W in Ws]), losses, lrs, snapshots)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -824,7 +877,10 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tupl
     """
     Wn = check_matrix("W", W)
     L = check_int("L", L, 1)
-    G = _gram(X, Wn.shape[1])
+    d0 = X.d0 if isinstance(X, FeatureGram) else check_matrix("X", X).shape[1]
+    if Wn.shape[1] != d0:
+        raise ValueError(f"W must have d0 = {d0} columns (the features of X), got shape {Wn.shape}")
+    G = _gram(X, d0)
     if G.c.size == 0:
         raise ValueError("X is all zero: the bounds are 0 and say nothing")
     core = L * np.linalg.norm(Wn, 2) ** (2.0 - 2.0 / L)
@@ -1058,7 +1114,7 @@ def hessian_eigensolve(
     hvp = _HVP(loss_fn, params)
     if not 1 <= k < hvp.dim:
         raise ValueError(f"k must be in [1, {hvp.dim - 1}], got {k}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     if method == "lobpcg":
         op = LinearOperator((hvp.dim, hvp.dim), matvec=hvp, matmat=hvp.matmat, dtype=np.float64)
         X0 = rng.standard_normal((hvp.dim, k))
@@ -1095,7 +1151,7 @@ def hutchinson_trace(
     """Hutchinson's estimate ``mean_i v_i^T H v_i`` over Rademacher probes, and its standard error."""
     probes = check_int("probes", probes, 2)
     hvp = _HVP(loss_fn, params)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     V = rng.choice(np.array([-1.0, 1.0]), size=(probes, hvp.dim)).T
     samples = np.sum(V * hvp.matmat(V), axis=0)
     return float(samples.mean()), float(samples.std(ddof=1) / math.sqrt(probes))

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from htlib._checks import check_float, check_matrix, to_numpy
+from htlib._checks import check_float, check_int, check_matrix, check_vector, to_numpy
 
 __all__ = [
     "PHASES",
@@ -197,26 +197,61 @@ def mp_density(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     return out
 
 
-def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
-    """Closed-form MP distribution function ``F(x)`` (no atom for ``gamma <= 1``).
+_MP_SERIES_MAX_ROOT = 0.5
+""":func:`mp_cdf` sums a Fourier series for ``sqrt(gamma) <= 0.5``; the closed form above."""
 
-    With ``x = c + r cos(theta)``, ``c = sigma2 (1 + gamma)``, ``r = 2 sigma2 sqrt(gamma)``,
-    ``F = 1 - G(theta) / (2 pi sigma2 gamma)`` where
-    ``G = c theta - r sin(theta) - 2 sigma2 (1 - gamma) arctan(t tan(theta/2))`` and
-    ``t = (1 - sqrt(gamma)) / (1 + sqrt(gamma))``.
+
+def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
+    """Marchenko-Pastur distribution function ``F(x)`` (no atom for ``gamma <= 1``), float64.
+
+    With ``x = sigma2 (1 + gamma + 2 u cos(theta))``, ``u = sqrt(gamma)``,
+    ``F = (2/pi) int_theta^pi sin^2(phi) / (1 + u^2 + 2 u cos(phi)) dphi``.  For ``u > 0.5`` the
+    closed form ``F = 1 - G(theta) / (2 pi gamma)``,
+    ``G = (1 + gamma) theta - 2 u sin(theta) - 2 (1 - gamma) arctan(t tan(theta/2))``,
+    ``t = (1 - u) / (1 + u)``; it cancels terms of order ``1/gamma``, so for ``u <= 0.5`` the
+    integral is summed instead through the Poisson-kernel series
+    ``1/(1 + u^2 + 2 u cos(phi)) = (1 + 2 sum_n (-u)^n cos(n phi)) / (1 - u^2)`` (terms down to
+    1e-17; exact as ``gamma -> 0``, where the law tends to the semicircle on ``1 +- 2 u``).
+
+    Parameters
+    ----------
+    x : array_like
+        Points (NaN gives NaN).
+    gamma : float
+        Aspect ratio in (0, 1].
+    sigma2 : float
+        Scale (entry variance), > 0.
+
+    Examples
+    --------
+    >>> from htlib.spectra import mp_cdf
+    >>> round(float(mp_cdf(1.0, 1e-17)), 6)   # the middle of a law of width 1.3e-8 around 1
+    0.5
+    >>> float(mp_cdf(0.5, 1e-17))
+    0.0
     """
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
     x = to_numpy(x, "x")
-    c = s * (1.0 + g)
-    r = 2.0 * s * math.sqrt(g)
-    t = (1.0 - math.sqrt(g)) / (1.0 + math.sqrt(g))
-    theta = np.arccos(np.clip((x - c) / r, -1.0, 1.0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        half = np.tan(theta / 2.0)
-        at = np.where(theta >= np.pi, np.pi / 2.0, np.arctan(t * half))
-    G = c * theta - r * np.sin(theta) - 2.0 * s * (1.0 - g) * at
-    F = 1.0 - G / (2.0 * np.pi * s * g)
+    u = math.sqrt(g)
+    with np.errstate(invalid="ignore"):
+        theta = np.arccos(np.clip((x / s - 1.0 - g) / (2.0 * u), -1.0, 1.0))
+    if u <= _MP_SERIES_MAX_ROOT:
+        n_terms = max(2, math.ceil(-17.0 / math.log10(u)))
+        th = theta.reshape(-1, 1)
+        m = np.arange(1, n_terms + 3)
+        c = np.concatenate([np.pi - th, -np.sin(m * th) / m], axis=1)  # int_theta^pi cos(m phi)
+        n = np.arange(1, n_terms + 1)
+        j = 0.5 * c[:, n] - 0.25 * (c[:, n + 2] + c[:, np.abs(n - 2)])  # int_theta^pi sin^2 cos(n phi)
+        s0 = 0.5 * (np.pi - th[:, 0]) + 0.25 * np.sin(2.0 * th[:, 0])
+        F = (2.0 / np.pi) * (s0 + 2.0 * (j @ (-u) ** n)) / (1.0 - g)
+        F = F.reshape(theta.shape)
+    else:
+        t = (1.0 - u) / (1.0 + u)
+        with np.errstate(over="ignore", invalid="ignore"):
+            at = np.where(theta >= np.pi, np.pi / 2.0, np.arctan(t * np.tan(theta / 2.0)))
+        G = (1.0 + g) * theta - 2.0 * u * np.sin(theta) - 2.0 * (1.0 - g) * at
+        F = 1.0 - G / (2.0 * np.pi * g)
     return np.clip(F, 0.0, 1.0)
 
 
@@ -353,9 +388,8 @@ def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = 
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
-    nz = zero_block(x) if n_zero is None else int(n_zero)
+    max_iter = check_int("max_iter", max_iter, 1)
+    nz = zero_block(x) if n_zero is None else check_int("n_zero", n_zero, 0)
     if not (0 <= nz <= x.size - MIN_POSITIVE):
         raise ValueError(f"n_zero must be in [0, len(eigs) - {MIN_POSITIVE}], got {n_zero!r}")
     q_all = float(x.size)
@@ -580,6 +614,12 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
     -------
     PowerLawFit
         ``alpha``, ``xmin``, ``ks_distance``, ``n_tail`` and ``sigma = (alpha - 1)/sqrt(n_tail)``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 5 eigenvalues above the floor, or all of them equal (no tail to fit; the MLE
+        ``alpha`` would be infinite).
     """
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
@@ -590,6 +630,9 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
         raise ValueError(
             f"eigs needs at least {MIN_POSITIVE} eigenvalues > {EIG_FLOOR} (and <= xmax) to fit a power law, got {x.size}"
         )
+    if x[0] == x[-1]:
+        raise ValueError(f"eigs: the {x.size} eigenvalues above {EIG_FLOOR} are all equal ({x[0]:.6g}); "
+                         "a constant spectrum has no power-law tail, alpha is undefined")
     n_fit = int(x.size)
     if xmin is not None:
         x0 = check_float("xmin", xmin, low=0.0)
@@ -634,18 +677,30 @@ class PhaseRules:
         edge of a finite bulk is smeared over a few TW widths (``P(TW1 > 4) < 1e-3``, and the
         median-fitted edge carries an error of about one width at ``N ~ 1000``); a tail growing out of
         the bulk leaves no gap of that size (measured: at most about 5 widths for Student-t and
-        Pareto entries), while a spike at 10 widths has left the edge for good.
-    heavy_reach_tw : float
-        Heavy tail versus a decaying edge: a tail attached to the bulk is heavy when its top
-        eigenvalue lies at least this many TW widths beyond ``lambda_plus`` (default 20).  For
-        entries with a finite fourth moment (tail index ``mu > 4``) the top eigenvalue stays within
-        a few widths of the edge at every size (Tracy-Widom); for ``mu < 4`` it grows like
-        ``N**(4/mu - 1)`` relative to the edge, i.e. ever more widths beyond it.
+        Pareto entries), while a spike at 10 widths has left the edge for good.  The same gap, between
+        neighbouring outliers, detaches spikes from a group of outliers too small to be a continuum
+        (fewer than ``max(decay_min, decay_fraction N)``), where the spacing test has no power.
+    heavy_reach : float
+        Heavy tail versus a decaying or spread edge, on the scale of the bulk: the attached tail is heavy
+        only when its top eigenvalue lies at least this many times ``lambda_plus`` out (default 2, the tail
+        at least doubles the range of the bulk).  Martin & Mahoney's heavy-tailed ESDs have no bulk edge:
+        the power law carries the spectrum beyond the MP bulk, while their bleeding-out and bulk-decay
+        ESDs keep an MP bulk whose edge leaks or decays.  A deformed edge (column variances differing by
+        20%: 1.09 ``lambda_plus``), four signals just above BBP (1.07) and one large sign step of FB-Adam
+        (1.3, under a spike at 160 ``lambda_plus``) stay well inside twice the edge; so does the edge of
+        any bulk whose entry variances differ by less than a factor of two.  A reach counted in
+        Tracy-Widom widths alone would not separate them: at ``1500 x 1000`` one width is 0.55% of
+        ``lambda_plus``, so 20 widths are an 11% spread of the edge.
+    heavy_alpha : float
+        ... and only when the power law fitted to that tail has ``tail_alpha < heavy_alpha`` (default 4):
+        Martin & Mahoney's heavy-tailed range is ``alpha`` in about ``[2, 4]`` (below 2 very heavy-tailed),
+        a steeper tail is their weakly heavy-tailed, bulk-decay ESD.  ``tail_alpha`` is the maximum
+        likelihood exponent of the attached tail from the bulk edge up (:attr:`SpectrumReport.tail_alpha`).
     decay_min : int
-        A tail attached to the bulk but short of ``heavy_reach_tw`` is *bulk-decay* when it holds at
-        least ``max(decay_min, decay_fraction * N)`` eigenvalues (default 5 and 0.5%), and
-        *bleeding-out* when fewer: a few eigenvalues leaking past the edge is O(1) in ``N``, a
-        decaying edge is a fixed share of the spectrum.
+        An attached tail is a continuum (bulk-decay, or heavy-tailed) only with at least
+        ``max(decay_min, decay_fraction * N)`` eigenvalues (default 5 and 0.5%); with fewer it is
+        *bleeding-out*: a few eigenvalues leaking past the edge is O(1) in ``N``, a decaying edge is a
+        fixed share of the spectrum.
     decay_fraction : float
         See ``decay_min``.
     renyi_pvalue : float
@@ -661,7 +716,8 @@ class PhaseRules:
 
     collapse_fraction: float = 0.10
     separation_tw: float = 10.0
-    heavy_reach_tw: float = 20.0
+    heavy_reach: float = 2.0
+    heavy_alpha: float = 4.0
     decay_min: int = 5
     decay_fraction: float = 0.005
     renyi_pvalue: float = 0.01
@@ -672,7 +728,8 @@ class PhaseRules:
         checks = {
             "collapse_fraction": 0.0 < self.collapse_fraction <= 1.0,
             "separation_tw": self.separation_tw > TW_MARGIN,
-            "heavy_reach_tw": self.heavy_reach_tw >= self.separation_tw,
+            "heavy_reach": self.heavy_reach > 1.0,
+            "heavy_alpha": self.heavy_alpha > 1.0,
             "decay_min": isinstance(self.decay_min, (int, np.integer)) and self.decay_min >= 1,
             "decay_fraction": 0.0 <= self.decay_fraction < 1.0,
             "renyi_pvalue": 0.0 < self.renyi_pvalue < 1.0,
@@ -681,7 +738,7 @@ class PhaseRules:
         }
         allowed = {
             "collapse_fraction": "in (0, 1]", "separation_tw": f"> TW_MARGIN = {TW_MARGIN}",
-            "heavy_reach_tw": ">= separation_tw", "decay_min": "an integer >= 1",
+            "heavy_reach": "> 1 (a multiple of lambda_plus)", "heavy_alpha": "> 1", "decay_min": "an integer >= 1",
             "decay_fraction": "in [0, 1)", "renyi_pvalue": "in (0, 1)", "strict_alpha": "> 1",
             "strict_pvalue": "in [0, 1)",
         }
@@ -702,7 +759,7 @@ def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
     ``1 - (1 - (l_max / xmin)^(1 - alpha))^m``.  A tiny value says the top eigenvalue is a spike
     standing apart from the power-law tail.
     """
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = check_vector("eigs", eigs)
     alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
     if tail.size == 0:
@@ -774,6 +831,15 @@ class SpectrumReport:
         Outliers attached to the bulk (the tail): ``num_outliers - num_detached``.
     tail_reach_tw : float
         Top of the attached tail beyond ``lambda_plus``, in TW widths (nan without a tail).
+    tail_reach : float
+        Top of the attached tail in units of ``lambda_plus`` (1.5: half the edge's value past the edge;
+        nan without a tail): the scale the heavy-tail rule reads.
+    tail_alpha : float
+        Exponent of the power law ``p(l) ~ l^(-alpha)`` fitted by maximum likelihood to the attached
+        tail from the bulk edge up, ``1 + m / sum_i ln(l_i / lambda_plus)`` over its ``m`` eigenvalues
+        (the Hill estimator with the MP edge as threshold; nan for fewer than 2).  Unlike
+        ``PL_Alpha_KS``, whose threshold scan settles on the last few dozen eigenvalues of a truncated
+        tail, it describes the whole continuum that grows out of the bulk.
     pl : PowerLawFit or None
         WeightWatcher's ``PL_Alpha_KS`` fit (:func:`fit_power_law`) of the eigenvalues as given (None when
         fewer than 5 eigenvalues exceed WeightWatcher's floor ``1e-5``).
@@ -798,6 +864,8 @@ class SpectrumReport:
     pl: PowerLawFit | None
     spike_pvalue: float
     rules: PhaseRules = PHASE_RULES
+    tail_reach: float = float("nan")
+    tail_alpha: float = float("nan")
 
     @property
     def zero_fraction(self) -> float:
@@ -850,9 +918,14 @@ class SpectrumReport:
         return self.phase == "heavy-tailed"
 
     @property
+    def tail_alpha_sigma(self) -> float:
+        """Standard error ``(tail_alpha - 1) / sqrt(tail_size)`` of :attr:`tail_alpha` (nan without one)."""
+        return (self.tail_alpha - 1.0) / math.sqrt(self.tail_size) if self.tail_size >= 2 else float("nan")
+
+    @property
     def very_heavy_tailed(self) -> bool:
-        """Heavy-tailed with ``PL_Alpha_KS < 2`` (Martin & Mahoney's very heavy-tailed range)."""
-        return self.heavy_tailed and self.alpha < 2.0
+        """Heavy-tailed with ``tail_alpha < 2`` (Martin & Mahoney's very heavy-tailed range)."""
+        return self.heavy_tailed and self.tail_alpha < 2.0
 
     @property
     def heavy_tailed_strict(self) -> bool:
@@ -860,6 +933,25 @@ class SpectrumReport:
         eigenvalue absorbed by the fitted power law (``spike_pvalue >= rules.strict_pvalue``)."""
         return (self.heavy_tailed and self.alpha < self.rules.strict_alpha
                 and bool(np.isfinite(self.spike_pvalue)) and self.spike_pvalue >= self.rules.strict_pvalue)
+
+
+def _tail_alpha(tail: np.ndarray, edge: float) -> float:
+    """Maximum-likelihood power-law exponent of ``tail`` (all ``> edge``) with the threshold at ``edge``."""
+    if tail.size < 2:
+        return float("nan")
+    s = float(np.sum(np.log(tail / edge)))
+    return 1.0 + tail.size / s if s > 0.0 else float("inf")
+
+
+def _gap_detached(outliers: np.ndarray, below: float, tw: float, separation_tw: float) -> int:
+    """Top outliers standing at least ``separation_tw`` TW widths above their lower neighbour (0 if none).
+
+    Used on a group of outliers too small to be a continuum: the spacing test has no power on two or
+    three points, but a spike far above the others is as detached from them as a spike above the bulk.
+    """
+    y = np.concatenate(([below], outliers))
+    big = np.flatnonzero(np.diff(y) >= separation_tw * tw)
+    return int(outliers.size - big[-1]) if big.size else 0
 
 
 def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> SpectrumReport:
@@ -870,7 +962,8 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     drops eigenvalues ``<= 1e-5`` as WeightWatcher does, so pass the raw ESD of ``WᵀW`` to get
     WeightWatcher's ``alpha``.  Every number is computed once and kept in the report.
 
-    The rules, in this order (thresholds in :class:`PhaseRules`, each with its reason):
+    The rules, in this order (thresholds in :class:`PhaseRules`, each with its reason; ``N`` eigenvalues,
+    a *continuum* holds at least ``max(decay_min, decay_fraction N)`` of them):
 
     1. **rank-collapse**: the zero block (:func:`zero_block`, exact zeros or a noise floor at least a
        hundredfold below the rest) holds ``>= collapse_fraction`` (10%) of the eigenvalues.
@@ -879,33 +972,35 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     3. **bulk+spikes**: the outliers are detached, the lowest one at least ``separation_tw`` (10) TW
        widths above the largest bulk eigenvalue.  Any number of them: a rank-60 signal is 60
        detached spikes, not a tail (no size-dependent allowance is needed, the gap decides).
-    4. Otherwise the outliers grow out of the bulk (a tail).  Top outliers that a spacing test
-       (Renyi, ``renyi_pvalue``) separates from the rest are spikes on top of the tail; the tail is
-       what remains.  **heavy-tailed**: the tail reaches ``>= heavy_reach_tw`` (20) TW widths beyond
-       ``lambda_plus`` (``very_heavy_tailed`` when ``PL_Alpha_KS < 2`` as well).
-    5. **bulk+spikes**: a short tail with spikes detached on top of it.
-    6. **bulk-decay**: a short tail of ``>= max(decay_min, decay_fraction N)`` eigenvalues;
-       **bleeding-out**: fewer (a few eigenvalues leaking just past the edge).
+    4. Otherwise the outliers grow out of the bulk.  Top outliers that a spacing test (Renyi,
+       ``renyi_pvalue``) separates from the rest are spikes on top of the tail; in a group too small to
+       be a continuum, so is every outlier ``separation_tw`` widths above its lower neighbour.  The tail
+       is what remains.
+    5. **heavy-tailed**: the tail is a continuum, reaches at least ``heavy_reach`` (2) times
+       ``lambda_plus`` and its power law is in Martin & Mahoney's heavy-tailed range,
+       ``tail_alpha < heavy_alpha`` (4) (``very_heavy_tailed`` below 2).  The tail decides: spikes on
+       top of a heavy tail do not change the label.
+    6. **bulk+spikes**: detached spikes above a tail that is not heavy (a spread edge under a spike is
+       a spike, not a tail).
+    7. **bulk-decay**: a continuum that is not heavy: it stays within ``heavy_reach`` of the edge (the
+       edge decays), or its exponent is ``>= heavy_alpha`` (weakly heavy-tailed).
+    8. **bleeding-out**: a few eigenvalues (fewer than a continuum) just past the edge.
 
-    Reliability and size.  The labels use Tracy-Widom widths, which shrink like ``p**(-2/3)``, so
-    the same matrix family is labelled more sharply as it grows.  From ``p x q = 1500 x 1000``
-    (``s_TW ~ 0.5%`` of ``lambda_plus``) on, the labels are reliable: Gaussian matrices, rank-one
-    signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals, Student-t and Pareto entries
-    with ``mu < 4`` (with or without a spike on top), 5/20/50% zero singular values and rank collapse
-    on a noise floor all get Martin & Mahoney's label (``tests/test_phases.py``); the boundary cases
-    are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14 widths of the edge) and edges deformed
-    by unequal variances.  At ``300 x 200`` (``s_TW ~ 1.6%``) a rank-one signal needs
-    ``theta >~ 1.4`` to count as a spike and a bleeding edge may hide inside the margin; below about
-    ``q = 200`` the labels of the weak-signal phases (bleeding-out, bulk-decay) are not reliable.
-    Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not separable from MP at either
-    size: the top eigenvalue stays within the TW window, so those matrices are labelled random-like,
-    which is also their large-size limit.  Limitations: a short tail of at most 3 outliers with one
-    strong spike on top can be read as heavy-tailed (the spacing test has little power on 2-3 points);
-    and at ``N ~ 1000`` the reach cannot tell a power-law tail from a bulk edge deformed by unequal
-    variances (the "profile" family; one FB-Adam step of paper 003, whose sign update leaves a spike at
-    ~160 ``lambda_plus`` above a 36-eigenvalue continuum reaching 1.3 ``lambda_plus``): both are a
-    continuum of outliers growing out of the bulk beyond 20 widths, and both are labelled heavy-tailed.
-    ``heavy_tailed_strict`` (``PL_Alpha_KS < 4`` and the top eigenvalue absorbed) separates them.
+    Reliability and size.  Outliers, gaps and spacings use Tracy-Widom widths, which shrink like
+    ``p**(-2/3)``; the heavy-tail rule reads the tail on the scale of ``lambda_plus`` and by its
+    exponent, which do not shrink.  From ``p x q = 1500 x 1000`` (``s_TW ~ 0.5%`` of ``lambda_plus``) on,
+    Gaussian matrices, rank-one signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals,
+    Student-t and Pareto entries with ``mu < 2`` (with or without a spike on top), a variance profile,
+    5/20/50% zero singular values and rank collapse on a noise floor get Martin & Mahoney's label
+    (``tests/test_phases.py``), as do the training spectra of paper 003 at its sizes (initialization,
+    one step, ten steps).  The boundary cases are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14
+    widths of the edge) and entries with tail index ``mu`` in (2, 4): their bulk is MP (finite
+    variance) and at this size only 1.5-4% of the eigenvalues leave it, in a tail whose exponent is
+    4-5.5, the weakly heavy-tailed range; they become heavy-tailed as ``N`` grows.  At ``300 x 200``
+    (``s_TW ~ 1.6%``) a rank-one signal needs ``theta >~ 1.4`` to count as a spike and a bleeding edge
+    may hide inside the margin.  Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not
+    separable from MP at either size: the top eigenvalue stays within the TW window, so those matrices
+    are labelled random-like, which is also their large-size limit.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
@@ -929,7 +1024,8 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
                               rules=rules)
     mp = fit_mp(x, g, n_zero=nz)
     tw = mp.tw_scale
-    margin = (lmax - mp.lambda_plus) / tw
+    lp = mp.lambda_plus
+    margin = (lmax - lp) / tw
     common = dict(n=n, gamma=g, n_zero=nz, mp=mp, lambda_max=lmax, edge_margin_tw=margin, pl=pl,
                   spike_pvalue=pval, rules=rules)
     if nz >= rules.collapse_fraction * n:
@@ -942,28 +1038,36 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
                               f"(top at {margin:.1f} s_TW)", bulk_gap_tw=float("nan"), num_detached=0,
                               tail_size=0, tail_reach_tw=float("nan"), **common)
     nonzero = x[nz:]
-    bulk_top = float(nonzero[nonzero.size - k - 1]) if nonzero.size > k else float(mp.lambda_plus)
+    bulk_top = float(nonzero[nonzero.size - k - 1]) if nonzero.size > k else float(lp)
     gap = (float(mp.spikes[0]) - bulk_top) / tw
     if gap >= rules.separation_tw:
         return SpectrumReport(phase="bulk+spikes", reason=f"{k} outlier(s) detached: gap {gap:.1f} s_TW above "
                               f"the bulk (>= {rules.separation_tw:g})", bulk_gap_tw=gap, num_detached=k,
                               tail_size=0, tail_reach_tw=float("nan"), **common)
-    m = _renyi_detached(mp.spikes, mp.lambda_plus, rules.renyi_pvalue)
-    tail = mp.spikes[: k - m]
-    reach = (float(tail[-1]) - mp.lambda_plus) / tw
-    rest = dict(bulk_gap_tw=gap, num_detached=m, tail_size=int(tail.size), tail_reach_tw=reach, **common)
-    if reach >= rules.heavy_reach_tw:
-        return SpectrumReport(phase="heavy-tailed", reason=f"tail of {tail.size} outliers attached to the bulk "
-                              f"reaches {reach:.0f} s_TW (>= {rules.heavy_reach_tw:g})", **rest)
-    if m > 0:
-        return SpectrumReport(phase="bulk+spikes", reason=f"{m} spike(s) detached above a short tail "
-                              f"({reach:.1f} s_TW)", **rest)
     need = max(rules.decay_min, math.ceil(rules.decay_fraction * n))
+    m = _renyi_detached(mp.spikes, lp, rules.renyi_pvalue)
+    if k - m < need:
+        m += _gap_detached(mp.spikes[: k - m], bulk_top, tw, rules.separation_tw)
+    tail = mp.spikes[: k - m]
+    reach = float(tail[-1]) / lp
+    alpha = _tail_alpha(tail, lp)
+    rest = dict(bulk_gap_tw=gap, num_detached=m, tail_size=int(tail.size), tail_reach_tw=(float(tail[-1]) - lp) / tw,
+                tail_reach=reach, tail_alpha=alpha, **common)
+    spikes = f"; {m} spike(s) detached on top" if m else ""
+    if tail.size >= need and reach >= rules.heavy_reach and alpha < rules.heavy_alpha:
+        return SpectrumReport(phase="heavy-tailed", reason=f"tail of {tail.size} outliers grows out of the bulk to "
+                              f"{reach:.3g} lambda_+ (>= {rules.heavy_reach:g}) with tail alpha {alpha:.3g} "
+                              f"(< {rules.heavy_alpha:g}){spikes}", **rest)
+    if m > 0:
+        return SpectrumReport(phase="bulk+spikes", reason=f"{m} spike(s) detached above a tail of {tail.size} that is "
+                              f"not heavy (reaches {reach:.3g} lambda_+, tail alpha {alpha:.3g})", **rest)
     if tail.size >= need:
-        return SpectrumReport(phase="bulk-decay", reason=f"short tail of {tail.size} outliers (>= {need}) "
-                              f"reaching {reach:.1f} s_TW", **rest)
+        why = (f"reaches only {reach:.3g} lambda_+ (< {rules.heavy_reach:g})" if reach < rules.heavy_reach else
+               f"tail alpha {alpha:.3g} (>= {rules.heavy_alpha:g})")
+        return SpectrumReport(phase="bulk-decay", reason=f"tail of {tail.size} outliers (>= {need}) grows out of the "
+                              f"bulk but {why}", **rest)
     return SpectrumReport(phase="bleeding-out", reason=f"{tail.size} outlier(s) (< {need}) just past the edge, "
-                          f"reaching {reach:.1f} s_TW", **rest)
+                          f"reaching {reach:.3g} lambda_+", **rest)
 
 
 def classify_phase(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> str:
@@ -992,6 +1096,11 @@ def layer_metrics(W: Any) -> dict[str, Any]:
     - ``mp_outliers``: eigenvalues beyond ``lambda_plus + 4 s_TW``;
     - ``mp_edge_ratio = lambda_plus / l_max`` (on the same scale);
     - ``phase`` and ``heavy_tailed`` from the same report.
+
+    ``alpha`` and ``alpha_weighted`` are NaN when no power law can be fitted: fewer than 5
+    eigenvalues above WeightWatcher's floor ``1e-5`` (a matrix of rank < 5, e.g. rank one), or
+    all of them equal (an orthogonal matrix); see :func:`fit_power_law`.  The other metrics are
+    defined for every non-zero ``W``.
     """
     A = check_matrix("W", W)
     return metrics_from_esd(esd(A), *A.shape)
@@ -1000,9 +1109,10 @@ def layer_metrics(W: Any) -> dict[str, Any]:
 def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
     """:func:`layer_metrics` from an already computed raw ESD of an ``h x d`` matrix."""
     x = _check_eigs(eigs)
-    if not (int(h) >= 1 and int(d) >= 1 and x.size == min(int(h), int(d))):
+    h, d = check_int("h", h, 1), check_int("d", d, 1)
+    if x.size != min(h, d):
         raise ValueError(f"eigs must hold min(h, d) eigenvalues for h={h!r}, d={d!r}; got {x.size}")
-    rep = analyze_spectrum(x, min(int(h), int(d)) / max(int(h), int(d)))
+    rep = analyze_spectrum(x, min(h, d) / max(h, d))
     return report_metrics(rep, x)
 
 
@@ -1098,9 +1208,7 @@ def ks_distance_sorted(cdf_at_sorted: Any) -> float:
     the empirical CDF jumps from ``i/n`` to ``(i+1)/n`` at ``x_(i)``, so the distance is
     ``max_i max((i+1)/n - F(x_(i)), F(x_(i)) - i/n)``.  Generic: any continuous model CDF.
     """
-    F = np.asarray(cdf_at_sorted, dtype=np.float64).ravel()
-    if F.size == 0:
-        raise ValueError("cdf_at_sorted must not be empty")
+    F = check_vector("cdf_at_sorted", cdf_at_sorted)
     n = F.size
     k = np.arange(n, dtype=np.float64)
     return float(max(np.max((k + 1.0) / n - F), np.max(F - k / n)))

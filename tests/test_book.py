@@ -23,7 +23,7 @@ def test_every_toc_chapter_exists_with_one_parameters_cell():
         nb = nbformat.read(str(path), as_version=4)
         tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
         assert len(tagged) == 1, f"{path.name}: {len(tagged)} parameters cells"
-        params = run.read_parameters(path)  # parses, with constraints
+        params = run.declared_parameters(path).names  # its Setup, or (transitionally) the cell's comment DSL
         assert params, f"{path.name}: empty parameters cell"
         for cell in nb.cells:
             if cell.cell_type != "code":
@@ -52,6 +52,15 @@ def test_strip_for_commit_drops_images_keeps_text():
     assert outs[0]["metadata"] == {}
     assert "papermill" not in out.metadata and "papermill" not in out.cells[0].metadata
     assert "image/png" in nb.cells[0].outputs[0]["data"]  # the input is untouched
+
+
+def test_strip_for_commit_drops_glued_figure_images():
+    out = nbformat.v4.new_output("display_data", data={"application/papermill.record/image/png": "iVBOR",
+                                                       "application/papermill.record/text/plain": "<Figure>"},
+                                 metadata={"scrapbook": {"name": "fig-x", "mime_prefix": "application/papermill.record/"}})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("glue('fig-x', fig)", outputs=[out])])
+    data = book.strip_for_commit(nb).cells[0].outputs[0]["data"]
+    assert list(data) == ["application/papermill.record/text/plain"]
 
 
 def test_strip_for_commit_keeps_glue_names():
@@ -189,9 +198,11 @@ def test_reader_pages_build_strictly_in_a_test_book(tmp_path):
     landing = (html / "index.html").read_text()
     assert "{glue" not in landing and "count_003" not in landing
     row = re.search(r"Paper 003, spikes to heavy tails</p></td>(.*?)</tr>", landing, re.S).group(1)
-    assert re.findall(r'class="pasted-text">(\d+)<', row) == ["1", "1", "0", "0", "0"], row
+    # "a / b": claims at the paper's setting / at a reduced one (the tiny chapter's are reduced)
+    assert re.findall(r'class="pasted-text">([\d /]+)<', row) == ["0 / 1", "0 / 1", "0 / 0", "0 / 0", "0 / 0",
+                                                                   "0 / 0"], row
     board = (html / "scoreboard.html").read_text()
-    assert board.count('class="htlib-scoreboard') == 2 and 'href="tiny_chapter.html#tiny-result"' in board
+    assert board.count('htlib-scoreboard htlib-paper') == 2 and 'href="tiny_chapter.html#tiny-result"' in board
     conventions = (html / "conventions.html").read_text()
     assert all(f'id="{label}"' in conventions for label in CONVENTION_LABELS)
     bib = (html / "bibliography.html").read_text()
@@ -240,3 +251,28 @@ def test_colours_come_from_htlib_plotting(path):
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     found = re.findall(r"plt\.cm\.\w+|\btab10\b|[\"']viridis[\"']|cmap\s*=\s*[\"']", code)
     assert not found, f"{path.name} picks colours itself ({found}); use htlib.plotting.color / SEQUENTIAL_CMAP"
+
+
+@pytest.mark.parametrize("path", book.chapters(), ids=lambda p: p.stem)
+def test_no_cell_prints_a_bare_string(path):
+    """A glue call's return value at the end of a cell would show as a stray quoted string."""
+    import re
+
+    nb = nbformat.read(str(path), as_version=4)
+    bare = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.outputs
+            if o.output_type == "execute_result"
+            and re.fullmatch(r"'[^']*'|\"[^\"]*\"", o.get("data", {}).get("text/plain", "").strip())]
+    assert not bare, f"{path.name}: cells {bare} print a bare string"
+    assert not bare, f"{path.name}: cells {bare} print a bare string"
+
+
+def test_strip_for_commit_drops_glued_figure_images_and_keeps_the_glue_name():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("glue('fig-a', fig, display=False)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "application/papermill.record/image/png": "iVBOR", "application/papermill.record/text/plain": "<Figure>"},
+        metadata={"scrapbook": {"name": "fig-a", "mime_prefix": "application/papermill.record/"}})]
+    nb.cells = [cell]
+    (out,) = book.strip_for_commit(nb).cells[0].outputs
+    assert "application/papermill.record/image/png" not in out["data"]
+    assert out["metadata"]["scrapbook"]["name"] == "fig-a"

@@ -19,8 +19,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"
 
 def _claim(paper="003", verdict="agrees", **kw):
     base = dict(paper=paper, where="§4, Fig. 3", claim="the spike appears", criterion="ratio > 5",
-                measured="7.1", verdict=verdict, reason="" if verdict in ("agrees", "disagrees") else "because",
-                section="one-step-fig3")
+                measured="7.1", verdict=verdict, setting="paper",
+                cause="" if verdict == "agrees" else "because", section="one-step-fig3")
     base.update(kw)
     return Claim(**base)
 
@@ -42,8 +42,8 @@ def _stored(path: Path, records: list[Claim], chapter: str) -> Path:
 def test_claim_validates_itself():
     with pytest.raises(ValueError, match="paper must be one of"):
         _claim(paper="999")
-    with pytest.raises(ValueError, match="needs a reason"):
-        _claim(verdict="partly", reason="")
+    with pytest.raises(ValueError, match="needs a cause"):
+        _claim(verdict="partly", cause="")
     with pytest.raises(ValueError, match="verdict must be one of"):
         _claim(verdict="maybe")
 
@@ -65,12 +65,12 @@ def test_scoreboard_one_row_per_claim_grouped_by_paper_with_links(tmp_path):
     assert len(rows) == 3
     assert md.index("**003:") < md.index("**001:")  # the scoreboard's paper order
     assert "{ref}`§4, Fig. 3 <one-step-fig3>`" in md and "a \\| pipe" in md
-    assert "1 agrees, 0 partly, 1 disagrees, 0 not tested" in md
-    assert md.count(":::{container} htlib-scoreboard") == 2
+    assert "1 agrees, 0 partly, 1 disagrees, 0 inconclusive, 0 not tested" in md
+    assert md.count(":::{container} htlib-scoreboard htlib-paper") == 2
     html_md = cl.scoreboard(tmp_path, links="html")._repr_markdown_()
     assert '<a href="one_step_adam.html#one-step-fig3">§4, Fig. 3</a>' in html_md
     counts = cl.paper_counts(board.claims_by_notebook)
-    assert counts["003"] == {"agrees": 1, "partly": 0, "disagrees": 1, "not tested": 0}
+    assert counts["003"] == {"agrees": 1, "partly": 0, "disagrees": 1, "inconclusive": 0, "not tested": 0}
     assert counts["001"]["partly"] == 1 and sum(counts["004"].values()) == 0
     assert repr(board).splitlines()[0].startswith("003 | one_step_adam | §4, Fig. 3 | agrees")
 
@@ -105,10 +105,12 @@ def test_fixture_chapter_executes_and_feeds_the_scoreboard_notebook(tmp_path):
     glued = {o["metadata"]["scrapbook"]["name"]: next(v for k, v in o["data"].items() if k.endswith("text/plain"))
              for c in nb.cells if c.cell_type == "code" for o in c.outputs
              if o.get("metadata", {}).get("scrapbook")}
-    assert glued["count_003_agrees"] == "1" and glued["count_001_not_tested"] == "1"
-    assert glued["count_004_total"] == "0"
-    shown = [o for c in nb.cells for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
-    assert shown and 'href="tiny_chapter.html#tiny-result"' in shown[-1]["data"]["text/markdown"]
+    # "a / b": a claims at the paper's setting, b at a reduced one (the fixture's are reduced).
+    assert glued["count_003_agrees"] == "0 / 1" and glued["count_001_not_tested"] == "0 / 1"
+    assert glued["count_004_total"] == "0 / 0"
+    shown = [o["data"]["text/markdown"] for c in nb.cells for o in c.get("outputs", [])
+             if "text/markdown" in o.get("data", {})]
+    assert any('href="tiny_chapter.html#tiny-result"' in md for md in shown)
 
 
 def test_records_survive_the_commit_strip(tmp_path):
@@ -152,13 +154,113 @@ def test_counts_table_one_row_per_paper_in_verdict_order():
     t = counts_table({"003": {"agrees": 2, "disagrees": 1}, "MP": {"agrees": 3, "partly": 0}})
     assert t.index.name == "paper" and list(t.index) == ["003", "MP"]
     assert list(t.columns) == list(VERDICTS)
-    assert t.loc["003"].tolist() == ["2", "0", "1", "0"] and t.loc["MP", "agrees"] == "3"
+    assert t.loc["003"].tolist() == ["2", "0", "1", "0", "0"] and t.loc["MP", "agrees"] == "3"
 
 
 def test_claims_table_shows_long_claims_whole():
     # pandas cuts cells at 50 characters by default; a claim cut short hides what it is judged by.
     long_claim = "the sharpness of a deep linear network floats between the two bounds " * 2
     frame = cl.claims_frame([Claim(paper="004", where="Fig. 5", claim=long_claim, criterion="c" * 90,
-                                   measured="1", verdict="agrees", section="x")])
+                                   measured="1", verdict="agrees", setting="paper", section="x")])
     assert long_claim.strip() in frame._repr_html_()
     assert "c" * 90 in repr(frame)
+
+
+# ---------------------------------------------------------------------------------------------
+# The verdict rules of the claim record.
+
+def test_every_verdict_but_agrees_needs_a_cause():
+    for verdict in ("partly", "disagrees", "inconclusive", "not tested"):
+        with pytest.raises(ValueError, match="needs a cause"):
+            _claim(verdict=verdict, cause="")
+        assert _claim(verdict=verdict, cause="the run stalled (Fig. 8 convergence table)").verdict == verdict
+    assert _claim(verdict="agrees").cause == ""
+
+
+def test_a_record_needs_a_setting_and_a_statistic_needs_an_uncertainty():
+    with pytest.raises(ValueError, match="setting must not be empty"):
+        _claim(setting="")
+    crit = cl.Criterion("seed-median ratio", ">", 1.1)
+    with pytest.raises(ValueError, match="needs an uncertainty"):
+        _claim(criterion=crit)
+    c = _claim(criterion=crit, uncertainty="5 seeds, range [2.5, 2.7]")
+    assert c.criterion == "seed-median ratio > 1.1" and c.threshold == 1.1
+    # "not tested" reads no statistic, so it needs no uncertainty
+    assert _claim(criterion=crit, verdict="not tested", measured="").uncertainty == ""
+
+
+def test_a_disagreement_outside_the_paper_setting_must_rule_out_the_reduction():
+    with pytest.raises(ValueError, match="reduction_check"):
+        _claim(verdict="disagrees", setting="1 epoch instead of 200")
+    c = _claim(verdict="disagrees", setting="4,000 images instead of 50,000",
+               reduction_check="the trend is flat from 1,000 to 4,000 images (size sweep)")
+    assert not c.at_paper_setting
+    assert _claim(verdict="disagrees").at_paper_setting
+
+
+def test_a_straddling_interval_gives_inconclusive():
+    crit = cl.Criterion("fitted slope", "<", 0.1)
+    assert crit.judge(0.05, (0.0, 0.09)) == "agrees"
+    assert crit.judge(0.13, (0.11, 0.2)) == "disagrees"
+    assert crit.judge(0.13, (0.05, 0.2)) == "inconclusive"
+    assert crit.judge(float("nan")) == "inconclusive"
+    c = cl.Claim.judged(crit, 0.13, (0.05, 0.2), paper="004", where="Fig. 8", claim="independent of n",
+                        setting="paper")
+    assert c.verdict == "inconclusive" and "straddles" in c.cause and c.uncertainty
+    # a two-sided criterion: "within 3x of 10" is 10/3 to 30
+    within = cl.Criterion("steps to a heavy tail", "in", (10 / 3, 30))
+    assert within.judge(2) == "disagrees" and within.judge(12) == "agrees" and within.judge(40) == "disagrees"
+    assert within.judge(20, (10, 40)) == "inconclusive" and within.judge(50, (35, 60)) == "disagrees"
+    with pytest.raises(ValueError, match="threshold must be finite"):
+        cl.Criterion("x", "<", float("inf"))
+    with pytest.raises(ValueError, match="op must be one of"):
+        cl.Criterion("x", "=", 1.0)
+
+
+def test_variants_are_never_counted_and_must_name_their_claim(tmp_path):
+    base = _claim(key="fig3a")
+    variant = _claim(verdict="disagrees", key="fig3a-sqrtd", variant_of="fig3a",
+                     setting="paper, with the /sqrt(d) readout", cause="the readout convention")
+    assert not variant.counted
+    assert cl.verdict_counts([base, variant]) == {"agrees": 1, "partly": 0, "disagrees": 0,
+                                                   "inconclusive": 0, "not tested": 0}
+    with pytest.raises(ValueError, match="names no claim key"):
+        cl.check_records([base, _claim(variant_of="nope")])
+    with pytest.raises(ValueError, match="unique"):
+        cl.check_records([base, _claim(key="fig3a")])
+    _stored(tmp_path / "one_step_adam.ipynb", [base, variant], "one_step_adam")
+    board = cl.scoreboard(tmp_path)
+    assert len(board.rows("003")) == 1 and len(board.rows("003", variants=True)) == 1
+    assert board.differences() == []
+    assert "the readout convention" in board.variants_markdown()
+    assert len(cl.claims_frame([base, variant])) == 1 and len(cl.robustness_frame([base, variant])) == 1
+
+
+def test_scoreboard_leads_with_the_differences_in_the_papers_order(tmp_path):
+    _stored(tmp_path / "ch.ipynb", [
+        _claim(where="§5.3, Fig. 7", verdict="inconclusive", cause="three points", section=""),
+        _claim(where="§4, Fig. 2", verdict="agrees", section=""),
+        _claim(where="App. B", verdict="disagrees", cause="measured in the App. B table", section=""),
+        _claim(where="§4, Fig. 3(b)", verdict="partly", cause="only at eta=1", section="")], "ch")
+    board = cl.scoreboard(tmp_path)
+    assert [c.where for _, c in board.rows("003")] == ["§4, Fig. 2", "§4, Fig. 3(b)", "§5.3, Fig. 7", "App. B"]
+    assert [c.where for _, c in board.differences()] == ["§4, Fig. 3(b)", "§5.3, Fig. 7", "App. B"]
+    md = board.differences_markdown()
+    assert "three points" in md and "measured in the App. B table" in md and "§4, Fig. 2" not in md
+    split = cl.paper_counts(board.claims_by_notebook, setting="reduced")
+    assert sum(split["003"].values()) == 0
+
+
+def test_glue_text_shows_nothing_when_it_ends_a_cell():
+    text = cl.GluedText("90%")
+    assert text == "90%" and text._ipython_display_() is None and f"{text}" == "90%"
+
+
+def test_every_executed_chapter_follows_the_claim_rules():
+    """The stored records of every chapter: a setting, causes, uncertainties, variants that name a claim."""
+    from htlib import book
+
+    for chapter in book.chapters():
+        records = cl.read_claims(chapter)  # constructing each record re-checks the per-record rules
+        if records:
+            cl.check_records(records)

@@ -43,8 +43,12 @@ linear_hessian        avx2-machine                            cell 9: Hutchinson
                                                               the rest identical
 ====================  ======================================  ==========================================
 
-Issue 20's fresh machine (same kind, other CPU) moved the same cells of one_step_adam and htmp (LeNet
-kappa 25.712 against 25.48, 0.9%), both inside these tolerances.
+Issue 20's fresh machine (same kind, other CPU) moved the same cells of one_step_adam, htmp (LeNet kappa
+25.712 against 25.48, 0.9%) and linear_hessian, inside these deviations.  htmp and linear_hessian have been
+rewritten since (every cell id changed): :data:`HTMP_TRAINED` and :data:`HUTCHINSON_Z` keep their
+measurements but wait, unattached, for the new cells to be measured (``tests/portability.py htmp
+avx2-machine``); until then those chapters are compared at the closed-form tolerance.  generalization and
+spike_to_heavy_tail were not measured (a cold run under load takes over half an hour each).
 
 Overriding one cell
 -------------------
@@ -134,12 +138,20 @@ def measured(deviation: float, quantity: str, source: str, *, integers: bool = F
                      integers=integers, measured=deviation)
 
 
+HTMP_TRAINED = measured(0.0154, "seed medians of kappa of LeNet layers trained at batch 100, and what is "
+                        "glued from them", "avx2-machine, 2026-12-01", integers=True)
+"""Measured on the LeNet cells of the previous HTMP chapter; to be attached to the rewritten chapter's trained
+cells (listed in :data:`CELLS`) once they are measured again: the rewrite changed every cell id."""
+
+
 CHAPTERS: dict[str, Tolerance] = {
     "mp_baseline": CLOSED_FORM,
     "phases": CLOSED_FORM,
     "one_step_adam": CLOSED_FORM,
     "spike_to_heavy_tail": CLOSED_FORM,
     "generalization": CLOSED_FORM,
+    # The rewritten chapter's trained cells are not measured yet (HTMP_TRAINED named the old cells): strict
+    # until they are, so that the 2% control still fails here.
     "htmp": CLOSED_FORM,
     "linear_hessian": CLOSED_FORM,
     "scoreboard": Tolerance(CLOSED_FORM.rtol, CLOSED_FORM.atol,
@@ -150,18 +162,15 @@ CHAPTERS: dict[str, Tolerance] = {
 DEFAULT = CLOSED_FORM
 """The tolerance of a notebook that is not a chapter of the book (fixtures, other notebooks)."""
 
-HTMP_TRAINED = measured(
-    0.0154, "what the chapter's trained networks give: seed medians of kappa of LeNet layers (a small fraction of "
-    "their seed-to-seed spread: 25.5 with seeds from 23 to 42), what is glued from them, the two-layer "
-    "trajectory", "avx2-machine, 2026-12-01: 25.48 -> 25.89", integers=True)
-
 HUTCHINSON_Z = Tolerance(
     0.0, 2.5,
     "the largest |Hutchinson - trace| / s.e. along the training of a linear net, a z-score whose unit is its own "
     "seed-to-seed spread: AVX2 arithmetic (avx2-machine, 2026-12-01) moved it by 0.82 (1.148 -> 1.968) and 0.63 "
-    "(1.093 -> 0.465); 3 x 0.82.  It shares the cell with the trace/norm correlations, which this atol no longer "
-    "resolves; they are glued and checked again by the claims cell",
+    "(1.093 -> 0.465); 3 x 0.82.  An atol of 2.5 resolves nothing else of a cell: attach it only to a cell that "
+    "shows this z alone",
     measured=0.0)
+"""Measured on the previous linear-Hessian chapter (cell 343fd99e, gone in the rewrite, which glues the same z
+as ``lh3_hz_*`` in a cell with the correlations); not attached until a cell shows the z alone."""
 
 ADAM_FIRST_STEP = measured(
     1.35e-3, "seed means after one FB-Adam step, and the largest entry of its deviation from sign G0 (a sign-like "
@@ -170,9 +179,7 @@ ADAM_FIRST_STEP = measured(
     "taken as printed, not beyond the digit, because the flips are discrete")
 
 CELLS: dict[tuple[str, str], Tolerance] = {
-    ("linear_hessian", "343fd99e"): HUTCHINSON_Z,
     **{("one_step_adam", cell): ADAM_FIRST_STEP for cell in ("13192977", "ae42f97d")},
-    **{("htmp", cell): HTMP_TRAINED for cell in ("58858462", "3ee6f4f0", "f1b051dd", "c1ddc97e", "6c406165")},
 }
 """Cells whose numbers need their own tolerance, keyed by ``(chapter, cell id)`` (the ``id`` of the cell
 in the notebook; ``tests/test_regression_controls.py`` checks that each still exists)."""
