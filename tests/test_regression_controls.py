@@ -355,7 +355,8 @@ def test_a_real_rerun_under_other_arithmetic_passes(fixture):
     assert data["cells"], fixture.name
     for cell in data["cells"]:
         ref, new = ([nbformat.from_dict(o) for o in cell[k]] for k in ("reference", "rerun"))
-        tol = tl.for_cell(data["chapter"], {}, cell["id"])
+        # A fixture of cells that a rewrite has since renamed names the tolerance it measured.
+        tol = getattr(tl, data["tolerance"]) if "tolerance" in data else tl.for_cell(data["chapter"], {}, cell["id"])
         result = _compare(ref, new, tol)
         assert result.ok, (cell["index"], result.problems)
         assert result.max_rel > 0, f"cell {cell['index']}: no number moved"

@@ -179,7 +179,9 @@ ADAM_FIRST_STEP = measured(
     "taken as printed, not beyond the digit, because the flips are discrete")
 
 CELLS: dict[tuple[str, str], Tolerance] = {
-    **{("one_step_adam", cell): ADAM_FIRST_STEP for cell in ("13192977", "ae42f97d")},
+    # The same seed means after one step as the measured cells 13192977 and ae42f97d of the chapter before its
+    # rewrite: the Fig. 3 table, its glued numbers and the claim records built from them.
+    **{("one_step_adam", cell): ADAM_FIRST_STEP for cell in ("307f5e82", "c6b5f823", "afd4e3cb")},
 }
 """Cells whose numbers need their own tolerance, keyed by ``(chapter, cell id)`` (the ``id`` of the cell
 in the notebook; ``tests/test_regression_controls.py`` checks that each still exists)."""
