@@ -37,10 +37,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SCOREBOARD = "scoreboard"
 
 PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
-    # Transitional: only chapters whose experiments module has no ``PAPER`` Setup yet are listed here
-    # (mp_baseline and phases have theirs); a chapter's entry goes when it moves onto its Setup.
-    # Paper 003 §5 and its review discussion: eta=0.1 needs about 10^4 FB-Adam steps to a heavy tail (criterion up to 3x).
-    "spike_to_heavy_tail": {"slow_budget": 30_000, "slow_record_every": 500},
+    # Transitional, now empty: every chapter's experiments module declares its ``PAPER`` Setup.  A new
+    # chapter without one would be listed here until it has one.
 }
 """Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
 paper's setting (transitional)."""
