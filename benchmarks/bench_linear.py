@@ -45,7 +45,7 @@ from htlib.experiments import linear_hessian as lh  # noqa: E402
 
 def setup(case: str):
     n = {"digits": 1797, "mnist5k": 5000}[case]
-    X, _, _ = lh.prepare_data(case, n, None, whitened=True)
+    X, _, _ = lh.prepare_data(case, n, None)
     dims = [X.shape[1], 64, 64, 64, 10]
     s = np.random.default_rng(0).uniform(0.2, 1.0, 10)
     Ws = lin.balanced_weights(dims, s, seed=1)

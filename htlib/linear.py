@@ -206,14 +206,22 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
         The ``k = min(dims)`` shared singular values (fewer are allowed: ``k = len``).
     seed
         Seed of the Gaussian matrices that are orthogonalized.
+
+    Examples
+    --------
+    >>> W1, W2 = balanced_weights([5, 4, 3], [2.0, 1.0], seed=0)
+    >>> bool(np.allclose(W2.T @ W2, W1 @ W1.T)), np.linalg.svd(W2 @ W1, compute_uv=False)[:2].round(6).tolist()
+    (True, [4.0, 1.0])
     """
     dims = [int(d) for d in dims]
     if len(dims) < 2 or min(dims) < 1:
         raise ValueError(f"dims must hold >= 2 positive sizes, got {dims}")
-    s = _np(singular_values).ravel()
+    s = _np(singular_values, "singular_values").ravel()
     k = s.size
     if k < 1 or k > min(dims):
         raise ValueError(f"singular_values must hold between 1 and min(dims) = {min(dims)} values, got {k}")
+    if not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"singular_values must be finite and >= 0, got {s.tolist()}")
     rng = np.random.default_rng(seed)
     V = _orthonormal_columns(dims[0], k, rng)
     weights = []
@@ -277,7 +285,16 @@ def class_imbalanced_subset(
 def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
     """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every ``majority_share`` in
     ``shares`` from ``labels`` (class 0 gets ``n - (C-1) floor((1-alpha) n/(C-1))``, the others
-    ``floor((1-alpha) n/(C-1))`` each).  For 500 images per class and ``majority_share <= 0.5`` it is 1000."""
+    ``floor((1-alpha) n/(C-1))`` each).
+
+    Examples
+    --------
+    With 500 images per class the largest size for the shares 0.1, ..., 0.5 is 995, not 1000: at
+    ``n = 1000`` and share 0.5 class 0 would need ``1000 - 9 floor(500/9) = 505`` images.
+
+    >>> largest_imbalanced_n(np.repeat(np.arange(10), 500), [0.1, 0.2, 0.3, 0.4, 0.5])
+    995
+    """
     lab = np.asarray(labels)
     if lab.size == 0:
         raise ValueError("labels must not be empty")
@@ -458,42 +475,50 @@ def _linear_gd_numpy(Ws, Sxx, Sxy, syy, *, lr, epochs, patience, min_rel_improve
 
     GD is equivariant under an orthogonal change of input coordinates (``X -> X Q``,
     ``W1 -> W1 Q``): the iterates map onto each other exactly.  In the eigenbasis ``Sxx`` is
-    diagonal, so the loss and the gradient cost ``O(sum_l d_l d_{l-1})`` per epoch instead of
-    ``O(d0^2 dL)``; the weights are rotated back on output.
+    diagonal, and the columns of ``W1 Q`` on its null space (e.g. always-blank pixels) get no
+    gradient, so only the ``r`` columns on the row space of ``X`` are trained.  The gradients
+    ``A_l^T G B_l^T`` are formed from the ``dL``-row side (``G W_1^T W_2^T ..``, with the
+    suffix products ``A_l``), never from the ``d_l x r`` prefix products, so an epoch costs
+    ``O(dL r d1 + sum_l dL d_l d_{l-1})``; the weights are rotated back on output.
     """
     c, Q = np.linalg.eigh(Sxx)
-    c = np.clip(c, 0.0, None)
+    keep = c > Sxx.shape[0] * np.finfo(np.float64).eps * max(float(c.max()), 0.0)
+    c, Qr, Qn = c[keep], Q[:, keep], Q[:, ~keep]
     Ws = [W.copy() for W in Ws]
-    Ws[0] = Ws[0] @ Q
-    Sxy_q = Q.T @ Sxy  # (d0, dL)
-    L = len(Ws)
+    W1_null = Ws[0] @ Qn  # untouched by GD: the loss does not see these directions
+    Ws[0] = Ws[0] @ Qr
+    Sxy_t = (Qr.T @ Sxy).T  # (dL, r)
+    L, dL = len(Ws), Ws[-1].shape[0]
     losses = np.empty(epochs + 1)
     lrs = np.empty(epochs + 1)
     snapshots: dict[int, list[np.ndarray]] = {}
+
+    def rotate_back(W1r: np.ndarray) -> np.ndarray:
+        return W1r @ Qr.T + W1_null @ Qn.T
+
     eta = float(lr)
     for t in range(epochs + 1):
         if t in record:
-            snapshots[t] = [Ws[0] @ Q.T] + [W.copy() for W in Ws[1:]]
-        prefix = [Ws[0]]  # prefix[l] = W_{l+1} ... W_1
-        for W in Ws[1:]:
-            prefix.append(W @ prefix[-1])
-        P = prefix[-1]  # (dL, d0)
+            snapshots[t] = [rotate_back(Ws[0])] + [W.copy() for W in Ws[1:]]
+        A = [np.eye(dL)]  # A[j] = W_L .. W_{L-j+1}, i.e. A_l = A[L - l]
+        for W in Ws[:0:-1]:
+            A.append(A[-1] @ W)
+        P = A[-1] @ Ws[0]  # end-to-end map on the row space, (dL, r)
         PC = P * c
-        losses[t] = 0.5 * (float(np.sum(PC * P)) - 2.0 * float(np.sum(P * Sxy_q.T)) + syy)
+        losses[t] = 0.5 * (float(np.sum(PC * P)) - 2.0 * float(np.sum(P * Sxy_t)) + syy)
         eta = lrs[t] = _next_rate(t, losses, eta, limit=blowup, patience=patience,
                                   min_rel_improvement=min_rel_improvement)
         if t == epochs:
             break
-        G = PC - Sxy_q.T  # dLoss/dP, (dL, d0); dLoss/dW_l = A_l^T G B_l^T
+        H = PC - Sxy_t  # dLoss/dP = G; H_l = G B_l^T, built up layer by layer
         grads = []
-        At = np.eye(G.shape[0])  # A_l^T for the top layer, then W_{l+1}^T A_{l+1}^T going down
-        for l in range(L - 1, -1, -1):
-            GB = G @ prefix[l - 1].T if l > 0 else G
-            grads.append(At @ GB)
-            At = Ws[l].T @ At
-        for W, g in zip(Ws, reversed(grads)):
+        for l in range(L):
+            grads.append(A[L - 1 - l].T @ H)
+            if l < L - 1:
+                H = H @ Ws[l].T
+        for W, g in zip(Ws, grads):
             W -= eta * g
-    Ws[0] = Ws[0] @ Q.T
+    Ws[0] = rotate_back(Ws[0])
     return TrainResult(Ws, losses, lrs, snapshots)
 
 
@@ -519,7 +544,7 @@ def train_gd(
     rate is halved.  ``record_at`` lists epochs (0 = initialization, ``epochs`` = end) whose
     weights are kept in ``snapshots``.  Linear networks train in float64 NumPy on the
     sufficient statistics ``X^T X/n``, ``X^T Y/n`` (same iterates, see :func:`gram_loss`);
-    tanh networks in torch on the full data.
+    tanh networks in torch on the full data, their first layer on the row space of ``X``.
 
     Raises
     ------
@@ -546,8 +571,22 @@ def train_gd(
         limit = blowup * max(1.0, 0.5 * syy)
         return _linear_gd_numpy(W0, Xn.T @ Xn / n, Xn.T @ Yn / n, syy, lr=lr, epochs=epochs, patience=patience,
                                 min_rel_improvement=min_rel_improvement, record=record, blowup=limit)
+    W1_null = None
+    if activation != "linear":
+        # The first layer sees X only through its row space: with E an orthonormal basis of it, X W1^T =
+        # (X E)(W1 E)^T and the gradient of W1 lies in span(E), so training W1 E on X E gives the same iterates
+        # at r/d0 of the cost of the first layer (MNIST: r = 653 of 784 pixels); W1's rest stays as it started.
+        G = feature_gram(Xn)
+        if G.c.size < Xn.shape[1]:
+            E = G.E
+            W1_null = W0[0] - (W0[0] @ E) @ E.T
+            Xn, W0 = Xn @ E, [W0[0] @ E] + W0[1:]
     Xt = torch.as_tensor(Xn, dtype=dtype, device=device)
     Yt = torch.as_tensor(Yn, dtype=dtype, device=device)
+
+    def full(ws: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return list(ws) if W1_null is None else [ws[0] @ E.T + W1_null] + list(ws[1:])
+
     if activation == "linear":  # same loss and gradients from d0 x d0 sufficient statistics
         stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
 
@@ -566,7 +605,7 @@ def train_gd(
     limit = None
     for t in range(epochs + 1):
         if t in record:
-            snapshots[t] = [W.detach().cpu().numpy().astype(np.float64) for W in Ws]
+            snapshots[t] = full([W.detach().cpu().numpy().astype(np.float64) for W in Ws])
         loss = objective(Ws)
         losses[t] = loss.item()
         if limit is None:
@@ -579,7 +618,7 @@ def train_gd(
         with torch.no_grad():
             for W, g in zip(Ws, grads):
                 W -= eta * g
-    return TrainResult([W.detach().cpu().numpy().astype(np.float64) for W in Ws], losses, lrs, snapshots)
+    return TrainResult(full([W.detach().cpu().numpy().astype(np.float64) for W in Ws]), losses, lrs, snapshots)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -824,7 +863,10 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tupl
     """
     Wn = check_matrix("W", W)
     L = check_int("L", L, 1)
-    G = _gram(X, Wn.shape[1])
+    d0 = X.d0 if isinstance(X, FeatureGram) else check_matrix("X", X).shape[1]
+    if Wn.shape[1] != d0:
+        raise ValueError(f"W must have d0 = {d0} columns (the features of X), got shape {Wn.shape}")
+    G = _gram(X, d0)
     if G.c.size == 0:
         raise ValueError("X is all zero: the bounds are 0 and say nothing")
     core = L * np.linalg.norm(Wn, 2) ** (2.0 - 2.0 / L)
