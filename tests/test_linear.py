@@ -560,3 +560,63 @@ def test_eigenbasis_loss_has_the_same_hessian_spectrum():
     Q, loss = lin.eigenbasis_loss(X, Y)
     H = lin.hessian_matrix(loss, [torch.as_tensor(Ws[0] @ Q), torch.as_tensor(Ws[1])])
     np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(H))[::-1], _hessian_eigs(Ws, X, Y), atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks and docstrings that once misled (each test failed before its fix)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_balanced_weights_refuses_nan_singular_values():
+    # once returned NaN weights silently
+    with pytest.raises(ValueError, match="singular_values must be finite"):
+        lin.balanced_weights([4, 3, 2], [1.0, np.nan], seed=0)
+    with pytest.raises(ValueError, match="singular_values must be finite and >= 0"):
+        lin.balanced_weights([4, 3, 2], [1.0, -0.5], seed=0)
+
+
+def test_sharpness_bounds_blames_w_for_its_shape():
+    # a W with the wrong number of columns was reported as a wrongly shaped X
+    X = np.random.default_rng(0).standard_normal((20, 5))
+    with pytest.raises(ValueError, match=r"W must have d0 = 5 columns"):
+        lin.sharpness_bounds(X, np.ones((3, 4)), 2)
+    with pytest.raises(ValueError, match=r"W must have d0 = 5 columns"):
+        lin.sharpness_bounds(lin.feature_gram(X), np.ones((3, 4)), 2)
+
+
+def test_docstring_examples_hold():
+    # the docstring of largest_imbalanced_n once said 1000 where the function returns 995
+    import doctest
+
+    res = doctest.testmod(lin, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0
+    labels = np.repeat(np.arange(10), 500)
+    shares = [0.1, 0.2, 0.3, 0.4, 0.5]
+    X = np.zeros((labels.size, 1))
+    for a in shares:  # independent check: 995 can be drawn for every share, 996..1000 cannot for some
+        lin.class_imbalanced_subset(X, labels, 995, a, seed=0)
+    for m in range(996, 1001):
+        with pytest.raises(ValueError, match="lower n"):
+            for a in shares:
+                lin.class_imbalanced_subset(X, labels, m, a, seed=0)
+
+
+def test_row_space_trainer_matches_plain_gd_on_rank_deficient_features():
+    # blank and dependent features: the trainer drops them from W1's trained columns; the iterates must not change
+    X = _rank_deficient_features()
+    Y = np.random.default_rng(30).standard_normal((30, 3))
+    for dims in ([7, 5, 3], [7, 6, 4, 3]):
+        Ws = lin.kaiming_uniform_weights(dims, seed=2)
+        res = lin.train_gd(Ws, X, Y, lr=0.02, epochs=150, patience=10_000, record_at=[75])
+        Wt = [torch.tensor(W, requires_grad=True) for W in Ws]
+        Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
+        for t in range(150):
+            if t == 75:
+                for a, b in zip(res.snapshots[75], Wt):
+                    np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-11)
+            g = torch.autograd.grad(lin.half_mse_loss(Wt, Xt, Yt), Wt)
+            with torch.no_grad():
+                for W, gw in zip(Wt, g):
+                    W -= 0.02 * gw
+        for a, b in zip(res.weights, Wt):
+            np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-11)
