@@ -28,7 +28,7 @@ from htlib.claims import Claim, Criterion
 __all__ = [
     "CONVERGED_EXCESS", "COLLAPSED_LR", "DIP_FRAC", "CRITERIA",
     "prepare_data", "LinearExperiment", "run_linear_experiment", "convergence", "convergence_table",
-    "balanced_minimizer", "series_dip", "trace_norm_agreement",
+    "balanced_minimizer", "log_slopes", "series_dip", "trace_norm_agreement",
     "exact_ggn_case", "depth_sweep", "ols_sharpness", "anisotropy_sweep", "nonzero_eigenvalue_counts",
     "Setup", "PAPER",
     "Fig12", "Fig3", "Fig4", "Fig5", "Fig6", "Fig7", "Fig8", "Count",
@@ -403,8 +403,14 @@ def _run_minimizer(cfg: _MinimizerConfig) -> dict[str, float]:
     return balanced_minimizer(cfg.dataset, cfg.n, cfg.majority_share, seed=cfg.seed, data_dir=cfg.data_dir)
 
 
-def _slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares slope of ``log y`` on ``log x`` for each row (seed) of ``y`` (``x`` per row or shared)."""
+def log_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slope of ``log y`` on ``log x`` for each row (seed) of ``y`` (``x`` per row or shared).
+
+    Examples
+    --------
+    >>> log_slopes([1.0, 10.0, 100.0], np.array([[2.0, 20.0, 200.0], [1.0, 1.0, 1.0]])).round(12).tolist()
+    [1.0, 0.0]
+    """
     x = np.broadcast_to(np.asarray(x, dtype=float), y.shape)
     return np.array([np.polyfit(np.log(xi), np.log(yi), 1)[0] for xi, yi in zip(x, y)])
 
@@ -670,6 +676,11 @@ class Setup:
         return self.data_dir or None
 
     @property
+    def d0(self) -> int:
+        """Number of features (pixels) of the data set."""
+        return int(_images(self.dataset, self.ddir)[0].shape[1])
+
+    @property
     def labels(self) -> np.ndarray:
         return _images(self.dataset, self.ddir)[1]
 
@@ -818,7 +829,7 @@ class Fig3:
             series = {f"W{l + 1}": ln[:, l] for l in range(ln.shape[1])}
             series.update({"total": r["sq_norm"], "trace": r["ggn_trace"]})
             for key, x in series.items():
-                rows.append({"run": name, "series": key, "start": x[0], "at the trace's minimum": x[i], "end": x[-1],
+                rows.append({"run": name, "series": key, "start": x[0], "at the trace minimum": x[i], "end": x[-1],
                              "epoch of its minimum": int(r["epochs"][int(np.argmin(x))])})
         return pd.DataFrame(rows).set_index(["run", "series"])
 
@@ -1097,8 +1108,8 @@ class Fig8:
         majority shares, of the minimizers over the formula, and of the trained nets."""
         x = np.array(self.sizes, dtype=float)
         lam, form = self.minimizer(), self.minimizer("formula")
-        return {"minimizer": _slopes(x, lam), "formula": _slopes(x, form), "minimizer / formula": _slopes(x, lam / form),
-                "trained": _slopes(x, self.lam_trained())}
+        return {"minimizer": log_slopes(x, lam), "formula": log_slopes(x, form), "minimizer / formula": log_slopes(x, lam / form),
+                "trained": log_slopes(x, self.lam_trained())}
 
     def table(self) -> "pd.DataFrame":
         import pandas as pd
@@ -1410,7 +1421,7 @@ def claims_fig6(setup: Setup, fig6: Fig6) -> list[Claim]:
                              f"width 20, depths {list(setup.depths)}", uncertainty=f"1 draw (seed {setup.seed})",
                      cause="eigsh and the closed form differ (Fig. 6 middle)"))
     im = fig6.imbalance
-    exps = _slopes(im.m(), im.minimizer())
+    exps = log_slopes(im.m(), im.minimizer())
     out.append(_make(CRITERIA["fig6_right"], float(np.median(exps)), _spread(exps), paper=P, where="§4, Fig. 6 right",
                      key="fig6_right", section="linear-fig6",
                      claim="label imbalance sharpens: lambda_max = L alpha_max^(1-1/L) (L = 4: exponent 3/4)",
@@ -1419,7 +1430,7 @@ def claims_fig6(setup: Setup, fig6: Fig6) -> list[Claim]:
                                               imbalanced=True, trained=False),
                      uncertainty=f"{setup.seeds} subsets per share; range of the fitted exponent",
                      cause="the fitted exponent of the minimizers (Fig. 6 table)"))
-    out.append(_judge_trained(CRITERIA["fig6_right"], _slopes(im.m("balanced"), im.lam("balanced")),
+    out.append(_judge_trained(CRITERIA["fig6_right"], log_slopes(im.m("balanced"), im.lam("balanced")),
                               im.trained["balanced"], "Fig. 6 convergence table", paper=P, where="§4, Fig. 6 right",
                               section="linear-fig6", variant_of="fig6_right",
                               claim="(variant) the same on GD-trained nets (the paper's protocol)",
@@ -1443,7 +1454,7 @@ def claims_fig7(setup: Setup, fig7: Fig7) -> list[Claim]:
                                     "Kaiming init: the final sharpness still increases with label imbalance"),
                                    ("tanh MLP", "fig7_right", "§4, Fig. 7 right",
                                     "tanh MLP: qualitatively similar (sharpness increases with imbalance)")):
-        lam, ex = im7.lam(name), _slopes(im7.m(name), im7.lam(name))
+        lam, ex = im7.lam(name), log_slopes(im7.m(name), im7.lam(name))
         extra = (f"{setup.tanh_epochs} epochs (paper: {PAPER_EPOCHS}), {setup.tanh_seeds} seed(s)"
                  if name == "tanh MLP" and setup.tanh_epochs != PAPER_EPOCHS else "")
         out.append(_judge_trained(CRITERIA["fig7_up"], ex, im7.trained[name], "Fig. 7 convergence table", paper=P,
