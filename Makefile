@@ -12,7 +12,7 @@ CHAPTERS := $(shell ls book/*.ipynb 2>/dev/null)
 # Progress bars vary run to run; they stay out of executed reference outputs.
 QUIET := TQDM_DISABLE=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: venv book test unit nbval test-book browser refresh run lab paper paper-dry-run bench bench-build clean
+.PHONY: venv book test unit nbval nbval-cold test-book browser refresh run lab paper paper-dry-run bench bench-build clean
 
 venv: $(STAMP)
 
@@ -35,6 +35,14 @@ unit: venv
 nbval: venv
 	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS)
+
+# One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) on one
+# thread, arithmetic other than the references': portability stays tested (.ci/run; about a minute idle).
+COLD_NB ?= book/one_step_adam.ipynb
+nbval-cold: venv
+	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
+	$(QUIET) HTLIB_CACHE_DIR="$$cache" OMP_NUM_THREADS=1 $(PY) -m pytest --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(COLD_NB)
 
 # The rendered book, opened page by page in headless Chromium (Debian's package).
 test-book: book browser

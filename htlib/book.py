@@ -113,6 +113,8 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     fd, tmp = tempfile.mkstemp(suffix=f"-{path.name}")
     os.close(fd)
     os.environ.setdefault("TQDM_DISABLE", "1")
+    from htlib.run import kernel_manager_class
+
     try:
         pm.execute_notebook(
             str(path),
@@ -121,6 +123,7 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
             kernel_name="python3",
             progress_bar=False,
             execution_timeout=timeout,
+            kernel_manager_class=kernel_manager_class(),  # IPC: no TCP notice
         )
     except Exception:
         print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)
@@ -170,15 +173,39 @@ def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -
     local = config.get("sphinx", {}).get("local_extensions") or {}
     for name, folder in local.items():
         local[name] = str((root / folder).resolve())
+    sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
+    own_static = root / "book" / "_static"
+    static_paths = [str(own_static.resolve())] if own_static.is_dir() else []
     static = local_mathjax(root)
     if static is not None:
-        sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
-        sphinx_config["html_static_path"] = [str(static)]
+        static_paths.append(str(static))
         sphinx_config["mathjax_path"] = "mathjax/tex-chtml.js"
+    if static_paths:
+        sphinx_config["html_static_path"] = static_paths
+    config.setdefault("html", {})["extra_footer"] = footer(root)
     out = root / "_build" / "_config.generated.yml"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(config, sort_keys=False))
     return out
+
+
+def version(root: Path = REPO_ROOT) -> str:
+    """``git describe`` of the checkout the book is built from ("unknown" outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=root,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def footer(root: Path = REPO_ROOT) -> str:
+    """The footer of every page: the code version and the build date, and where to find how to cite."""
+    import datetime as _dt
+
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    return (f'<p>htlib version <code>{version(root)}</code>, built {date}. '
+            f'See <a href="index.html#how-to-cite">how to cite</a> this book.</p>')
 
 
 def jupyter_book_command() -> str:

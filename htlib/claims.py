@@ -581,6 +581,15 @@ def paper_counts(claims_by_notebook: dict[Path, list[Claim]], *, setting: str | 
     return {paper: verdict_counts(c for c in everything if c.paper == paper) for paper in SCOREBOARD_ORDER}
 
 
+_BADGES = {"agrees": "success", "partly": "warning", "disagrees": "danger", "inconclusive": "info",
+           "not tested": "secondary"}
+"""sphinx-design badge colour per verdict; the word is always shown, so colour is never the only cue."""
+
+
+def _badge(verdict: str) -> str:
+    return f"{{bdg-{_BADGES[verdict]}}}`{verdict}`"
+
+
 def _cell(text: str) -> str:
     """A string made safe for one cell of a pipe table."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -627,8 +636,9 @@ class Scoreboard:
     def _setting(claim: Claim) -> str:
         return "paper" if claim.at_paper_setting else f"reduced: {_cell(claim.setting)}"
 
-    def _table(self, header: list[str], rows: list[list[str]]) -> list[str]:
-        out = [":::{container} htlib-scoreboard", "| " + " | ".join(header) + " |",
+    def _table(self, header: list[str], rows: list[list[str]], kind: str) -> list[str]:
+        # kind (differences, paper, variants) lets the page style and the browser test tell them apart.
+        out = [f":::{{container}} htlib-scoreboard htlib-{kind}", "| " + " | ".join(header) + " |",
                "|" + "---|" * len(header)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return out + [":::", ""]
@@ -640,8 +650,8 @@ class Scoreboard:
             return "*Every counted claim agrees or is not tested.*"
         return "\n".join(self._table(
             ["paper", "where", "claim", "verdict", "cause", "setting"],
-            [[c.paper, self._link(nb, c), _cell(c.claim), f"**{c.verdict}**", _cell(c.cause), self._setting(c)]
-             for nb, c in rows]))
+            [[c.paper, self._link(nb, c), _cell(c.claim), _badge(c.verdict), _cell(c.cause), self._setting(c)]
+             for nb, c in rows], "differences"))
 
     def papers_markdown(self) -> str:
         """One table per paper, counted claims only, in the paper's order."""
@@ -656,7 +666,8 @@ class Scoreboard:
             parts += self._table(
                 ["#", "where", "claim", "measured", "uncertainty", "verdict", "setting", "cause"],
                 [[str(i), self._link(nb, c), _cell(c.claim), _cell(c.measured), _cell(c.uncertainty),
-                  f"**{c.verdict}**", self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)])
+                  _badge(c.verdict), self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)],
+                "paper")
         return "\n".join(parts) if parts else "*No chapter has published claims yet.*"
 
     def variants_markdown(self) -> str:
@@ -666,11 +677,11 @@ class Scoreboard:
             for nb, c in self.rows(paper, variants=True):
                 base = next((b for b in self.claims_by_notebook.get(nb, []) if b.key == c.variant_of), None)
                 rows.append([paper, self._link(nb, c), _cell(base.claim if base else c.variant_of),
-                             _cell(c.setting), _cell(c.measured), f"**{c.verdict}**", _cell(c.cause)])
+                             _cell(c.setting), _cell(c.measured), _badge(c.verdict), _cell(c.cause)])
         if not rows:
             return "*No chapter reports variants.*"
         return "\n".join(self._table(["paper", "where", "variant of the claim", "variant", "measured",
-                                      "verdict", "cause"], rows))
+                                      "verdict", "cause"], rows, "variants"))
 
     def _repr_markdown_(self) -> str:
         return self.papers_markdown()

@@ -3,16 +3,19 @@
 ::
 
     python -m htlib.paper              # make paper: every chapter into runs/paper/, then the scoreboard
-    python -m htlib.paper --dry-run    # validate every parameter set, print the plan, compute nothing
+    python -m htlib.paper --dry-run    # check everything the run would refuse, print the plan, compute nothing
     python -m htlib.paper --only spike_to_heavy_tail,generalization
+    python -m htlib.paper --scheduler tcp://10.0.0.5:8786   # the sweeps on a Dask cluster (or HTLIB_SCHEDULER)
 
 The chapters' defaults fit a CI budget; where a paper used more (steps, seeds, grid points, data), the
-paper's value is one parameter away, and :data:`PAPER_OVERRIDES` collects those parameters per chapter.
-Each chapter goes through :func:`htlib.run.run_chapter` (validated before any compute, executed with
-papermill, rendered with the book's configuration) into ``runs/paper/``.  Expensive results go through
-:mod:`htlib.cache`, so an interrupted ``make paper`` resumes where it stopped: finished training runs are
-read back, not recomputed.  Before it starts it prints each chapter's estimated time, scaled from the
-benchmarked default run (:data:`DEFAULT_MINUTES`) by :data:`WORK_SCALE`.
+paper's value is one parameter away.  A chapter's paper setting is the ``PAPER`` Setup of its experiments
+module (:mod:`htlib.experiments._setup`); transitionally, for chapters without a ``Setup``,
+:data:`PAPER_OVERRIDES` lists those parameters.  Each chapter goes through :func:`htlib.run.run_chapter`
+(validated before any compute, executed with papermill, rendered with the book's configuration) into
+``runs/paper/``.  Expensive results go through :mod:`htlib.cache`, so an interrupted ``make paper``
+resumes where it stopped: finished training runs are read back, not recomputed.  Before it starts it
+prints each chapter's estimated time, scaled from the benchmarked default run (:data:`DEFAULT_MINUTES`)
+by :data:`WORK_SCALE`, and, with a Dask scheduler, by the number of its workers.
 """
 
 from __future__ import annotations
@@ -27,19 +30,19 @@ from typing import Any
 
 from htlib import book, run
 
-__all__ = ["PAPER_OVERRIDES", "WORK_SCALE", "DEFAULT_MINUTES", "plan", "validate_all", "estimate_minutes", "main"]
+__all__ = ["PAPER_OVERRIDES", "WORK_SCALE", "DEFAULT_MINUTES", "LOCAL_WORKERS", "paper_setting", "parse_only", "plan",
+           "validate_all", "estimate_minutes", "main"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCOREBOARD = "scoreboard"
 
 PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
-    # The Marchenko-Pastur baseline and the phase guide have no paper-scale setting: defaults = paper.
-    "mp_baseline": {},
-    "phases": {},
+    # Transitional: only chapters whose experiments module has no ``PAPER`` Setup yet are listed here
+    # (mp_baseline and phases have theirs); a chapter's entry goes when it moves onto its Setup.
     # Paper 003 §4: n=2000, d=1000, h=1500, the nine-rate grid and 5 runs are already the defaults.
     "one_step_adam": {},
-    # Paper 003 §5 and its review discussion: eta=0.1 needs about 10^4 FB-Adam steps to a heavy tail.
-    "spike_to_heavy_tail": {"ht_budget": 10_000, "ht_record_every": 500},
+    # Paper 003 §5 and its review discussion: eta=0.1 needs about 10^4 FB-Adam steps to a heavy tail (criterion up to 3x).
+    "spike_to_heavy_tail": {"slow_budget": 30_000, "slow_record_every": 500},
     # Paper 003 §5.3: the weight-normalized repeat of the Fig. 7 grid (n=8000, 10 steps are defaults).
     "generalization": {"weight_norm_repeat": True},
     # Paper 001, Fig. 5 protocol on the bundled MNIST-5k: both architectures (the default), SGD for 200
@@ -51,7 +54,8 @@ PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
     # epochs, and LOBPCG measures the Hessian at every measurement point, not only at the ends.
     "linear_hessian": {"tanh_epochs": 10_000, "hessian_at": "all"},
 }
-"""Per chapter (notebook stem), the parameters that turn its defaults into the paper's setting."""
+"""Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
+paper's setting (transitional)."""
 
 WORK_SCALE: dict[str, float] = {
     "mp_baseline": 1.0,
@@ -75,6 +79,10 @@ DEFAULT_MINUTES: dict[str, float] = {
 """Fallback default-parameter times (minutes, 2 idle cores, empty cache) where benchmarks/README.md has none."""
 
 
+LOCAL_WORKERS = 2
+"""Worker processes of the benchmarked default runs: a Dask cluster of N workers scales estimates by this / N."""
+
+
 def _benchmark_minutes(root: Path = REPO_ROOT) -> dict[str, float]:
     """Per-chapter default wall times (minutes) from the chapters tables of ``benchmarks/README.md``.
 
@@ -95,48 +103,111 @@ def estimate_minutes(chapter: str, root: Path = REPO_ROOT) -> float:
     return base * WORK_SCALE.get(chapter, 1.0)
 
 
-def _overrides(chapter: str, cifar_dir: str | None) -> dict[str, Any]:
-    overrides = dict(PAPER_OVERRIDES[chapter])
-    if chapter == "htmp" and cifar_dir:
-        overrides = {"preset": "paper", "data_dir": str(Path(cifar_dir).resolve())}
+def _check_cifar_dir(cifar_dir: str) -> str:
+    folder = Path(cifar_dir).expanduser().resolve()
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    missing = [n for n in names if not (folder / n).is_file()]
+    if not folder.is_dir() or missing:
+        what = "is not a folder" if not folder.is_dir() else f"lacks {', '.join(missing)}"
+        raise run.ParameterError(f"--cifar-dir {cifar_dir}: {what}; it must be the unpacked "
+                                 "cifar-10-batches-py folder (nothing is downloaded)")
+    return str(folder)
+
+
+def paper_setting(path: Path, decl: run.Declaration | None = None, *, cifar_dir: str | None = None) -> dict[str, Any]:
+    """The overrides that turn chapter ``path``'s defaults into the paper's setting (not yet validated).
+
+    From the ``PAPER`` Setup of the chapter's experiments module where it has a ``Setup``; transitionally
+    from :data:`PAPER_OVERRIDES`.
+    """
+    decl = decl or run.declared_parameters(path)
+    if decl.setup is not None:
+        module = sys.modules[decl.setup.__module__]
+        setting = getattr(module, "PAPER", None)
+        if not isinstance(setting, decl.setup):
+            raise run.ParameterError(f"chapter {path.stem!r}: {module.__name__} has a Setup but no PAPER = Setup(...)")
+        if path.stem in PAPER_OVERRIDES:
+            raise run.ParameterError(f"chapter {path.stem!r} has a PAPER Setup and an entry in "
+                                     "htlib.paper.PAPER_OVERRIDES: delete the entry (each setting exists once)")
+        return setting.differs_from_default()
+    if path.stem not in PAPER_OVERRIDES:
+        raise run.ParameterError(f"chapter(s) {[path.stem]} have no entry in htlib.paper.PAPER_OVERRIDES "
+                                 "(use {} when the defaults are the paper's setting) and no PAPER Setup")
+    overrides = dict(PAPER_OVERRIDES[path.stem])
+    if path.stem == "htmp" and cifar_dir:
+        overrides = {"preset": "paper", "data_dir": _check_cifar_dir(cifar_dir)}
     return overrides
 
 
-def plan(only: list[str] | None = None, *, cifar_dir: str | None = None,
+def parse_only(text: str | None, chapters: list[str]) -> list[str] | None:
+    """The chapters ``--only`` selects (spaces stripped), ``None`` for all; an empty selection is refused.
+
+    Examples
+    --------
+    >>> parse_only(" htmp , phases", ["phases", "htmp"])
+    ['htmp', 'phases']
+    >>> parse_only(None, ["phases"]) is None
+    True
+    """
+    if text is None:
+        return None
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise run.ParameterError(f"--only {text!r} selects no chapter; name one or more of {chapters}, "
+                                 "comma-separated")
+    bad = [c for c in names if c not in chapters]
+    if bad:
+        raise run.ParameterError(f"--only: unknown chapter(s) {bad}; chapters: {chapters}")
+    return names
+
+
+def plan(only: list[str] | None = None, *, cifar_dir: str | None = None, scheduler: str | None = None,
          root: Path = REPO_ROOT) -> list[tuple[Path, dict[str, Any]]]:
     """The chapters to run, in table-of-contents order, with their validated paper overrides.
+
+    With ``scheduler`` (a Dask address), every chapter whose declaration has an ``executor`` that takes
+    it gets ``executor=<scheduler>``.
 
     Raises
     ------
     run.ParameterError
         Naming the chapter and the parameter, for an override the chapter does not accept, or a
-        chapter of the book that has no entry in :data:`PAPER_OVERRIDES`.
+        chapter of the book that has neither a ``PAPER`` Setup nor an entry in :data:`PAPER_OVERRIDES`.
     """
     chapters = [p for p in book.chapters(root) if p.stem != SCOREBOARD]
-    missing = [p.stem for p in chapters if p.stem not in PAPER_OVERRIDES]
-    if missing:
-        raise run.ParameterError(f"chapter(s) {missing} have no entry in htlib.paper.PAPER_OVERRIDES "
-                                 "(use {} when the defaults are the paper's setting)")
-    unknown = sorted(set(PAPER_OVERRIDES) - {p.stem for p in chapters})
+    stems = [p.stem for p in chapters]
+    unknown = sorted(set(PAPER_OVERRIDES) - set(stems))
     if unknown:
         raise run.ParameterError(f"PAPER_OVERRIDES names chapter(s) {unknown} that are not in _toc.yml")
-    if only:
-        bad = sorted(set(only) - {p.stem for p in chapters})
-        if bad:
-            raise run.ParameterError(f"--only: unknown chapter(s) {bad}; chapters: {[p.stem for p in chapters]}")
+    if only is not None:
+        only = parse_only(",".join(only), stems)
         chapters = [p for p in chapters if p.stem in only]
+    decls = {p: run.declared_parameters(p) for p in chapters}
+    missing = [p.stem for p, d in decls.items() if d.setup is None and p.stem not in PAPER_OVERRIDES]
+    if missing:
+        raise run.ParameterError(f"chapter(s) {missing} have no entry in htlib.paper.PAPER_OVERRIDES "
+                                 "(use {} when the defaults are the paper's setting) and no PAPER Setup")
     out = []
-    for path in chapters:
-        params = run.read_parameters(path)
-        overrides = _overrides(path.stem, cifar_dir)
+    for path, decl in decls.items():
+        overrides = paper_setting(path, decl, cifar_dir=cifar_dir)
+        if scheduler and "executor" in decl.names:
+            try:
+                decl.check({"executor": scheduler})
+                overrides["executor"] = scheduler
+            except run.ParameterError:
+                pass  # transitional: a chapter whose executor does not take Dask yet runs locally
         for name, value in overrides.items():
             try:
-                run.validate(params, {name: value})
+                decl.check({name: value})
             except run.ParameterError as err:
                 first = str(err).splitlines()[0]
                 raise run.ParameterError(
                     f"chapter {path.stem!r}, parameter {name!r} = {value!r}: {first}") from None
-        out.append((path, run.validate(params, overrides)))
+        try:
+            out.append((path, decl.check(overrides)))
+        except run.ParameterError as err:  # a rule between parameters (d <= h)
+            raise run.ParameterError(f"chapter {path.stem!r}, paper setting {overrides}: "
+                                     f"{str(err).splitlines()[0]}") from None
     return out
 
 
@@ -151,27 +222,61 @@ def _fmt_minutes(minutes: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m htlib.paper", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry-run", action="store_true", help="validate every parameter set and print the plan")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check everything the run would refuse and print the plan; compute nothing")
     parser.add_argument("--output-dir", default=str(REPO_ROOT / "runs" / "paper"), help="default: runs/paper")
-    parser.add_argument("--only", default="", help="comma-separated chapter stems (default: every chapter)")
+    parser.add_argument("--only", default=None, help="comma-separated chapter stems (default: every chapter)")
     parser.add_argument("--cifar-dir", default=None, help="local CIFAR-10 folder (cifar-10-batches-py) for htmp")
+    parser.add_argument("--scheduler", default=os.environ.get("HTLIB_SCHEDULER") or None,
+                        help="Dask scheduler address tcp://host:port for the chapters' sweeps "
+                             "(default: $HTLIB_SCHEDULER; none: local worker processes)")
     args = parser.parse_args(argv)
-    only = [c for c in args.only.split(",") if c] or None
+    workers = None
     try:
-        todo = plan(only, cifar_dir=args.cifar_dir, root=REPO_ROOT)
-    except run.ParameterError as err:
+        out_dir = run.check_output_dir(args.output_dir)
+        if args.scheduler:
+            from htlib.sweep import executor_kind
+
+            try:
+                if executor_kind(args.scheduler) != "dask":
+                    raise ValueError
+            except ValueError:
+                raise run.ParameterError(f"--scheduler must be a Dask scheduler address tcp://host:port; "
+                                         f"got {args.scheduler!r}") from None
+            workers = run.check_scheduler(args.scheduler)
+            if workers < 1:
+                raise run.ParameterError(f"the Dask scheduler at {args.scheduler} has no workers; start some "
+                                         f"with `dask worker {args.scheduler} --nthreads 1`")
+        only = None
+        if args.only is not None:
+            stems = [p.stem for p in book.chapters(REPO_ROOT) if p.stem != SCOREBOARD]
+            only = parse_only(args.only, stems)
+        todo = plan(only, cifar_dir=args.cifar_dir, scheduler=args.scheduler, root=REPO_ROOT)
+    except (run.ParameterError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    out_dir = Path(args.output_dir)
-    total = sum(estimate_minutes(p.stem, REPO_ROOT) for p, _ in todo)
-    print(f"make paper: {len(todo)} chapter(s) into {out_dir}, then the scoreboard; estimated times on two "
-          "idle cores with an empty result cache (a resumed run is faster):")
+
+    def minutes(path: Path, overrides: dict[str, Any]) -> float:
+        base = estimate_minutes(path.stem, REPO_ROOT)
+        return base * LOCAL_WORKERS / workers if workers and overrides.get("executor") == args.scheduler else base
+
+    total = sum(minutes(p, o) for p, o in todo)
+    where = (f"with the sweeps on the {workers} Dask worker(s) at {args.scheduler} (estimates x {LOCAL_WORKERS}/"
+             f"{workers}: the benchmarks ran {LOCAL_WORKERS} local worker processes)" if workers
+             else "on two idle cores")
+    print(f"make paper: {len(todo)} chapter(s) into {out_dir}, then the scoreboard; estimated times {where}, "
+          "with an empty result cache (a resumed run is faster):")
     for path, overrides in todo:
         shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "defaults are the paper's setting"
-        print(f"  {path.stem:<22} ~{_fmt_minutes(estimate_minutes(path.stem, REPO_ROOT)):>9}   {shown}")
+        print(f"  {path.stem:<22} ~{_fmt_minutes(minutes(path, overrides)):>9}   {shown}")
     print(f"  {'total':<22} ~{_fmt_minutes(total):>9}")
+    local = [p.stem for p, o in todo if workers and o.get("executor") != args.scheduler]
+    if local:
+        print(f"  (run locally, without the scheduler: {', '.join(local)}; a chapter without sweeps has "
+              "nothing to send, the others take the scheduler once they are on their Setup)")
     if args.dry_run:
-        print("dry run: every parameter set is valid; nothing was computed")
+        print("dry run: every parameter set is valid, the output folder is writable"
+              + (", the scheduler answers" if workers else "") + "; nothing was computed")
         return 0
     # Progress is papermill's bar over each chapter's cells; bars inside the chapters would only
     # clutter the rendered pages of the run.
@@ -181,15 +286,21 @@ def main(argv: list[str] | None = None) -> int:
     for i, (path, overrides) in enumerate(todo, 1):
         elapsed = (time.monotonic() - start) / 60
         print(f"\n[{i}/{len(todo)}] {path.stem} (elapsed {elapsed:.1f} min, "
-              f"this chapter ~{_fmt_minutes(estimate_minutes(path.stem, REPO_ROOT))})", flush=True)
+              f"this chapter ~{_fmt_minutes(minutes(path, overrides))})", flush=True)
         try:
             run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
         except Exception as err:  # keep going: the other chapters and the scoreboard still say something
-            print(f"{path.stem} failed ({type(err).__name__}); continuing", file=sys.stderr)
+            print(f"{path.stem} failed: {err if isinstance(err, run.RunFailed) else run.failure_reason(err)}; "
+                  "continuing", file=sys.stderr)
             failed.append(path.stem)
     print(f"\n[scoreboard] from {out_dir}", flush=True)
-    run.run_chapter(REPO_ROOT / "book" / f"{SCOREBOARD}.ipynb", {"source": str(out_dir.resolve())},
-                    output_dir=out_dir, progress=False)
+    try:
+        run.run_chapter(REPO_ROOT / "book" / f"{SCOREBOARD}.ipynb", {"source": str(out_dir)},
+                        output_dir=out_dir, progress=False)
+    except Exception as err:
+        print(f"the scoreboard failed: {err if isinstance(err, run.RunFailed) else run.failure_reason(err)}",
+              file=sys.stderr)
+        failed.append(SCOREBOARD)
     print(f"\nmake paper finished in {(time.monotonic() - start) / 60:.1f} min"
           + (f"; failed: {failed}" if failed else ""))
     return 1 if failed else 0

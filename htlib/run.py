@@ -2,25 +2,29 @@
 
 ::
 
-    python -m htlib.run book/one_step_adam.ipynb -p seeds 2 -p etas "[0.1, 1.0]"
-    python -m htlib.run book/one_step_adam.ipynb --list      # the parameters, their types and defaults
-    python -m htlib.run book/one_step_adam.ipynb -p seeds 2 --dry-run   # validate only, compute nothing
+    python -m htlib.run book/phases.ipynb --list                  # the parameters, their types and defaults
+    python -m htlib.run book/phases.ipynb -p small_h 400 --dry-run # validate only, compute nothing
+    python -m htlib.run book/phases.ipynb -p executor tcp://10.0.0.5:8786   # sweeps on a Dask cluster
 
-Each chapter's single cell tagged ``parameters`` declares every knob, one per
-line, as ``name = <literal>  # description [constraint]``.  The type is the
-default's type (a float parameter also takes an int; a list takes elements of
-its default's element type).  The optional bracketed constraint is a
-comma-separated list of ``> x``, ``>= x``, ``< x``, ``<= x`` or one
-``in {...}``, each optionally prefixed by ``each`` to apply to list elements.
+A chapter's parameters are declared once, by the ``Setup`` of its experiments module
+(:mod:`htlib.experiments._setup`): the module is the one the notebook imports as
+``from htlib.experiments import <module> as ch`` and whose ``ch.Setup.from_namespace(globals())``
+it calls.  The ``Setup`` generates the notebook's ``parameters`` cell, gives ``--list``, and
+validates the overrides here, before any compute (and once more in the kernel).
 
-Before any compute, an unknown name, a value of the wrong type or an
-out-of-range value is refused with a message listing the valid parameters
-(papermill itself would only warn).  The run goes to
+Transitional: chapters that do not have a ``Setup`` yet are read from their ``parameters`` cell
+instead, one ``name = <literal>  # description [constraint]`` a line (:func:`read_parameters`, the
+"comment DSL"); it goes once every chapter has moved onto its ``Setup``.
+
+Before any compute, an unknown name, a value of the wrong type or an out-of-range value is refused
+with a message listing the valid parameters (papermill itself would only warn); so are an output
+folder inside ``book/``, a file that is not a chapter notebook and a Dask scheduler that does not
+answer.  ``--dry-run`` checks all of that and computes nothing.  The run goes to
 ``runs/<chapter>-<hash of parameters>.ipynb`` plus an ``.html`` page rendered by a one-page
 Jupyter Book build of the book's own configuration (so glued numbers, citations and math
 render as in the book; its asset folders sit beside it);
 nothing is ever written into ``book/``.  A failed run keeps its partial
-notebook and says where it is.
+notebook, says where it is and why it failed.
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ from typing import Any
 
 import nbformat
 
+from htlib.experiments._setup import ParameterError, SetupBase
+
 __all__ = [
-    "Parameter", "ParameterError", "read_parameters", "validate", "output_path", "run_chapter", "render_html", "main",
+    "Parameter", "ParameterError", "RunFailed", "chapter_setup", "declared_parameters", "read_parameters", "validate",
+    "check_overrides", "check_output_dir", "preflight", "output_path", "run_chapter", "render_html", "main",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -51,13 +58,18 @@ _COMPARATORS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": ope
 _CONSTRAINT = re.compile(r"\[([^\[\]]*)\]\s*$")
 
 
-class ParameterError(ValueError):
-    """A rerun parameter was unknown, mistyped or out of range."""
+class RunFailed(RuntimeError):
+    """A chapter's execution (or its rendering) failed; the message says why and where its partial output is."""
+
+
+# --------------------------------------------------------------------------- transitional: the comment DSL
+# Chapters without a ``Setup`` still declare their parameters in the comments of their parameters cell.
+# Everything from here to ``validate`` goes once the last chapter has moved onto its Setup.
 
 
 @dataclass(frozen=True)
 class Parameter:
-    """One declared chapter parameter."""
+    """One parameter declared in a parameters cell's comment (transitional: chapters without a ``Setup``)."""
 
     name: str
     default: Any
@@ -110,7 +122,8 @@ def _parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
-    """The declared parameters of a chapter, in the order of its parameters cell."""
+    """The parameters declared in a chapter's parameters cell, in its order (transitional: the comment DSL
+    of chapters without a ``Setup``; :func:`declared_parameters` is what the tools call)."""
     nb = nbformat.read(str(notebook), as_version=4)
     source = _parameters_cell(nb).source
     comments: dict[int, str] = {}
@@ -119,9 +132,12 @@ def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
             comments[tok.start[0]] = tok.string.lstrip("#").strip()
     params: dict[str, Parameter] = {}
     for node in ast.parse(source).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name = node.target.id
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+        else:
             continue
-        name = node.targets[0].id
         default = ast.literal_eval(node.value)
         comment = comments.get(node.end_lineno or node.lineno, "")
         kwargs: dict[str, Any] = {}
@@ -196,8 +212,8 @@ def validate(params: dict[str, Parameter], overrides: dict[str, Any]) -> dict[st
     return clean
 
 
-def _parse_cli_value(text: str, param: Parameter | None) -> Any:
-    if param is not None and isinstance(param.default, str):
+def _parse_cli_value(text: str, is_str: bool) -> Any:
+    if is_str:
         return text  # strings are taken verbatim, no quoting needed
     try:
         return ast.literal_eval(text)
@@ -206,6 +222,157 @@ def _parse_cli_value(text: str, param: Parameter | None) -> Any:
         if lowered in ("true", "false"):
             return lowered == "true"
         return text
+
+
+# --------------------------------------------------------------------------- a chapter's declaration
+
+_IMPORT = re.compile(r"^\s*from\s+htlib\.experiments\s+import\s+(\w+)\s+as\s+(\w+)\s*$", re.M)
+
+
+def _check_notebook(notebook: str | Path) -> Path:
+    """``notebook`` resolved, if it is a readable ``.ipynb`` file; otherwise a message saying what it is."""
+    path = Path(notebook).expanduser().resolve()
+    chapters = ", ".join(str(p.relative_to(REPO_ROOT)) for p in sorted((REPO_ROOT / "book").glob("*.ipynb")))
+    if not path.exists():
+        raise FileNotFoundError(f"no such chapter: {path}" + (f"; chapters: {chapters}" if chapters else ""))
+    if path.is_dir():
+        raise ParameterError(f"{notebook} is a folder; name one chapter notebook (.ipynb)"
+                             + (f", one of: {chapters}" if chapters else ""))
+    if path.suffix != ".ipynb":
+        raise ParameterError(f"{notebook} is not a chapter notebook (.ipynb)" + (f"; chapters: {chapters}" if chapters else ""))
+    return path
+
+
+def _read_notebook(path: Path) -> nbformat.NotebookNode:
+    try:
+        return nbformat.read(str(path), as_version=4)
+    except Exception as err:  # not JSON, not a notebook: say so instead of a traceback
+        raise ParameterError(f"cannot read {path} as a notebook: {type(err).__name__}: {err}") from None
+
+
+def chapter_setup(notebook: str | Path) -> type[SetupBase] | None:
+    """The ``Setup`` class that declares a chapter's parameters, or ``None`` (transitional: comment DSL).
+
+    It is the ``Setup`` of the experiments module the notebook imports as
+    ``from htlib.experiments import <module> as <alias>``, provided the notebook builds its setup
+    with ``<alias>.Setup.from_namespace(...)``.
+    """
+    import importlib
+
+    nb = _read_notebook(_check_notebook(notebook))
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    for module, alias in _IMPORT.findall(code):
+        if f"{alias}.Setup.from_namespace(" in code:
+            cls = getattr(importlib.import_module(f"htlib.experiments.{module}"), "Setup", None)
+            if isinstance(cls, type) and issubclass(cls, SetupBase):
+                return cls
+            raise ParameterError(f"{notebook} calls {alias}.Setup.from_namespace but htlib.experiments.{module} "
+                                 "has no Setup (a subclass of htlib.experiments.SetupBase)")
+    return None
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A chapter's declared parameters: its ``Setup`` or, transitionally, its parameters cell."""
+
+    notebook: Path
+    setup: type[SetupBase] | None
+    cell: dict[str, Parameter] | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.setup.parameters()] if self.setup else list(self.cell or {})
+
+    def listing(self) -> str:
+        if self.setup is not None:
+            return self.setup.listing()
+        return _listing(self.cell or {})
+
+    def is_str(self, name: str) -> bool:
+        if self.setup is not None:
+            return any(p.name == name and p.type_name == "str" for p in self.setup.parameters())
+        param = (self.cell or {}).get(name)
+        return param is not None and isinstance(param.default, str)
+
+    def parse_cli(self, name: str, text: str) -> Any:
+        """A ``-p NAME VALUE`` value: a Python literal, strings verbatim."""
+        return _parse_cli_value(text, self.is_str(name))
+
+    def build(self, overrides: dict[str, Any], base: SetupBase | None = None) -> SetupBase:
+        """The chapter's Setup with ``overrides`` (Setup chapters only); errors carry the listing."""
+        assert self.setup is not None
+        try:
+            return self.setup.from_overrides(overrides, base=base)
+        except ParameterError as err:
+            text = str(err)
+            raise ParameterError(text if "valid parameters" in text else f"{text}\n{self.listing()}") from None
+
+    def check(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """``overrides`` validated and coerced to the literals papermill injects.
+
+        Directory parameters are made absolute: the kernel runs in ``book/``, not where you typed them.
+        """
+        if self.setup is None:
+            return validate(self.cell or {}, overrides)
+        setup = self.build(overrides)
+        clean = {name: setup.literals()[name] for name in overrides}
+        for spec in setup.parameters():
+            if spec.meta.is_dir and clean.get(spec.name):
+                clean[spec.name] = str(Path(clean[spec.name]).expanduser().resolve())
+        return clean
+
+
+def declared_parameters(notebook: str | Path) -> Declaration:
+    """The :class:`Declaration` of a chapter notebook (its ``Setup``, or transitionally its cell)."""
+    path = _check_notebook(notebook)
+    setup = chapter_setup(path)
+    return Declaration(path, setup, None if setup is not None else read_parameters(path))
+
+
+def check_overrides(notebook: str | Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` of ``notebook``'s parameters, validated (:meth:`Declaration.check`)."""
+    return declared_parameters(notebook).check(overrides)
+
+
+def check_output_dir(output_dir: str | Path | None, notebook: str | Path | None = None) -> Path:
+    """Where reruns go, resolved; refused inside ``book/`` (committed chapters live there) or on a file."""
+    out_dir = Path(output_dir).expanduser().resolve() if output_dir is not None else _default_output_dir()
+    book_dir = REPO_ROOT / "book"
+    beside = notebook is not None and out_dir == Path(notebook).resolve().parent
+    if out_dir == book_dir or book_dir in out_dir.parents or beside:
+        raise ParameterError(f"refusing to write reruns into {out_dir}: committed chapters live there; "
+                             "use --output-dir outside book/ (default: runs/)")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ParameterError(f"--output-dir {out_dir} is a file, not a folder")
+    return out_dir
+
+
+def check_scheduler(address: str) -> int:
+    """The number of workers of the Dask scheduler at ``address``; a :class:`ParameterError` when none answers."""
+    from htlib.sweep import dask_workers
+
+    try:
+        return dask_workers(address)
+    except (ConnectionError, ValueError) as err:
+        raise ParameterError(f"{err}; start one with `dask scheduler` and workers with "
+                             "`dask worker <address> --nthreads 1`") from None
+
+
+def preflight(notebook: str | Path, overrides: dict[str, Any],
+              output_dir: str | Path | None = None) -> tuple[Path, dict[str, Any], Path]:
+    """Everything a run would refuse, checked before any compute: ``(notebook, clean overrides, output)``.
+
+    The notebook must be a chapter, the parameters valid for its declaration, the output folder
+    outside ``book/``, and a Dask scheduler named by ``executor`` must answer.  ``--dry-run`` is
+    exactly this.
+    """
+    decl = declared_parameters(notebook)
+    clean = decl.check(overrides)
+    out_dir = check_output_dir(output_dir, decl.notebook)
+    executor = clean.get("executor")
+    if isinstance(executor, str) and executor.startswith("tcp://"):
+        check_scheduler(executor)
+    return decl.notebook, clean, output_path(decl.notebook, clean, out_dir)
 
 
 def output_path(notebook: str | Path, overrides: dict[str, Any], output_dir: str | Path) -> Path:
@@ -219,6 +386,43 @@ def _default_output_dir() -> Path:
     return REPO_ROOT / "runs" if (REPO_ROOT / "pyproject.toml").exists() else Path.cwd() / "runs"
 
 
+def kernel_manager_class(log: str | Path | None = None):
+    """The kernel manager of papermill's runs: IPC sockets where the platform has them, and the kernel's
+    own log (not the cells' output) written to ``log`` when given.
+
+    Over TCP the kernel prints "Kernel is running over TCP without encryption" on every run, which reads
+    as if something were wrong; a local run has no reason to open TCP ports.  The kernel process's own
+    log lines (for example the "KeyboardInterrupt caught in kernel" that jupyter_client's shutdown
+    interrupt can provoke) say nothing about the chapter; with ``log`` they go to that file, which a
+    failed run names.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class RunKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "tcp" if os.name == "nt" else "ipc"  # no IPC transport on Windows
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if log is not None:
+                kw["stderr"] = open(log, "ab")  # noqa: SIM115 - held by the kernel process until it exits
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return RunKernelManager
+
+
+def failure_reason(err: BaseException) -> str:
+    """One line saying why a run failed: the failing cell's exception for papermill, else the error."""
+    ename, evalue = getattr(err, "ename", None), getattr(err, "evalue", None)
+    if ename:
+        cell = getattr(err, "exec_count", None)
+        text = (f"{ename}: {evalue}" if evalue else str(ename)).strip().splitlines()[0][:500]
+        return f"cell [{cell}] raised {text}" if cell is not None else text
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:500]}" if text else type(err).__name__
+
+
 def run_chapter(
     notebook: str | Path,
     overrides: dict[str, Any],
@@ -227,38 +431,39 @@ def run_chapter(
     progress: bool = True,
     html: bool = True,
 ) -> Path:
-    """Validate ``overrides``, execute the chapter with papermill, render HTML.
+    """Validate ``overrides`` (:func:`preflight`), execute the chapter with papermill, render HTML.
 
-    Returns the path of the executed notebook.  Raises :class:`ParameterError`
-    before any compute if the parameters are invalid.
+    Returns the path of the executed notebook.
+
+    Raises
+    ------
+    ParameterError
+        Before any compute, for anything :func:`preflight` refuses.
+    RunFailed
+        When a cell fails (the message names the cell's exception and the partial notebook) or the
+        HTML rendering fails.
     """
     import papermill as pm
 
-    notebook = Path(notebook).resolve()
-    if not notebook.exists():
-        raise FileNotFoundError(f"no such chapter: {notebook}")
-    params = read_parameters(notebook)
-    clean = validate(params, overrides)
-    out_dir = Path(output_dir).resolve() if output_dir is not None else _default_output_dir()
-    book_dir = REPO_ROOT / "book"
-    if out_dir == book_dir or book_dir in out_dir.parents or out_dir == notebook.parent:
-        raise ParameterError(f"refusing to write reruns into {out_dir}: committed chapters live there")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = output_path(notebook, clean, out_dir)
+    notebook, clean, out = preflight(notebook, overrides, output_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.with_suffix(".kernel.log")
+    log.unlink(missing_ok=True)
     try:
         pm.execute_notebook(
             str(notebook), str(out), parameters=clean, cwd=str(notebook.parent),
-            kernel_name="python3", progress_bar=progress,
+            kernel_name="python3", progress_bar=progress, kernel_manager_class=kernel_manager_class(log),
         )
     except Exception as err:
-        print(f"\nthe run failed: {type(err).__name__}; the partial notebook is {out}", file=sys.stderr)
-        raise
+        raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; the partial notebook is {out}"
+                        + (f" (kernel log: {log})" if log.exists() and log.stat().st_size else "")) from err
+    log.unlink(missing_ok=True)
     if html:
         try:
             render_html(out)
         except Exception as err:
-            print(f"\nthe run succeeded ({out}) but rendering its HTML failed: {err}", file=sys.stderr)
-            raise
+            raise RunFailed(f"the run of {notebook.name} succeeded ({out}) but rendering its HTML failed: "
+                            f"{failure_reason(err)}") from err
     print(f"executed notebook: {out}")
     if html:
         print(f"rendered HTML:     {out.with_suffix('.html')}")
@@ -343,32 +548,35 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m htlib.run",
         description="Rerun a book chapter with new parameters; outputs go to runs/, never into book/.",
     )
-    parser.add_argument("notebook", help="chapter notebook, e.g. book/one_step_adam.ipynb")
+    parser.add_argument("notebook", help="chapter notebook, e.g. book/phases.ipynb")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                        help="override one parameter (repeatable); VALUE is a Python literal")
+                        help="override one parameter (repeatable); VALUE is a Python literal, strings verbatim")
     parser.add_argument("--list", action="store_true", help="list the chapter's parameters and exit")
     parser.add_argument("--output-dir", default=None, help="where to write (default: runs/ at the repository root)")
     parser.add_argument("--no-html", action="store_true", help="skip the standalone HTML rendering")
     parser.add_argument("--dry-run", action="store_true",
-                        help="validate the parameters, print where the run would go, and compute nothing")
+                        help="check everything the run would refuse, print where it would go, compute nothing")
     args = parser.parse_args(argv)
     try:
-        params = read_parameters(args.notebook)
+        decl = declared_parameters(args.notebook)
         if args.list:
-            print(_listing(params))
+            print(decl.listing())
             return 0
-        overrides = {name: _parse_cli_value(text, params.get(name)) for name, text in args.parameter}
+        overrides = {name: decl.parse_cli(name, text) for name, text in args.parameter}
         if args.dry_run:
-            clean = validate(params, overrides)
-            out_dir = Path(args.output_dir) if args.output_dir else _default_output_dir()
+            _, clean, out = preflight(args.notebook, overrides, args.output_dir)
             print(f"parameters valid: {clean or 'the defaults'}")
-            print(f"would write: {output_path(args.notebook, clean, out_dir)}")
+            print(f"would write: {out}")
             return 0
         run_chapter(args.notebook, overrides, output_dir=args.output_dir, html=not args.no_html)
     except (ParameterError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except Exception:  # the failure is already reported with the partial output's path
+    except RunFailed as err:
+        print(f"\nerror: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # anything else: its reason, never a silent exit
+        print(f"\nerror: {failure_reason(err)}", file=sys.stderr)
         return 1
     return 0
 

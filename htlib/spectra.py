@@ -634,18 +634,30 @@ class PhaseRules:
         edge of a finite bulk is smeared over a few TW widths (``P(TW1 > 4) < 1e-3``, and the
         median-fitted edge carries an error of about one width at ``N ~ 1000``); a tail growing out of
         the bulk leaves no gap of that size (measured: at most about 5 widths for Student-t and
-        Pareto entries), while a spike at 10 widths has left the edge for good.
-    heavy_reach_tw : float
-        Heavy tail versus a decaying edge: a tail attached to the bulk is heavy when its top
-        eigenvalue lies at least this many TW widths beyond ``lambda_plus`` (default 20).  For
-        entries with a finite fourth moment (tail index ``mu > 4``) the top eigenvalue stays within
-        a few widths of the edge at every size (Tracy-Widom); for ``mu < 4`` it grows like
-        ``N**(4/mu - 1)`` relative to the edge, i.e. ever more widths beyond it.
+        Pareto entries), while a spike at 10 widths has left the edge for good.  The same gap, between
+        neighbouring outliers, detaches spikes from a group of outliers too small to be a continuum
+        (fewer than ``max(decay_min, decay_fraction N)``), where the spacing test has no power.
+    heavy_reach : float
+        Heavy tail versus a decaying or spread edge, on the scale of the bulk: the attached tail is heavy
+        only when its top eigenvalue lies at least this many times ``lambda_plus`` out (default 2, the tail
+        at least doubles the range of the bulk).  Martin & Mahoney's heavy-tailed ESDs have no bulk edge:
+        the power law carries the spectrum beyond the MP bulk, while their bleeding-out and bulk-decay
+        ESDs keep an MP bulk whose edge leaks or decays.  A deformed edge (column variances differing by
+        20%: 1.09 ``lambda_plus``), four signals just above BBP (1.07) and one large sign step of FB-Adam
+        (1.3, under a spike at 160 ``lambda_plus``) stay well inside twice the edge; so does the edge of
+        any bulk whose entry variances differ by less than a factor of two.  A reach counted in
+        Tracy-Widom widths alone would not separate them: at ``1500 x 1000`` one width is 0.55% of
+        ``lambda_plus``, so 20 widths are an 11% spread of the edge.
+    heavy_alpha : float
+        ... and only when the power law fitted to that tail has ``tail_alpha < heavy_alpha`` (default 4):
+        Martin & Mahoney's heavy-tailed range is ``alpha`` in about ``[2, 4]`` (below 2 very heavy-tailed),
+        a steeper tail is their weakly heavy-tailed, bulk-decay ESD.  ``tail_alpha`` is the maximum
+        likelihood exponent of the attached tail from the bulk edge up (:attr:`SpectrumReport.tail_alpha`).
     decay_min : int
-        A tail attached to the bulk but short of ``heavy_reach_tw`` is *bulk-decay* when it holds at
-        least ``max(decay_min, decay_fraction * N)`` eigenvalues (default 5 and 0.5%), and
-        *bleeding-out* when fewer: a few eigenvalues leaking past the edge is O(1) in ``N``, a
-        decaying edge is a fixed share of the spectrum.
+        An attached tail is a continuum (bulk-decay, or heavy-tailed) only with at least
+        ``max(decay_min, decay_fraction * N)`` eigenvalues (default 5 and 0.5%); with fewer it is
+        *bleeding-out*: a few eigenvalues leaking past the edge is O(1) in ``N``, a decaying edge is a
+        fixed share of the spectrum.
     decay_fraction : float
         See ``decay_min``.
     renyi_pvalue : float
@@ -661,7 +673,8 @@ class PhaseRules:
 
     collapse_fraction: float = 0.10
     separation_tw: float = 10.0
-    heavy_reach_tw: float = 20.0
+    heavy_reach: float = 2.0
+    heavy_alpha: float = 4.0
     decay_min: int = 5
     decay_fraction: float = 0.005
     renyi_pvalue: float = 0.01
@@ -672,7 +685,8 @@ class PhaseRules:
         checks = {
             "collapse_fraction": 0.0 < self.collapse_fraction <= 1.0,
             "separation_tw": self.separation_tw > TW_MARGIN,
-            "heavy_reach_tw": self.heavy_reach_tw >= self.separation_tw,
+            "heavy_reach": self.heavy_reach > 1.0,
+            "heavy_alpha": self.heavy_alpha > 1.0,
             "decay_min": isinstance(self.decay_min, (int, np.integer)) and self.decay_min >= 1,
             "decay_fraction": 0.0 <= self.decay_fraction < 1.0,
             "renyi_pvalue": 0.0 < self.renyi_pvalue < 1.0,
@@ -681,7 +695,7 @@ class PhaseRules:
         }
         allowed = {
             "collapse_fraction": "in (0, 1]", "separation_tw": f"> TW_MARGIN = {TW_MARGIN}",
-            "heavy_reach_tw": ">= separation_tw", "decay_min": "an integer >= 1",
+            "heavy_reach": "> 1 (a multiple of lambda_plus)", "heavy_alpha": "> 1", "decay_min": "an integer >= 1",
             "decay_fraction": "in [0, 1)", "renyi_pvalue": "in (0, 1)", "strict_alpha": "> 1",
             "strict_pvalue": "in [0, 1)",
         }
@@ -774,6 +788,15 @@ class SpectrumReport:
         Outliers attached to the bulk (the tail): ``num_outliers - num_detached``.
     tail_reach_tw : float
         Top of the attached tail beyond ``lambda_plus``, in TW widths (nan without a tail).
+    tail_reach : float
+        Top of the attached tail in units of ``lambda_plus`` (1.5: half the edge's value past the edge;
+        nan without a tail): the scale the heavy-tail rule reads.
+    tail_alpha : float
+        Exponent of the power law ``p(l) ~ l^(-alpha)`` fitted by maximum likelihood to the attached
+        tail from the bulk edge up, ``1 + m / sum_i ln(l_i / lambda_plus)`` over its ``m`` eigenvalues
+        (the Hill estimator with the MP edge as threshold; nan for fewer than 2).  Unlike
+        ``PL_Alpha_KS``, whose threshold scan settles on the last few dozen eigenvalues of a truncated
+        tail, it describes the whole continuum that grows out of the bulk.
     pl : PowerLawFit or None
         WeightWatcher's ``PL_Alpha_KS`` fit (:func:`fit_power_law`) of the eigenvalues as given (None when
         fewer than 5 eigenvalues exceed WeightWatcher's floor ``1e-5``).
@@ -798,6 +821,8 @@ class SpectrumReport:
     pl: PowerLawFit | None
     spike_pvalue: float
     rules: PhaseRules = PHASE_RULES
+    tail_reach: float = float("nan")
+    tail_alpha: float = float("nan")
 
     @property
     def zero_fraction(self) -> float:
@@ -850,9 +875,14 @@ class SpectrumReport:
         return self.phase == "heavy-tailed"
 
     @property
+    def tail_alpha_sigma(self) -> float:
+        """Standard error ``(tail_alpha - 1) / sqrt(tail_size)`` of :attr:`tail_alpha` (nan without one)."""
+        return (self.tail_alpha - 1.0) / math.sqrt(self.tail_size) if self.tail_size >= 2 else float("nan")
+
+    @property
     def very_heavy_tailed(self) -> bool:
-        """Heavy-tailed with ``PL_Alpha_KS < 2`` (Martin & Mahoney's very heavy-tailed range)."""
-        return self.heavy_tailed and self.alpha < 2.0
+        """Heavy-tailed with ``tail_alpha < 2`` (Martin & Mahoney's very heavy-tailed range)."""
+        return self.heavy_tailed and self.tail_alpha < 2.0
 
     @property
     def heavy_tailed_strict(self) -> bool:
@@ -860,6 +890,25 @@ class SpectrumReport:
         eigenvalue absorbed by the fitted power law (``spike_pvalue >= rules.strict_pvalue``)."""
         return (self.heavy_tailed and self.alpha < self.rules.strict_alpha
                 and bool(np.isfinite(self.spike_pvalue)) and self.spike_pvalue >= self.rules.strict_pvalue)
+
+
+def _tail_alpha(tail: np.ndarray, edge: float) -> float:
+    """Maximum-likelihood power-law exponent of ``tail`` (all ``> edge``) with the threshold at ``edge``."""
+    if tail.size < 2:
+        return float("nan")
+    s = float(np.sum(np.log(tail / edge)))
+    return 1.0 + tail.size / s if s > 0.0 else float("inf")
+
+
+def _gap_detached(outliers: np.ndarray, below: float, tw: float, separation_tw: float) -> int:
+    """Top outliers standing at least ``separation_tw`` TW widths above their lower neighbour (0 if none).
+
+    Used on a group of outliers too small to be a continuum: the spacing test has no power on two or
+    three points, but a spike far above the others is as detached from them as a spike above the bulk.
+    """
+    y = np.concatenate(([below], outliers))
+    big = np.flatnonzero(np.diff(y) >= separation_tw * tw)
+    return int(outliers.size - big[-1]) if big.size else 0
 
 
 def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> SpectrumReport:
@@ -870,7 +919,8 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     drops eigenvalues ``<= 1e-5`` as WeightWatcher does, so pass the raw ESD of ``WᵀW`` to get
     WeightWatcher's ``alpha``.  Every number is computed once and kept in the report.
 
-    The rules, in this order (thresholds in :class:`PhaseRules`, each with its reason):
+    The rules, in this order (thresholds in :class:`PhaseRules`, each with its reason; ``N`` eigenvalues,
+    a *continuum* holds at least ``max(decay_min, decay_fraction N)`` of them):
 
     1. **rank-collapse**: the zero block (:func:`zero_block`, exact zeros or a noise floor at least a
        hundredfold below the rest) holds ``>= collapse_fraction`` (10%) of the eigenvalues.
@@ -879,33 +929,35 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     3. **bulk+spikes**: the outliers are detached, the lowest one at least ``separation_tw`` (10) TW
        widths above the largest bulk eigenvalue.  Any number of them: a rank-60 signal is 60
        detached spikes, not a tail (no size-dependent allowance is needed, the gap decides).
-    4. Otherwise the outliers grow out of the bulk (a tail).  Top outliers that a spacing test
-       (Renyi, ``renyi_pvalue``) separates from the rest are spikes on top of the tail; the tail is
-       what remains.  **heavy-tailed**: the tail reaches ``>= heavy_reach_tw`` (20) TW widths beyond
-       ``lambda_plus`` (``very_heavy_tailed`` when ``PL_Alpha_KS < 2`` as well).
-    5. **bulk+spikes**: a short tail with spikes detached on top of it.
-    6. **bulk-decay**: a short tail of ``>= max(decay_min, decay_fraction N)`` eigenvalues;
-       **bleeding-out**: fewer (a few eigenvalues leaking just past the edge).
+    4. Otherwise the outliers grow out of the bulk.  Top outliers that a spacing test (Renyi,
+       ``renyi_pvalue``) separates from the rest are spikes on top of the tail; in a group too small to
+       be a continuum, so is every outlier ``separation_tw`` widths above its lower neighbour.  The tail
+       is what remains.
+    5. **heavy-tailed**: the tail is a continuum, reaches at least ``heavy_reach`` (2) times
+       ``lambda_plus`` and its power law is in Martin & Mahoney's heavy-tailed range,
+       ``tail_alpha < heavy_alpha`` (4) (``very_heavy_tailed`` below 2).  The tail decides: spikes on
+       top of a heavy tail do not change the label.
+    6. **bulk+spikes**: detached spikes above a tail that is not heavy (a spread edge under a spike is
+       a spike, not a tail).
+    7. **bulk-decay**: a continuum that is not heavy: it stays within ``heavy_reach`` of the edge (the
+       edge decays), or its exponent is ``>= heavy_alpha`` (weakly heavy-tailed).
+    8. **bleeding-out**: a few eigenvalues (fewer than a continuum) just past the edge.
 
-    Reliability and size.  The labels use Tracy-Widom widths, which shrink like ``p**(-2/3)``, so
-    the same matrix family is labelled more sharply as it grows.  From ``p x q = 1500 x 1000``
-    (``s_TW ~ 0.5%`` of ``lambda_plus``) on, the labels are reliable: Gaussian matrices, rank-one
-    signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals, Student-t and Pareto entries
-    with ``mu < 4`` (with or without a spike on top), 5/20/50% zero singular values and rank collapse
-    on a noise floor all get Martin & Mahoney's label (``tests/test_phases.py``); the boundary cases
-    are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14 widths of the edge) and edges deformed
-    by unequal variances.  At ``300 x 200`` (``s_TW ~ 1.6%``) a rank-one signal needs
-    ``theta >~ 1.4`` to count as a spike and a bleeding edge may hide inside the margin; below about
-    ``q = 200`` the labels of the weak-signal phases (bleeding-out, bulk-decay) are not reliable.
-    Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not separable from MP at either
-    size: the top eigenvalue stays within the TW window, so those matrices are labelled random-like,
-    which is also their large-size limit.  Limitations: a short tail of at most 3 outliers with one
-    strong spike on top can be read as heavy-tailed (the spacing test has little power on 2-3 points);
-    and at ``N ~ 1000`` the reach cannot tell a power-law tail from a bulk edge deformed by unequal
-    variances (the "profile" family; one FB-Adam step of paper 003, whose sign update leaves a spike at
-    ~160 ``lambda_plus`` above a 36-eigenvalue continuum reaching 1.3 ``lambda_plus``): both are a
-    continuum of outliers growing out of the bulk beyond 20 widths, and both are labelled heavy-tailed.
-    ``heavy_tailed_strict`` (``PL_Alpha_KS < 4`` and the top eigenvalue absorbed) separates them.
+    Reliability and size.  Outliers, gaps and spacings use Tracy-Widom widths, which shrink like
+    ``p**(-2/3)``; the heavy-tail rule reads the tail on the scale of ``lambda_plus`` and by its
+    exponent, which do not shrink.  From ``p x q = 1500 x 1000`` (``s_TW ~ 0.5%`` of ``lambda_plus``) on,
+    Gaussian matrices, rank-one signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals,
+    Student-t and Pareto entries with ``mu < 2`` (with or without a spike on top), a variance profile,
+    5/20/50% zero singular values and rank collapse on a noise floor get Martin & Mahoney's label
+    (``tests/test_phases.py``), as do the training spectra of paper 003 at its sizes (initialization,
+    one step, ten steps).  The boundary cases are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14
+    widths of the edge) and entries with tail index ``mu`` in (2, 4): their bulk is MP (finite
+    variance) and at this size only 1.5-4% of the eigenvalues leave it, in a tail whose exponent is
+    4-5.5, the weakly heavy-tailed range; they become heavy-tailed as ``N`` grows.  At ``300 x 200``
+    (``s_TW ~ 1.6%``) a rank-one signal needs ``theta >~ 1.4`` to count as a spike and a bleeding edge
+    may hide inside the margin.  Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not
+    separable from MP at either size: the top eigenvalue stays within the TW window, so those matrices
+    are labelled random-like, which is also their large-size limit.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
@@ -929,7 +981,8 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
                               rules=rules)
     mp = fit_mp(x, g, n_zero=nz)
     tw = mp.tw_scale
-    margin = (lmax - mp.lambda_plus) / tw
+    lp = mp.lambda_plus
+    margin = (lmax - lp) / tw
     common = dict(n=n, gamma=g, n_zero=nz, mp=mp, lambda_max=lmax, edge_margin_tw=margin, pl=pl,
                   spike_pvalue=pval, rules=rules)
     if nz >= rules.collapse_fraction * n:
@@ -942,28 +995,36 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
                               f"(top at {margin:.1f} s_TW)", bulk_gap_tw=float("nan"), num_detached=0,
                               tail_size=0, tail_reach_tw=float("nan"), **common)
     nonzero = x[nz:]
-    bulk_top = float(nonzero[nonzero.size - k - 1]) if nonzero.size > k else float(mp.lambda_plus)
+    bulk_top = float(nonzero[nonzero.size - k - 1]) if nonzero.size > k else float(lp)
     gap = (float(mp.spikes[0]) - bulk_top) / tw
     if gap >= rules.separation_tw:
         return SpectrumReport(phase="bulk+spikes", reason=f"{k} outlier(s) detached: gap {gap:.1f} s_TW above "
                               f"the bulk (>= {rules.separation_tw:g})", bulk_gap_tw=gap, num_detached=k,
                               tail_size=0, tail_reach_tw=float("nan"), **common)
-    m = _renyi_detached(mp.spikes, mp.lambda_plus, rules.renyi_pvalue)
-    tail = mp.spikes[: k - m]
-    reach = (float(tail[-1]) - mp.lambda_plus) / tw
-    rest = dict(bulk_gap_tw=gap, num_detached=m, tail_size=int(tail.size), tail_reach_tw=reach, **common)
-    if reach >= rules.heavy_reach_tw:
-        return SpectrumReport(phase="heavy-tailed", reason=f"tail of {tail.size} outliers attached to the bulk "
-                              f"reaches {reach:.0f} s_TW (>= {rules.heavy_reach_tw:g})", **rest)
-    if m > 0:
-        return SpectrumReport(phase="bulk+spikes", reason=f"{m} spike(s) detached above a short tail "
-                              f"({reach:.1f} s_TW)", **rest)
     need = max(rules.decay_min, math.ceil(rules.decay_fraction * n))
+    m = _renyi_detached(mp.spikes, lp, rules.renyi_pvalue)
+    if k - m < need:
+        m += _gap_detached(mp.spikes[: k - m], bulk_top, tw, rules.separation_tw)
+    tail = mp.spikes[: k - m]
+    reach = float(tail[-1]) / lp
+    alpha = _tail_alpha(tail, lp)
+    rest = dict(bulk_gap_tw=gap, num_detached=m, tail_size=int(tail.size), tail_reach_tw=(float(tail[-1]) - lp) / tw,
+                tail_reach=reach, tail_alpha=alpha, **common)
+    spikes = f"; {m} spike(s) detached on top" if m else ""
+    if tail.size >= need and reach >= rules.heavy_reach and alpha < rules.heavy_alpha:
+        return SpectrumReport(phase="heavy-tailed", reason=f"tail of {tail.size} outliers grows out of the bulk to "
+                              f"{reach:.3g} lambda_+ (>= {rules.heavy_reach:g}) with tail alpha {alpha:.3g} "
+                              f"(< {rules.heavy_alpha:g}){spikes}", **rest)
+    if m > 0:
+        return SpectrumReport(phase="bulk+spikes", reason=f"{m} spike(s) detached above a tail of {tail.size} that is "
+                              f"not heavy (reaches {reach:.3g} lambda_+, tail alpha {alpha:.3g})", **rest)
     if tail.size >= need:
-        return SpectrumReport(phase="bulk-decay", reason=f"short tail of {tail.size} outliers (>= {need}) "
-                              f"reaching {reach:.1f} s_TW", **rest)
+        why = (f"reaches only {reach:.3g} lambda_+ (< {rules.heavy_reach:g})" if reach < rules.heavy_reach else
+               f"tail alpha {alpha:.3g} (>= {rules.heavy_alpha:g})")
+        return SpectrumReport(phase="bulk-decay", reason=f"tail of {tail.size} outliers (>= {need}) grows out of the "
+                              f"bulk but {why}", **rest)
     return SpectrumReport(phase="bleeding-out", reason=f"{tail.size} outlier(s) (< {need}) just past the edge, "
-                          f"reaching {reach:.1f} s_TW", **rest)
+                          f"reaching {reach:.3g} lambda_+", **rest)
 
 
 def classify_phase(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> str:

@@ -10,14 +10,17 @@ back in the order of the configs.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
-from typing import Any, Callable, Sequence
+import re
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
 from htlib import cache
 
-__all__ = ["run_sweep", "process_executor", "limit_threads", "progress_enabled"]
+__all__ = ["run_sweep", "process_executor", "limit_threads", "progress_enabled", "executor_kind", "executor_for",
+           "dask_workers"]
 
 
 def progress_enabled() -> bool:
@@ -126,3 +129,75 @@ def run_sweep(
     finally:
         bar.close()
     return results
+
+
+# --------------------------------------------------------------------------- the one executor option
+
+_DASK_ADDRESS = re.compile(r"tcp://(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:]+\]):(\d{1,5})")
+
+
+def executor_kind(executor: str) -> str:
+    """``"serial"``, ``"process"`` or ``"dask"`` for an executor option; ``ValueError`` for anything else.
+
+    A Dask option is a scheduler address ``tcp://host:port`` (port 1-65535); its form is checked here,
+    whether a scheduler answers there is not.
+
+    Examples
+    --------
+    >>> executor_kind("process"), executor_kind("tcp://127.0.0.1:8786")
+    ('process', 'dask')
+    """
+    if executor in ("serial", "process"):
+        return executor
+    m = _DASK_ADDRESS.fullmatch(executor) if isinstance(executor, str) else None
+    if m is None or not 1 <= int(m.group(1)) <= 65535:
+        raise ValueError(f"executor must be 'serial', 'process' or a Dask scheduler address tcp://host:port; "
+                         f"got {executor!r}")
+    return "dask"
+
+
+@contextlib.contextmanager
+def executor_for(executor: str, workers: int = 2, *, timeout: float = 10.0) -> Iterator[cf.Executor | None]:
+    """The executor for :func:`run_sweep` named by a chapter's ``executor`` option, closed on exit.
+
+    ``"serial"`` yields ``None`` (run in this process); ``"process"`` a :func:`process_executor` of
+    ``workers`` one-thread processes; ``"tcp://host:port"`` the ``concurrent.futures`` executor of a
+    ``distributed.Client`` connected to that scheduler (``timeout`` seconds to connect), whose
+    results come back here, where :func:`run_sweep` caches them.
+
+    Examples
+    --------
+    >>> with executor_for("serial") as pool:
+    ...     run_sweep(abs, [-1, 2], executor=pool, use_cache=False, progress=False)
+    [1, 2]
+    """
+    kind = executor_kind(executor)
+    if kind == "serial":
+        yield None
+    elif kind == "process":
+        with process_executor(workers, threads_per_worker=1) as pool:
+            yield pool
+    else:
+        import distributed
+
+        with distributed.Client(executor, timeout=timeout) as client:
+            yield client.get_executor()
+
+
+def dask_workers(address: str, *, timeout: float = 5.0) -> int:
+    """The number of workers of the Dask scheduler at ``address``.
+
+    Raises
+    ------
+    ConnectionError
+        When no scheduler answers there within ``timeout`` seconds, with the reason.
+    """
+    executor_kind(address)
+    import distributed
+
+    try:
+        with distributed.Client(address, timeout=timeout) as client:
+            return len(client.scheduler_info().get("workers", {}))
+    except (OSError, TimeoutError) as err:
+        raise ConnectionError(f"no Dask scheduler answers at {address} within {timeout:g} s "
+                              f"({type(err).__name__}: {err})") from None

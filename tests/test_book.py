@@ -23,7 +23,7 @@ def test_every_toc_chapter_exists_with_one_parameters_cell():
         nb = nbformat.read(str(path), as_version=4)
         tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
         assert len(tagged) == 1, f"{path.name}: {len(tagged)} parameters cells"
-        params = run.read_parameters(path)  # parses, with constraints
+        params = run.declared_parameters(path).names  # its Setup, or (transitionally) the cell's comment DSL
         assert params, f"{path.name}: empty parameters cell"
         for cell in nb.cells:
             if cell.cell_type != "code":
@@ -189,9 +189,11 @@ def test_reader_pages_build_strictly_in_a_test_book(tmp_path):
     landing = (html / "index.html").read_text()
     assert "{glue" not in landing and "count_003" not in landing
     row = re.search(r"Paper 003, spikes to heavy tails</p></td>(.*?)</tr>", landing, re.S).group(1)
-    assert re.findall(r'class="pasted-text">(\d+)<', row) == ["1", "1", "0", "0", "0"], row
+    # "a / b": claims at the paper's setting / at a reduced one (the tiny chapter's are reduced)
+    assert re.findall(r'class="pasted-text">([\d /]+)<', row) == ["0 / 1", "0 / 1", "0 / 0", "0 / 0", "0 / 0",
+                                                                   "0 / 0"], row
     board = (html / "scoreboard.html").read_text()
-    assert board.count('class="htlib-scoreboard') == 2 and 'href="tiny_chapter.html#tiny-result"' in board
+    assert board.count('htlib-scoreboard htlib-paper') == 2 and 'href="tiny_chapter.html#tiny-result"' in board
     conventions = (html / "conventions.html").read_text()
     assert all(f'id="{label}"' in conventions for label in CONVENTION_LABELS)
     bib = (html / "bibliography.html").read_text()
@@ -240,3 +242,15 @@ def test_colours_come_from_htlib_plotting(path):
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     found = re.findall(r"plt\.cm\.\w+|\btab10\b|[\"']viridis[\"']|cmap\s*=\s*[\"']", code)
     assert not found, f"{path.name} picks colours itself ({found}); use htlib.plotting.color / SEQUENTIAL_CMAP"
+
+
+@pytest.mark.parametrize("path", book.chapters(), ids=lambda p: p.stem)
+def test_no_cell_prints_a_bare_string(path):
+    """A glue call's return value at the end of a cell would show as a stray quoted string."""
+    import re
+
+    nb = nbformat.read(str(path), as_version=4)
+    bare = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.outputs
+            if o.output_type == "execute_result"
+            and re.fullmatch(r"'[^']*'|\"[^\"]*\"", o.get("data", {}).get("text/plain", "").strip())]
+    assert not bare, f"{path.name}: cells {bare} print a bare string"

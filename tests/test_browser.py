@@ -220,29 +220,35 @@ def _open(browser, server, path: str):
 
 def test_scoreboard_has_one_row_per_claim_and_the_landing_page_its_counts(server, browser):
     board = claims.scoreboard(ROOT / "book")  # what the chapters stored, read independently of the page
-    stored = {p: len([c for recs in board.claims_by_notebook.values() for c in recs if c.paper == p])
-              for p in claims.SCOREBOARD_ORDER}
+    stored = {p: len(board.rows(p)) for p in claims.SCOREBOARD_ORDER}
     page = _open(browser, server, "book/scoreboard.html")
+    # The page opens with the differences: its first section heading, before the per-paper tables.
+    first = page.evaluate("() => document.querySelector('main section section h2, main h2').innerText")
+    assert first.startswith("Where the book and the papers differ"), first
+    n_diff = page.evaluate("() => document.querySelectorAll('.htlib-differences tbody tr').length")
+    assert n_diff == len(board.differences())
     rows = page.evaluate(
-        "() => Array.from(document.querySelectorAll('.htlib-scoreboard table')).map(t => "
+        "() => Array.from(document.querySelectorAll('.htlib-paper table')).map(t => "
         "t.querySelectorAll('tbody tr').length)"
     )
     shown_papers = [p for p in claims.SCOREBOARD_ORDER if stored[p]]
     assert rows == [stored[p] for p in shown_papers], f"scoreboard rows {rows}, stored claims {stored}"
     links = page.evaluate(
-        "() => Array.from(document.querySelectorAll('.htlib-scoreboard td a')).map(a => a.getAttribute('href'))"
+        "() => Array.from(document.querySelectorAll('.htlib-paper td a')).map(a => a.getAttribute('href'))"
     )
     assert len(links) == sum(stored.values()) and all(".html" in h for h in links)
     page.close()
-    counts = claims.paper_counts(board.claims_by_notebook)
+    split = {s: claims.paper_counts(board.claims_by_notebook, setting=s) for s in ("paper", "reduced")}
     landing = _open(browser, server, "book/index.html")
     table = landing.evaluate(
         "() => { const t = Array.from(document.querySelectorAll('main table')).find("
         "x => x.innerText.includes('not tested')); return Array.from(t.querySelectorAll('tbody tr')).map("
         "r => Array.from(r.querySelectorAll('td')).map(c => c.innerText.trim())); }"
     )
+    # each cell "a / b": counted claims at the paper's setting / at a reduced one
     assert [row[1:] for row in table] == [
-        [str(sum(counts[p].values()))] + [str(counts[p][v]) for v in claims.VERDICTS]
+        [f"{sum(split['paper'][p].values())} / {sum(split['reduced'][p].values())}"]
+        + [f"{split['paper'][p][v]} / {split['reduced'][p][v]}" for v in claims.VERDICTS]
         for p in claims.SCOREBOARD_ORDER
     ]
     landing.close()

@@ -1,55 +1,93 @@
-"""Tests of htlib.experiments.spike: the chapter's run configurations, tables and claims."""
+"""Tests of htlib.experiments.spike: the chapter's run configurations, tables and claims, and the paper's
+training spectra as a labelled set of the phase rules."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from htlib import dynamics, spectra
+from htlib.claims import Claim, check_records
 from htlib.experiments import spike
 from htlib.two_layer import train
 
 SETUP = spike.SpikeSetup(n=64, d=16, h=24, seed=0, steps=3, eta_gd=50.0, eta_adam=0.5, eta_adam_fig1=0.2,
                          etas_adam_track=(0.2, 0.5), etas_gd_track=(50.0,), appA_n=64, appA_d=16, appA_h=24,
-                         appA_eta_gd=50.0, appA_eta_adam=0.3, ht_etas=(0.5,), ht_budget=6, ht_record_every=3)
+                         appA_eta_gd=50.0, appA_eta_adam=0.3, ht_steps=5, slow_eta=0.1, slow_budget=6,
+                         slow_record_every=3, etas_review=(0.001, 0.5, 20.0))
+FIXTURES = Path(__file__).parent / "fixtures" / "paper003_spectra.npz"
 
 
 def test_chapter_configs_cover_every_figure_once():
     cfgs = spike.chapter_configs(SETUP)
-    assert list(cfgs)[0] == ("long", 0.5)  # the long runs first
-    assert set(cfgs) == {("long", 0.5), ("appA", "gd"), ("appA", "adam"), ("adam", 0.2), ("adam", 0.5),
-                         ("gd", 50.0), ("adam-wn", 0.5)}
+    assert list(cfgs)[:2] == [("ht", 0.5), ("slow", 0.1)]  # the long runs first
+    assert cfgs[("adam", 0.001)].recorded_steps() == [0, 3]  # read after the last step only
+    assert set(cfgs) == {("ht", 0.5), ("slow", 0.1), ("appA", "gd"), ("appA", "adam"), ("adam", 0.001), ("adam", 0.2),
+                         ("adam", 0.5), ("adam", 20.0), ("gd", 50.0), ("adam-wn", 0.5)}
     assert cfgs[("adam", 0.5)].keep_weights == (0, 1, 2, 3)
     assert cfgs[("appA", "gd")].weight_norm and cfgs[("adam-wn", 0.5)].weight_norm
-    assert cfgs[("long", 0.5)].steps == 6 and cfgs[("long", 0.5)].recorded_steps() == [0, 3, 6]
+    assert cfgs[("ht", 0.5)].recorded_steps() == list(range(6))  # every step up to the point of interest
+    assert cfgs[("slow", 0.1)].recorded_steps() == [0, 3, 6]
+
+
+def test_first_step_brackets_and_exact_counts():
+    assert spike.first_step([0, 1, 2, 3], [False, False, True, True], 3).text == "t = 2"
+    assert spike.first_step([0, 20, 40], [False, False, True], 40).text == "t in (20, 40]"
+    assert spike.first_step([0, 1], [False, False], 1).text == "not reached in 1 steps"
 
 
 def test_tables_and_claims_on_tiny_runs():
     runs = {k: train(c) for k, c in spike.chapter_configs(SETUP).items()}
     rules = spectra.PHASE_RULES
     h, d = SETUP.h, SETUP.d
-    fig1 = {"GD": runs[("gd", 50.0)], "FB-Adam": runs[("adam", 0.2)]}
+    fig1 = {"GD eta=50": runs[("gd", 50.0)], "FB-Adam eta=0.2": runs[("adam", 0.2)]}
     report = spike.report_table({k: tr.esd[-1] for k, tr in fig1.items()}, h=h, d=d, rules=rules)
-    assert isinstance(report, pd.DataFrame) and list(report["run"]) == ["GD", "FB-Adam"]
-    expected = dynamics.esd_report(fig1["GD"].esd[-1], h=h, d=d, rules=rules)
-    assert report.iloc[0]["PL_KS"] == f"{expected.alpha:.3g}" and report.iloc[0]["tail"] == expected.n_tail
+    assert isinstance(report, pd.DataFrame) and list(report["run"]) == list(fig1)
+    expected = dynamics.esd_report(fig1["GD eta=50"].esd[-1], h=h, d=d, rules=rules)
+    assert report.iloc[0]["PL_KS"] == f"{expected.alpha:.3g}" and report.iloc[0]["KS tail"] == str(expected.n_tail)
     one_step = {"a": dynamics.step_overlaps(runs[("adam", 0.5)], 0), "g": dynamics.step_overlaps(runs[("gd", 50.0)], 0)}
     late_runs = {"plain": runs[("adam", 0.5)], "WN": runs[("adam-wn", 0.5)]}
     late = {k: dynamics.step_overlaps(tr, SETUP.steps - 1) for k, tr in late_runs.items()}
     spread = spike.spread_summaries(late, block=8)
-    assert spike.spread_table(spread, steps=SETUP.steps).shape[0] == 4
     labels = ["FB-Adam eta=0.5", "GD eta=50"]
-    tracks = [dynamics.phase_track(runs[k].steps, runs[k].esd, h=h, d=d, rules=rules)
-              for k in (("adam", 0.5), ("gd", 50.0))]
-    phases, ratio = spike.phase_tables(labels, tracks)
-    assert phases.shape == ratio.shape == (2, SETUP.steps + 1)
-    assert ratio.iloc[0, 0] == f"{tracks[0].top[0, 0] / tracks[0].bulk_edge[0]:.3g}"
-    long_runs = {0.5: runs[("long", 0.5)]}
-    ht = spike.heavy_tail_table(long_runs, h=h, d=d, rules=rules)
-    assert ht.iloc[0]["tail at end"] == dynamics.esd_report(long_runs[0.5].esd[-1], h=h, d=d, rules=rules).n_tail
-    claims = spike.chapter_claims(one_step=one_step, late_runs=late_runs, spread=spread,
+    tracks = [dynamics.phase_track(runs[k].steps, runs[k].esd, h=h, d=d, rules=rules) for k in (("adam", 0.5), ("gd", 50.0))]
+    ev = spike.evidence_table(labels[0], tracks[0])
+    assert list(ev.index) == [str(t) for t in range(SETUP.steps + 1)]
+    assert ev.iloc[0]["phase"] == tracks[0].phase[0]
+    steps = spike.steps_table({0.5: runs[("ht", 0.5)], 0.1: runs[("slow", 0.1)]}, h=h, d=d, rules=rules)
+    assert list(steps["recorded every"]) == ["1", "3"]
+    review = {e: runs[("adam", e)] for e in SETUP.etas_review}
+    table = spike.review_table(review, h=h, d=d, rules=rules, readout="d")
+    assert len(table) == 3 and list(table.columns)[0] == "test change"
+    claims = spike.chapter_claims(one_step=one_step, late_runs=late_runs, late=late, spread=spread,
                                   app_a={o: runs[("appA", o)] for o in ("gd", "adam")}, fig1=fig1, labels=labels,
-                                  tracks=tracks, long_runs=long_runs, block=8, h=h, d=d, rules=rules, ht_budget=6)
-    assert len(claims) == 5 + 2 + 1  # eta = 1 and 0.1 are not among the long runs
-    assert {c.verdict for c in claims} <= {"agrees", "partly", "disagrees", "not tested"}
-    assert np.isfinite(spike.PAPER_APP_A["gd"])
+                                  tracks=tracks, ht_run=runs[("ht", 0.5)], slow_run=runs[("slow", 0.1)], review=review,
+                                  block=8, h=h, d=d, rules=rules, readout="d")
+    assert all(isinstance(c, Claim) for c in claims)
+    check_records(claims)
+    steps_claims = [c for c in claims if "needs about 10 steps" in c.claim]
+    assert len(steps_claims) == 3 and sum(not c.variant_of for c in steps_claims) == 1
+    assert steps_claims[0].threshold == [10 / 3, 30]  # two-sided: within 3x of 10
+    assert any("10^6" in c.claim and c.verdict == "not tested" for c in claims)
+
+
+@pytest.mark.skipif(not FIXTURES.exists(), reason="run tests/fixtures/make_paper003_spectra.py")
+@pytest.mark.parametrize("name", list(spike.LABELLED_TRAINING))
+def test_paper003_training_spectra_get_the_figures_labels(name):
+    """The paper's own spectra (seed 0, its sizes) get the phase its figure shows: in particular one FB-Adam
+    step at eta = 1 is bulk+spikes (a spike at 160 lambda_+ over an edge spread to 1.3 lambda_+), not a heavy
+    tail, and ten steps at eta = 0.5 are heavy-tailed."""
+    case = spike.LABELLED_TRAINING[name]
+    eigs = np.load(FIXTURES)[name].astype(np.float64)
+    rep = spectra.analyze_spectrum(eigs, 1000 / 1500)
+    assert rep.phase in case.labels, f"{name}: {rep.reason}"
+
+
+def test_labelled_training_covers_the_done_when_cases():
+    cases = spike.LABELLED_TRAINING
+    assert cases["FB-Adam eta=1, 1 step"].labels == ("bulk+spikes", "bleeding-out")
+    assert cases["FB-Adam eta=0.5, 10 steps"].labels == ("heavy-tailed",)
+    assert {c.t for c in cases.values()} == {0, 1, 10}

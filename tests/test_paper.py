@@ -26,9 +26,18 @@ def test_dry_run_validates_every_chapter_and_computes_nothing(tmp_path):
     assert not out.exists()
 
 
-def test_every_chapter_has_an_entry_and_estimates_are_positive():
+def test_every_chapter_has_one_paper_setting_and_estimates_are_positive():
+    """A chapter's paper setting is its module's PAPER Setup, or (transitionally) a PAPER_OVERRIDES entry:
+    exactly one of the two."""
     stems = {p.stem for p in book.chapters()} - {"scoreboard"}
-    assert set(paper.PAPER_OVERRIDES) == stems
+    with_setup = {p.stem for p in book.chapters() if p.stem in stems and run.chapter_setup(p) is not None}
+    assert {"mp_baseline", "phases"} <= with_setup
+    assert set(paper.PAPER_OVERRIDES) == stems - with_setup
+    for path in book.chapters():
+        if path.stem in with_setup:
+            setup = run.chapter_setup(path)
+            module = __import__(setup.__module__, fromlist=["PAPER"])
+            assert isinstance(module.PAPER, setup)
     assert all(paper.estimate_minutes(s) > 0 for s in stems)
 
 
@@ -85,3 +94,78 @@ def test_make_paper_end_to_end_on_a_tiny_book(tmp_path, monkeypatch, capsys):
     (board,) = out.glob("scoreboard-*.html")
     html = board.read_text()
     assert f'href="{chapter.stem}.html#tiny-result"' in html and "the product exceeds ten" in html
+
+
+# --- truthful dry runs ---------------------------------------------------------------------------
+
+
+def _dry(*args: str) -> subprocess.CompletedProcess:
+    """``python -m htlib.paper --dry-run ARGS`` from the repository root, in this process."""
+    import contextlib
+    import io
+    import os
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd, scheduler = os.getcwd(), os.environ.pop("HTLIB_SCHEDULER", None)
+    try:
+        os.chdir(ROOT)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = paper.main(["--dry-run", *args])
+    finally:
+        os.chdir(cwd)
+        if scheduler is not None:
+            os.environ["HTLIB_SCHEDULER"] = scheduler
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", ","], "--only ',' selects no chapter"),
+    (["--only", " "], "selects no chapter"),
+    (["--only", "htmpp"], "--only: unknown chapter(s) ['htmpp']"),
+    (["--output-dir", "book"], "refusing to write reruns into"),
+    (["--output-dir", "book/paper"], "refusing to write reruns into"),
+    (["--only", "htmp", "--cifar-dir", "/nonexistent"], "--cifar-dir /nonexistent: is not a folder"),
+    (["--scheduler", "localhost:8786"], "--scheduler must be a Dask scheduler address tcp://host:port"),
+])
+def test_dry_run_refuses_what_the_run_would_refuse(args, message, tmp_path):
+    proc = _dry(*args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "nothing was computed" not in proc.stdout
+
+
+def test_a_cifar_dir_without_the_batches_is_refused(tmp_path):
+    (tmp_path / "data_batch_1").write_bytes(b"")
+    proc = _dry("--only", "htmp", "--cifar-dir", str(tmp_path))
+    assert proc.returncode == 2 and "lacks data_batch_2" in proc.stderr
+
+
+def test_only_strips_spaces():
+    proc = _dry("--only", " phases , mp_baseline ")
+    assert proc.returncode == 0, proc.stderr
+    listed = [ln.split()[0] for ln in proc.stdout.splitlines()[1:] if ln.startswith("  ") and "~" in ln]
+    assert listed == ["mp_baseline", "phases", "total"]
+
+
+def test_paper_settings_of_setup_chapters_come_from_their_paper_setup(monkeypatch):
+    from htlib.experiments import phases
+
+    monkeypatch.setattr(phases, "PAPER", phases.Setup(confusion_seeds=4))
+    (entry,) = paper.plan(["phases"])
+    assert entry[1] == {"confusion_seeds": 4}
+    monkeypatch.setattr(paper, "PAPER_OVERRIDES", {**paper.PAPER_OVERRIDES, "phases": {}})
+    with pytest.raises(run.ParameterError, match="has a PAPER Setup and an entry"):
+        paper.plan(["phases"])
+
+
+def test_a_failing_chapter_prints_its_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(paper, "plan", lambda *a, **k: [(ROOT / "book" / "phases.ipynb", {})])
+
+    def fail(path, overrides, **kw):
+        raise run.RunFailed("the run of phases.ipynb failed: cell [3] raised ValueError: boom; the partial notebook is x")
+
+    monkeypatch.setattr(run, "run_chapter", fail)
+    monkeypatch.setenv("HTLIB_PROGRESS", "0")
+    assert paper.main(["--output-dir", str(tmp_path / "p")]) == 1
+    err = capsys.readouterr().err
+    assert "phases failed: the run of phases.ipynb failed: cell [3] raised ValueError: boom" in err
+    assert "the scoreboard failed: the run of phases.ipynb failed" in err  # and no traceback

@@ -22,7 +22,7 @@ from htlib import spectra as S
 from htlib.experiments import phases as P
 
 SIZES = {"large": (1500, 1000, (0,)), "small": (300, 200, (0, 1, 2))}
-MAX_UNDECIDED = {"large": 6, "small": 8}
+MAX_UNDECIDED = {"large": 9, "small": 11}
 
 
 def _esd(W: np.ndarray, h: int) -> np.ndarray:
@@ -61,7 +61,12 @@ def test_every_case_gets_its_label_or_an_explicit_undecidable(size):
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_decisive_cases_are_the_majority(size):
-    """The undecidable list stays an exception: at most 6 of the 25 families at 1500 x 1000, 8 at 300 x 200."""
+    """The undecidable list stays a minority: at most 9 of the 25 families at 1500 x 1000, 11 at 300 x 200.
+
+    Nine: the two rank-one signals at the BBP margin, the four signals just above it, the two mu > 4
+    families (MP at these sizes), and the four finite-variance mu in (2, 4) families, whose tail exponent
+    sits on Martin & Mahoney's alpha = 4 boundary at these sizes.
+    """
     h, d, _ = _table(size)
     n_undecided = sum(len(P.expected_phases(n, h, d)) > 1 for n in R.LABELLED_CASES)
     assert n_undecided <= MAX_UNDECIDED[size]
@@ -80,13 +85,15 @@ def test_every_issue_family_is_covered():
             assert e.get("why_small") or e.get("why"), f"{name}: a size allowance must give its reason"
 
 
-def test_each_phase_but_bulk_decay_is_reached_decisively_at_1500x1000():
-    """Every phase except bulk-decay has a family labelled decisively (no allowance) at 1500 x 1000;
-    bulk-decay is reached only by the "profile" family, which is listed as undecidable."""
+def test_each_phase_but_bleeding_out_is_reached_decisively_at_1500x1000():
+    """Every phase but bleeding-out has a family labelled decisively (no allowance) at 1500 x 1000: bulk-decay
+    by the variance profile, heavy-tailed by the mu < 2 families.  Bleeding-out is reached by the four
+    signals just above BBP, whose top signal may stand apart as a spike (listed as undecidable)."""
     h, d, labels = _table("large")
-    assert labels["profile"][0] in P.expected_phases("profile", h, d)
     decisive = {labels[n][0] for n in labels if len(P.expected_phases(n, h, d)) == 1}
-    assert decisive == set(S.PHASES) - {"bulk-decay"}
+    assert decisive == set(S.PHASES) - {"bleeding-out"}
+    assert {labels["t1.5"][0], labels["pareto1"][0], labels["profile"][0]} == {"heavy-tailed", "bulk-decay"}
+    assert labels["bleed"][0] in P.expected_phases("bleed", h, d)
 
 
 def test_expected_phases_and_confusion_counts():
@@ -126,6 +133,9 @@ def test_confusion_and_claims_on_a_small_size(tmp_path, monkeypatch):
     rates = P.family_rates(conf)
     claims = P.chapter_claims(rates)
     assert len(claims) == 7 and all(c.section == "phases-confusion" for c in claims)
-    # the verdict follows the counts: all of a family set, or not
-    assert claims[0].verdict == ("agrees" if rates.gauss[0] == rates.gauss[1] else "disagrees")
-    assert claims[0].measured == f"{rates.gauss[0]} of {rates.gauss[1]}"
+    # the verdict follows the counts: all of a family set, some of it, or none
+    g = rates.gauss
+    assert claims[0].verdict == ("agrees" if g[0] == g[1] else "partly" if g[0] else "inconclusive")
+    assert claims[0].measured == f"{g[0]} of {g[1]}"
+    assert all(c.setting.startswith("synthetic matrices") for c in claims)
+    assert all((c.cause == "") == (c.verdict == "agrees") for c in claims)

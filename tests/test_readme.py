@@ -4,6 +4,7 @@ environment variables."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -53,10 +54,31 @@ def test_the_readme_has_rerun_examples():
 def test_every_rerun_example_validates(argv, tmp_path):
     if "--list" not in argv and "--dry-run" not in argv:
         argv = [*argv, "--dry-run"]
-    proc = subprocess.run([sys.executable, "-m", "htlib.run", *argv, "--output-dir", str(tmp_path / "runs")],
-                          capture_output=True, text=True, cwd=ROOT)
+    with _scheduler_for(argv) as argv:  # a Dask address in an example: a local scheduler stands in for it
+        proc = subprocess.run([sys.executable, "-m", "htlib.run", *argv, "--output-dir", str(tmp_path / "runs")],
+                              capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, f"README example fails: {' '.join(argv)}\n{proc.stderr}"
     assert not (tmp_path / "runs").exists()
+
+
+@contextlib.contextmanager
+def _scheduler_for(argv: list[str]):
+    """``argv`` with any ``tcp://host:port`` replaced by the address of a LocalCluster running meanwhile."""
+    if not any(a.startswith("tcp://") for a in argv):
+        yield argv
+        return
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        yield [cluster.scheduler_address if a.startswith("tcp://") else a for a in argv]
+
+
+def test_the_readme_shows_the_cluster_commands():
+    commands = _commands()
+    assert any(c.startswith(".venv/bin/dask scheduler") for c in commands)
+    assert any(c.startswith(".venv/bin/dask worker tcp://") and "--nthreads 1" in c for c in commands)
+    assert any("htlib.run" in c and "-p executor tcp://" in c for c in commands)
+    assert any(c.startswith("make paper ARGS='--scheduler tcp://") for c in commands)
 
 
 def test_dry_run_refuses_what_a_real_run_refuses(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,102 @@ def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
     assert "{glue" not in text and "glue:text" not in text
     for name, value in _pasted_glue(nb_path).items():  # empty until the chapter glues its prose
         assert value.strip("'\"") in text, f"glued {name}={value} not in the rendered rerun"
+
+
+# --- what a rerun refuses, it refuses in the dry run too, with its reason ----------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m htlib.run ARGS`` from the repository root, in this process (its exit code and output)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run.main(list(args))
+    finally:
+        os.chdir(cwd)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+@pytest.mark.parametrize("target, message", [
+    ("README.md", "README.md is not a chapter notebook (.ipynb); chapters: book/"),
+    ("book", "book is a folder; name one chapter notebook (.ipynb), one of: book/"),
+    ("book/no_such_chapter.ipynb", "no such chapter"),
+])
+def test_not_a_chapter_is_refused_with_a_message(target, message):
+    for extra in (["--list"], ["--dry-run"], []):
+        proc = _cli(target, *extra)
+        assert proc.returncode == 2 and message in proc.stderr, (extra, proc.stderr)
+    if target == "README.md":  # and from the command line, with its exit code
+        proc = subprocess.run([sys.executable, "-m", "htlib.run", target, "--list"], capture_output=True, text=True,
+                              cwd=ROOT)
+        assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_a_file_that_is_not_a_notebook_is_refused(tmp_path):
+    bad = tmp_path / "broken.ipynb"
+    bad.write_text("{not json")
+    proc = _cli(str(bad), "--list")
+    assert proc.returncode == 2 and "cannot read" in proc.stderr and "as a notebook" in proc.stderr
+
+
+@pytest.mark.parametrize("out", ["book", "book/sub"])
+def test_dry_run_refuses_an_output_dir_inside_book(chapter, out):
+    proc = _cli("book/phases.ipynb", "--dry-run", "--output-dir", out)
+    assert proc.returncode == 2 and "refusing to write reruns into" in proc.stderr and "would write" not in proc.stdout
+    with pytest.raises(run.ParameterError, match="refusing to write"):
+        run.preflight(ROOT / "book" / "phases.ipynb", {}, ROOT / out)
+
+
+def test_setup_chapter_listing_and_refusals_come_from_its_setup():
+    from htlib.experiments import phases
+
+    proc = _cli("book/phases.ipynb", "--list")
+    assert proc.returncode == 0 and proc.stdout.strip() == phases.Setup.listing()
+    for args, message in ((["-p", "small_d", "59"], "parameter 'small_d' must be an integer ≥ 60"),
+                          (["-p", "d", "1600"], "parameter 'd' must be ≤ h = 1500"),
+                          (["-p", "h", "1e20"], "parameter 'h' must be an integer ≥ 60, ≤ 20000"),
+                          (["-p", "bins", "2.7"], "parameter 'bins' must be an integer"),
+                          (["-p", "executor", "threads"], "parameter 'executor' must be"),
+                          (["-p", "hh", "3"], "unknown parameter 'hh'")):
+        proc = _cli("book/phases.ipynb", *args, "--dry-run")
+        assert proc.returncode == 2 and message in proc.stderr and "valid parameters" in proc.stderr, proc.stderr
+    proc = _cli("book/phases.ipynb", "-p", "small_h", "400", "-p", "executor", "serial", "--dry-run")
+    assert proc.returncode == 0 and "parameters valid: {'small_h': 400, 'executor': 'serial'}" in proc.stdout
+
+
+def test_dry_run_refuses_a_dask_scheduler_that_does_not_answer():
+    pytest.importorskip("distributed")
+    proc = _cli("book/phases.ipynb", "-p", "executor", "tcp://127.0.0.1:9", "--dry-run")
+    assert proc.returncode == 2 and "no Dask scheduler answers at tcp://127.0.0.1:9" in proc.stderr
+
+
+def test_papermill_gets_the_setup_chapters_cell_without_guessing(caplog):
+    """Every parameter of a Setup chapter is one papermill finds in its cell (no 'unknown parameter')."""
+    from papermill.translators import PythonTranslator
+
+    for stem in ("mp_baseline", "phases"):
+        nb = nbformat.read(str(ROOT / "book" / f"{stem}.ipynb"), as_version=4)
+        (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        with caplog.at_level("WARNING", logger="papermill"):
+            found = [p.name for p in PythonTranslator.inspect(cell)]
+        assert found == run.declared_parameters(ROOT / "book" / f"{stem}.ipynb").names and not caplog.records
+
+
+def test_a_failed_run_says_why(chapter, tmp_path):
+    nb = nbformat.read(str(chapter), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('diverged at step 3')"))
+    nbformat.write(nb, str(chapter))
+    with pytest.raises(run.RunFailed, match=r"failed: cell \[\d+\] raised RuntimeError: diverged at step 3; "
+                                            r"the partial notebook is"):
+        run.run_chapter(chapter, {}, output_dir=tmp_path / "runs", progress=False, html=False)
+    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), "--output-dir", str(tmp_path / "runs"),
+                           "--no-html"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "RuntimeError: diverged at step 3" in proc.stderr
+    assert "TCP without encryption" not in proc.stderr

@@ -342,9 +342,66 @@ def test_renyi_false_detection_rate_matches_its_level():
     assert hits / 2000 < 0.02
 
 
+def _with_top(k: int, values_over_edge, seed: int = 21) -> tuple[np.ndarray, float]:
+    """A 600 x 400 Gaussian ESD in which ``k`` eigenvalues, taken evenly across the bulk (so its shape and
+    median barely move), are replaced by ``values_over_edge`` times the MP edge of the entries' law
+    (``(1 + sqrt(2/3))**2``): a bulk with a tail or spikes of known shape."""
+    e = np.sort(gaussian_esd(600, 400, seed))
+    edge = S.mp_edges(2 / 3)[1]
+    drop = np.linspace(0, e.size - 2, k).astype(int)
+    kept = np.delete(e, drop)
+    return np.sort(np.r_[kept, np.asarray(values_over_edge, dtype=np.float64) * edge]), edge
+
+
+def _pareto_quantiles(m: int, alpha: float) -> np.ndarray:
+    """``m`` evenly spaced quantiles of the power law ``p(x) ~ x^(-alpha)`` on ``x >= 1``."""
+    u = (np.arange(m) + 0.5) / m
+    return (1.0 - u) ** (-1.0 / (alpha - 1.0))
+
+
+def test_a_spread_edge_under_a_spike_is_bulk_plus_spikes():
+    """One large sign step of FB-Adam: an edge spread to 1.3 lambda_+ under a spike at 100 lambda_+.
+    The spike is detached, the continuum under it is not a heavy tail (it stays within 2 lambda_+)."""
+    e, _ = _with_top(21, np.r_[np.linspace(1.0, 1.3, 20), 100.0])
+    rep = S.analyze_spectrum(e, 2 / 3)
+    assert rep.phase == "bulk+spikes" and rep.num_detached == 1 and not rep.heavy_tailed
+    assert rep.tail_reach < S.PHASE_RULES.heavy_reach
+
+
+def test_heavy_tail_needs_reach_and_exponent():
+    """A power-law continuum from the edge is heavy-tailed with alpha = 2.5, bulk-decay with alpha = 6
+    (steeper than Martin & Mahoney's range)  and bulk-decay when compressed within 1.5 lambda_+."""
+    heavy = S.analyze_spectrum(_with_top(40, _pareto_quantiles(40, 2.5))[0], 2 / 3)
+    assert heavy.phase == "heavy-tailed" and heavy.tail_reach > 2 and abs(heavy.tail_alpha - 2.5) < 0.5
+    steep = S.analyze_spectrum(_with_top(60, _pareto_quantiles(60, 6.0))[0], 2 / 3)
+    assert steep.tail_reach >= 2 and steep.tail_alpha >= 4 and steep.phase == "bulk-decay"
+    short = S.analyze_spectrum(_with_top(40, np.linspace(1.0, 1.5, 40))[0], 2 / 3)
+    assert short.phase == "bulk-decay" and short.tail_reach < 2 and "reaches only" in short.reason
+
+
+def test_tail_alpha_is_the_fixed_threshold_fit_of_the_tail():
+    """tail_alpha equals the power-law fit with xmin fixed at lambda_+ on the tail (a second code path),
+    and its standard error is (alpha - 1)/sqrt(m)."""
+    rep = S.analyze_spectrum(_with_top(40, _pareto_quantiles(40, 3.0))[0], 2 / 3)
+    tail = rep.outliers[: rep.tail_size]
+    fit = S.fit_power_law(tail, xmin=rep.lambda_plus)
+    assert rep.tail_alpha == pytest.approx(fit.alpha, rel=1e-12)
+    assert rep.tail_alpha_sigma == pytest.approx(fit.sigma, rel=1e-12)
+
+
+def test_a_spike_over_one_bleeding_eigenvalue_is_not_a_tail():
+    """Two outliers, one just past the edge and one at 20 lambda_+ (GD after three steps): too few for a
+    continuum, and the top one stands far above the other, so it is a spike."""
+    edge = S.mp_edges(2 / 3)[1]
+    e, _ = _with_top(2, [1.0 + 6 * S.tracy_widom_scale(600, 400) / edge, 20.0])  # 6 widths past the edge
+    rep = S.analyze_spectrum(e, 2 / 3)
+    assert rep.num_outliers == 2 and rep.bulk_gap_tw < S.PHASE_RULES.separation_tw
+    assert rep.phase == "bulk+spikes" and rep.num_detached == 1
+
+
 def test_phase_rules_validate():
     for kw, match in [({"collapse_fraction": 0.0}, "collapse_fraction"), ({"separation_tw": 2.0}, "separation_tw"),
-                      ({"heavy_reach_tw": 5.0}, "heavy_reach_tw"), ({"decay_min": 0}, "decay_min"),
+                      ({"heavy_reach": 1.0}, "heavy_reach"), ({"heavy_alpha": 0.5}, "heavy_alpha"), ({"decay_min": 0}, "decay_min"),
                       ({"renyi_pvalue": 1.5}, "renyi_pvalue"), ({"strict_alpha": 1.0}, "strict_alpha")]:
         with pytest.raises(ValueError, match=match):
             S.PhaseRules(**kw)

@@ -4,6 +4,9 @@ One module per chapter (``mp_baseline``, ``phases``, ``one_step``, ``spike``, ``
 ``htmp``, ``linear_hessian``) holds that chapter's figure configurations, sweeps (run through the
 result cache), claim records and figure helpers.  It may name a paper's figures and numbers; the
 numerics modules beneath it (``htlib.spectra``, ``htlib.htmp``, ``htlib.linear``, ...) never do.
+Each chapter's parameters are one ``Setup`` (:mod:`htlib.experiments._setup`: :func:`param`,
+:class:`SetupBase`, :class:`SweepSetup` with the one executor option); its docstring says how to move a
+chapter onto it.
 
 Why a subpackage of ``htlib`` and not, say, a ``book/_code`` folder or one module per paper:
 
@@ -20,3 +23,7 @@ Why a subpackage of ``htlib`` and not, say, a ``book/_code`` folder or one modul
 - *Per chapter, not per paper.*  A chapter is the unit that executes, caches and publishes its
   claims; paper 003 alone feeds four chapters, so modules per paper would mix their parameters.
 """
+
+from htlib.experiments._setup import INT_MAX, ParameterError, ParameterSpec, SetupBase, SweepSetup, param
+
+__all__ = ["INT_MAX", "ParameterError", "ParameterSpec", "SetupBase", "SweepSetup", "param"]

@@ -1,0 +1,145 @@
+"""Run a chapter cold under another arithmetic and measure how far its outputs move.
+
+The regression (``pytest --nbval``, extended by ``tests/nbval_numbers.py``) compares measured numbers
+within the tolerances of ``tests/tolerances.py``.  Those tolerances come from this script: it executes a
+chapter with an empty result cache (``HTLIB_CACHE_DIR`` in a fresh temporary folder, so every training
+run is recomputed) under one named *variant* of the machine's arithmetic, then compares every cell with
+the committed reference outputs and prints, per cell, the largest relative deviation among the decimals
+and whether the chapter's tolerance accepts the cell.  Not collected by pytest (no ``test_`` prefix)::
+
+    nice -n 10 .venv/bin/python tests/portability.py one_step_adam threads1
+    .venv/bin/python tests/portability.py one_step_adam --compare runs/portability/one_step_adam.threads1.ipynb
+    .venv/bin/python tests/portability.py --list
+
+Variants (each sets environment variables for the kernel, nothing else):
+
+==================  =====================================================================
+variant             environment
+==================  =====================================================================
+``default``         none (the machine's own thread count and instruction set)
+``threads1``        ``OMP_NUM_THREADS=1`` (torch, MKL, OpenBLAS: one thread each)
+``avx2``            ``ATEN_CPU_CAPABILITY=avx2`` (torch's own vector kernels at AVX2)
+``mkl-compatible``  ``MKL_CBWR=COMPATIBLE`` (MKL's conditional bitwise reproducible code path)
+``mkl-avx2``        ``MKL_CBWR=AVX2``
+``onednn-avx2``     ``ONEDNN_MAX_CPU_ISA=AVX2`` (oneDNN convolutions and matmuls at AVX2)
+``openblas-haswell`` ``OPENBLAS_CORETYPE=Haswell`` (NumPy's OpenBLAS kernels at AVX2)
+``avx2-machine``    all of the AVX2 settings above at once: an AVX2 machine's arithmetic
+==================  =====================================================================
+
+The executed notebook is kept under ``runs/portability/`` (ignored by git) for ``--compare``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+VARIANTS: dict[str, dict[str, str]] = {
+    "default": {},
+    "threads1": {"OMP_NUM_THREADS": "1"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
+    "mkl-compatible": {"MKL_CBWR": "COMPATIBLE"},
+    "mkl-avx2": {"MKL_CBWR": "AVX2"},
+    "onednn-avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "openblas-haswell": {"OPENBLAS_CORETYPE": "Haswell"},
+    "avx2-machine": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                     "OPENBLAS_CORETYPE": "Haswell"},
+}
+"""The arithmetic variants: environment variables set for the kernel that executes the chapter."""
+
+# Variables that would pin the arithmetic of a variant to the caller's: cleared before a variant applies.
+_ARITHMETIC_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "ATEN_CPU_CAPABILITY",
+                    "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE")
+
+
+def _chapter_path(chapter: str) -> Path:
+    path = ROOT / "book" / f"{chapter}.ipynb"
+    if not path.exists():
+        names = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
+        raise SystemExit(f"chapter must be one of {names}, got {chapter!r}")
+    return path
+
+
+def execute(chapter: str, variant: str, out_dir: Path, timeout: int = 3600) -> Path:
+    """Execute ``book/<chapter>.ipynb`` cold under ``variant``; return the executed notebook's path."""
+    if variant not in VARIANTS:
+        raise SystemExit(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+    source = _chapter_path(chapter)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{chapter}.{variant}.ipynb"
+    env = {k: v for k, v in os.environ.items() if k not in _ARITHMETIC_VARS}
+    env.update(VARIANTS[variant])
+    env.update(TQDM_DISABLE="1", PYTHONWARNINGS="ignore::DeprecationWarning", PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryDirectory(prefix="htlib-cold-") as cache:
+        env["HTLIB_CACHE_DIR"] = cache  # empty: every training run of the chapter is recomputed
+        code = ("import papermill as pm, sys; pm.execute_notebook(sys.argv[1], sys.argv[2], cwd=sys.argv[3], "
+                "kernel_name='python3', progress_bar=False, execution_timeout=int(sys.argv[4]))")
+        start = time.time()
+        subprocess.run([sys.executable, "-c", code, str(source), str(target), str(source.parent), str(timeout)],
+                       env=env, check=True)
+        print(f"{chapter} under {variant}: executed cold in {time.time() - start:.0f} s "
+              f"(load {os.getloadavg()[0]:.1f}) -> {target.relative_to(ROOT)}")
+    return target
+
+
+def report(chapter: str, executed: Path) -> bool:
+    """Print, per code cell, the largest relative deviation and the comparison's verdict; True if all pass."""
+    import nbformat
+    from nbval.plugin import coalesce_streams
+
+    import nbval_numbers as nn
+    import tolerances
+
+    sanitize = nn.sanitizer(ROOT / "tests" / "nbval_sanitize.cfg")
+    ref_nb = nbformat.read(_chapter_path(chapter), as_version=4)
+    new_nb = nbformat.read(executed, as_version=4)
+    ref_cells = [c for c in ref_nb.cells if c.cell_type == "code"]
+    new_cells = [c for c in new_nb.cells if c.cell_type == "code"]
+    if len(ref_cells) != len(new_cells):
+        print(f"{chapter}: {len(new_cells)} code cells executed, {len(ref_cells)} in the reference")
+        return False
+    ok = True
+    worst = needed = 0.0
+    print(f"{'cell':>4}  {'max rel. dev.':>13}  {'needed rtol':>11}  {'tolerance':>22}  result")
+    for i, (ref, new) in enumerate(zip(ref_cells, new_cells)):
+        tol = tolerances.for_cell(chapter, ref.metadata, ref.get("id"))
+        result = nn.compare_outputs(coalesce_streams(ref.outputs), coalesce_streams(new.outputs), tol,
+                                    sanitize=sanitize)
+        worst = max(worst, result.max_rel)
+        needed = max(needed, result.needed_rtol)
+        ok &= result.ok
+        verdict = "pass" if result.ok else "FAIL: " + "; ".join(result.problems[:2])
+        if result.worst:
+            verdict += f"  (worst {result.worst})"
+        print(f"{i:>4}  {result.max_rel:>13.3g}  {result.needed_rtol:>11.3g}  {tol.describe():>22}  {verdict}")
+    print(f"{chapter} ({executed.name}): {'all cells pass' if ok else 'some cells FAIL'}; "
+          f"largest relative deviation {worst:.3g}, needed rtol {needed:.3g}")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tests/portability.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapter", nargs="?", help="chapter stem, e.g. one_step_adam")
+    parser.add_argument("variant", nargs="?", default="default", help=f"one of {sorted(VARIANTS)}")
+    parser.add_argument("--compare", type=Path, help="compare this executed notebook, executing nothing")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "portability", help="where executed notebooks go")
+    parser.add_argument("--list", action="store_true", help="print the variants and exit")
+    args = parser.parse_args(argv)
+    if args.list or not args.chapter:
+        print(json.dumps(VARIANTS, indent=1))
+        return 0
+    executed = args.compare or execute(args.chapter, args.variant, args.out)
+    return 0 if report(args.chapter, executed) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+"""Controls of the number-aware regression (``tests/nbval_numbers.py``, tolerances in ``tests/tolerances.py``).
+
+The comparison must tell a change of arithmetic from a change of the book:
+
+* negative controls, which must fail: a 2% change of the measured numbers (what a 2% change of a learning
+  rate or of a threshold constant does to them) in every chapter whose tolerance can resolve it, a flipped
+  verdict or phase label whatever the tolerance, a count that moves by one, a word or a table row added or
+  removed, a claim record that gains or loses a field;
+* positive controls, which must pass: the committed outputs against themselves, and against themselves with
+  every decimal moved by the relative jitter that the portability runs measured (reprinted at its own
+  precision, so that digits flip at rounding boundaries as they do on another machine).
+
+The outputs are the committed reference outputs of every chapter; nothing is executed except the two
+end-to-end checks that run nbval itself on a small fixture notebook.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbval.plugin import coalesce_streams
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nbval_numbers as nn  # noqa: E402
+import tolerances as tl  # noqa: E402
+
+from htlib import book  # noqa: E402
+from htlib.claims import CLAIMS_MIME  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = [p for p in book.chapters() if p.stem != "scoreboard"]
+SANITIZE = nn.sanitizer(ROOT / "tests" / "nbval_sanitize.cfg")
+ANY = tl.Tolerance(1e9, 1e9, "a tolerance that accepts any number")
+
+
+def _cells(path: Path) -> list[tuple[int, nbformat.NotebookNode]]:
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return [(i, c) for i, c in enumerate(code) if c.outputs and c.execution_count is not None]
+
+
+def _compare(ref_outputs, new_outputs, tol) -> nn.Result:
+    ref, new = (coalesce_streams([nbformat.from_dict(copy.deepcopy(o)) for o in outs])
+                for outs in (ref_outputs, new_outputs))
+    return nn.compare_outputs(ref, new, tol, sanitize=SANITIZE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Perturbations of outputs: each maps a text to a text, and is applied to every compared string.
+
+def _reprint(token: nn.Token, value: float) -> str:
+    """``value`` printed the way ``token`` was: as many decimals (of the mantissa), the same exponent and
+    sign glyph, as a fresh print of a slightly different value would show it."""
+    text = token.text.replace("\u2212", "-")
+    mantissa, e, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    if e:
+        out = f"{value / 10 ** int(exponent):.{decimals}f}" + token.text[len(mantissa):]
+    else:
+        out = f"{value:.{decimals}f}"
+    if text.lstrip("+-").startswith("."):
+        out = re.sub(r"^(-?)0\.", r"\1.", out)
+    if text.startswith("+") and not out.startswith("-"):
+        out = "+" + out
+    if "\u2212" in token.text:
+        out = out.replace("-", "\u2212")
+    return out
+
+
+def scale_decimals(factor_of) -> callable:
+    """A perturbation that multiplies every decimal by ``factor_of(token)`` and reprints it."""
+
+    def perturb(text: str) -> str:
+        pieces, pos = [], 0
+        for m in nn._NUMBER.finditer(text):
+            token = nn._number(m.group())
+            pieces.append(text[pos:m.start()])
+            pieces.append(m.group() if token.integer else _reprint(token, token.value * factor_of(token)))
+            pos = m.end()
+        return "".join(pieces) + text[pos:]
+
+    return perturb
+
+
+def perturb_outputs(outputs, perturb):
+    """A copy of ``outputs`` with ``perturb`` applied to every text (the claim records field by field)."""
+    outputs = copy.deepcopy(outputs)
+
+    def walk_json(value, key=None):
+        if isinstance(value, dict):
+            return {k: walk_json(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk_json(v, key) for v in value]
+        if isinstance(value, str) and key not in nn.EXACT_FIELDS:
+            return perturb(value)
+        return value
+
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            out["text"] = perturb(out["text"])
+        for mime, value in out.get("data", {}).items():
+            if mime.endswith(CLAIMS_MIME):
+                out["data"][mime] = json.dumps(walk_json(json.loads(value)), ensure_ascii=False, sort_keys=True)
+            elif isinstance(value, str):
+                out["data"][mime] = perturb(value)
+    return outputs
+
+
+def _resolvable(outputs, tol: tl.Tolerance, change: float) -> bool:
+    """Whether some decimal of ``outputs`` is printed finely enough, and ``tol`` is tight enough, to show
+    a relative ``change``."""
+    texts = []
+    for out in outputs:
+        texts.append(out.get("text", ""))
+        texts.extend(v for v in out.get("data", {}).values() if isinstance(v, str))
+    for text in texts:
+        for t in nn.tokenize(SANITIZE(text)):
+            if t.is_number and not t.integer and t.value:
+                v = abs(t.value)
+                # the perturbed value is reprinted: it moves by at least |change| v - q / 2
+                if change * v - t.quantum / 2 > tol.atol + tol.rtol * v * (1 + change) + t.quantum:
+                    return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# The tokenizer and the text comparison on small cases.
+
+def test_claims_mime_is_htlib_s():
+    assert nn.CLAIMS_MIME == CLAIMS_MIME
+
+
+def test_tokens_read_signs_precision_and_hyphens():
+    toks = nn.tokenize("\u22120.57 vs -0.65, CIFAR-10, d^-0.466, 1.018e+04, 2-3, 12.5%")
+    numbers = [(t.text, t.value, t.integer) for t in toks if t.is_number]
+    assert numbers == [("\u22120.57", -0.57, False), ("-0.65", -0.65, False), ("10", 10, True),
+                       ("-0.466", -0.466, False), ("1.018e+04", 10180.0, False), ("2", 2, True),
+                       ("3", 3, True), ("12.5", 12.5, False)]
+    assert nn.tokenize("1.018e+04")[0].quantum == pytest.approx(10)
+    assert nn.tokenize("2.63")[0].quantum == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("ref, new", [
+    ("test loss 2.63", "test loss 2.629"),  # a 4-significant-digit value across a rounding boundary
+    ("max 0.738 and 0.831", "max 0.737 and 0.832"),
+    ("rho = \u22120.57", "rho = \u22120.57"),
+    ("top 1 (a %.4g float)", "top 0.9999 (a %.4g float)"),
+    ("|   2.63 |", "|  2.629 |"),  # pandas' padding around a wider number
+])
+def test_last_digit_flips_pass_at_the_closed_form_tolerance(ref, new):
+    assert nn.compare_text(ref, new, tl.CLOSED_FORM).ok
+
+
+@pytest.mark.parametrize("ref, new, why", [
+    ("test loss 2.63", "test loss 2.68", "a 2% change"),
+    ("verdict agrees", "verdict disagrees", "a flipped verdict"),
+    ("phase bulk+spikes", "phase heavy-tailed", "a flipped phase label"),
+    ("diverged runs: 0", "diverged runs: 1", "a count"),
+    ("611 eigenvalues above the edge", "612 eigenvalues above the edge", "a count"),
+    ("the test loss 2.63", "the test loss rises 2.63", "an added word"),
+    ("seeds: 3 5", "seeds: 3", "a removed number"),
+    ("0.57", "rho", "a number that became a word"),
+])
+def test_real_changes_fail_whatever_the_tolerance_allows_them(ref, new, why):
+    tight = nn.compare_text(ref, new, tl.CLOSED_FORM)
+    assert not tight.ok, why
+    if why != "a 2% change":
+        assert not nn.compare_text(ref, new, ANY).ok, why
+
+
+def test_claim_records_compare_any_field_generically():
+    rec = {"paper": "003", "where": "§4, Fig. 3(a)", "verdict": "agrees", "measured": "train 0.831 vs 0.859",
+           "interval": "[0.52, 0.61]", "value": 0.5731, "threshold": 0.6, "n": 5}
+    jittered = {**rec, "measured": "train 0.8311 vs 0.859", "interval": "[0.5201, 0.61]", "value": 0.57311}
+    tol = tl.Tolerance(1e-3)
+    assert nn.compare_json(rec, jittered, tol).ok
+    for field, value in [("verdict", "inconclusive"), ("paper", "001"), ("n", 6), ("threshold", 0.7),
+                         ("interval", "[0.52, 0.61, 0.7]"), ("measured", "test 0.831 vs 0.859")]:
+        assert not nn.compare_json(rec, {**rec, field: value}, ANY if field != "threshold" else tol).ok, field
+    assert not nn.compare_json(rec, {**rec, "reason": "new field"}, ANY).ok
+    assert not nn.compare_json([rec], [rec, rec], ANY).ok
+
+
+def test_the_text_form_of_a_table_may_rewrap_but_keeps_its_words():
+    html = '<table class="dataframe"><tr><td>2.63</td></tr></table>'
+    ref = [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
+            "data": {"text/html": html, "text/plain": "   a     b\n0  2.63  x\n"}}]
+    rewrapped = copy.deepcopy(ref)
+    rewrapped[0]["data"]["text/plain"] = "   a  \\\n0  2.63  \n\n   b\n0  x\n"
+    assert _compare(ref, rewrapped, tl.CLOSED_FORM).ok
+    lost = copy.deepcopy(ref)
+    lost[0]["data"]["text/plain"] = "   a     c\n0  2.63  x\n"
+    assert not _compare(ref, lost, ANY).ok
+
+
+def test_a_cell_override_needs_a_reason():
+    assert tl.for_cell("htmp", {"htlib": {"rtol": 0.05, "reason": "measured: see tolerances.py"}}).rtol == 0.05
+    with pytest.raises(ValueError, match="reason"):
+        tl.for_cell("htmp", {"htlib": {"rtol": 0.05}})
+    with pytest.raises(ValueError, match="rtol must be"):
+        tl.for_cell("htmp", {"htlib": {"rtol": -1, "reason": "x"}})
+
+
+def test_integers_are_measurements_only_where_a_cell_says_so():
+    assert not nn.compare_text("ratio 164", "ratio 165", tl.Tolerance(0.01)).ok
+    assert nn.compare_text("ratio 164", "ratio 165", tl.Tolerance(0.01, integers=True)).ok
+    assert not nn.compare_text("outliers 0", "outliers 1", tl.Tolerance(0.01, integers=True)).ok
+
+
+def test_every_cell_override_names_an_existing_cell():
+    for (chapter, cell_id), tol in tl.CELLS.items():
+        nb = nbformat.read(ROOT / "book" / f"{chapter}.ipynb", as_version=4)
+        assert cell_id in {c.get("id") for c in nb.cells if c.cell_type == "code"}, \
+            f"tests/tolerances.py: {chapter} has no code cell {cell_id!r} any more; move its tolerance"
+        assert tol.reason.strip()
+
+
+def test_every_chapter_has_a_tolerance_with_its_reason():
+    for path in CHAPTERS:
+        tol = tl.CHAPTERS.get(path.stem)
+        assert tol is not None and tol.reason.strip(), f"tests/tolerances.py has no tolerance for {path.stem}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The committed outputs of every chapter.
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_committed_outputs_match_themselves(path):
+    tol = tl.for_cell(path.stem)
+    for i, cell in _cells(path):
+        result = _compare(cell.outputs, cell.outputs, tl.Tolerance(0.0))
+        assert result.ok, (i, result.problems)
+    assert tol.reason
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_arithmetic_jitter_passes(path):
+    """Every decimal moved by a random fraction of the measured arithmetic deviation (reprinted at its
+    own precision) passes: the chapter's tolerance covers what another machine does."""
+    rng = random.Random(20)
+    chapter = path.stem
+    # at least a change in the last bits, so that closed-form chapters are jittered too
+    measured = max(tl.MEASURED.get(chapter, 0.0), 1e-12)
+    for i, cell in _cells(path):
+        tol = tl.for_cell(chapter, cell.metadata, cell.get("id"))
+        jitter = perturb_outputs(cell.outputs, scale_decimals(lambda t: 1 + rng.uniform(-1, 1) * measured))
+        result = _compare(cell.outputs, jitter, tol)
+        assert result.ok, (i, result.problems)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_two_percent_change_fails(path):
+    """What a 2% change of a constant does to the numbers it sets: every cell whose printed digits and
+    tolerance can show 2% fails, and every chapter has such cells."""
+    chapter = path.stem
+    caught = 0
+    for i, cell in _cells(path):
+        tol = tl.for_cell(chapter, cell.metadata, cell.get("id"))
+        if not _resolvable(cell.outputs, tol, 0.02):
+            continue
+        result = _compare(cell.outputs, perturb_outputs(cell.outputs, scale_decimals(lambda t: 1.02)), tol)
+        assert not result.ok, f"cell {i} of {chapter} accepts every number moved by 2%"
+        caught += 1
+    assert caught, f"no cell of {chapter} can show a 2% change at tolerance {tl.for_cell(chapter).describe()}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_flipped_verdict_fails_whatever_the_tolerance(path):
+    flips = {"agrees": "disagrees", "disagrees": "agrees", "partly": "agrees", "not tested": "agrees",
+             "inconclusive": "agrees"}
+    found = 0
+    for i, cell in _cells(path):
+        for out in cell.outputs:
+            for mime, value in out.get("data", {}).items():
+                if mime.endswith(CLAIMS_MIME):
+                    payload = json.loads(value)
+                    first = payload["claims"][0]
+                    first["verdict"] = flips[first["verdict"]]
+                    flipped = copy.deepcopy(cell.outputs)
+                    for o in flipped:
+                        if mime in o.get("data", {}):
+                            o["data"][mime] = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+                    assert not _compare(cell.outputs, flipped, ANY).ok
+                    found += 1
+                elif mime == "text/html" and (m := re.search(r"<td>(agrees|disagrees)</td>", value)):
+                    swapped = "<td>%s</td>" % flips[m.group(1)]
+                    flipped = copy.deepcopy(cell.outputs)
+                    for o in flipped:
+                        if o.get("data", {}).get("text/html") == value:
+                            o["data"]["text/html"] = value[:m.start()] + swapped + value[m.end():]
+                    assert not _compare(cell.outputs, flipped, ANY).ok
+                    found += 1
+    assert found >= 2, f"{path.stem}: no claim records and claims table found"
+
+
+def test_a_flipped_phase_label_fails_whatever_the_tolerance():
+    hits = 0
+    for i, cell in _cells(ROOT / "book" / "phases.ipynb"):
+        text = json.dumps(cell.outputs)
+        if "bulk+spikes" in text:
+            flipped = perturb_outputs(cell.outputs, lambda s: s.replace("bulk+spikes", "heavy-tailed", 1))
+            assert not _compare(cell.outputs, flipped, ANY).ok, i
+            hits += 1
+    assert hits
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_an_added_or_removed_table_row_fails_whatever_the_tolerance(path):
+    hits = 0
+    for i, cell in _cells(path):
+        for out in cell.outputs:
+            html = out.get("data", {}).get("text/html")
+            rows = re.findall(r"<tr>.*?</tr>", html or "", re.S)
+            if len(rows) < 3:
+                continue
+            for edit in (lambda h: h.replace(rows[-1], "", 1), lambda h: h.replace(rows[-1], rows[-1] * 2, 1)):
+                changed = copy.deepcopy(cell.outputs)
+                for o in changed:
+                    if o.get("data", {}).get("text/html") == html:
+                        o["data"]["text/html"] = edit(html)
+                assert not _compare(cell.outputs, changed, ANY).ok, i
+            hits += 1
+    assert hits, f"{path.stem} shows no table"
+
+
+# ---------------------------------------------------------------------------------------------
+# nbval itself, through the repository's conftest.py.
+
+NBVAL = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
+         "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
+FIXTURE = ROOT / "tests" / "fixtures" / "numbers_chapter.ipynb"
+
+
+def _nbval(*args: str, cwd: Path = ROOT, **extra_env: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env.update(extra_env)
+    return subprocess.run([*NBVAL, *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def test_nbval_passes_last_digits_that_exact_comparison_fails():
+    """The fixture's stored numbers differ from a fresh run in their last digits only."""
+    assert _nbval("tests/fixtures/numbers_chapter.ipynb").returncode == 0
+    exact = _nbval("--noconftest", "tests/fixtures/numbers_chapter.ipynb")
+    assert exact.returncode != 0 and "mismatch 'stdout'" in exact.stdout
+
+
+EDITS = [("verdict: agrees", "verdict: disagrees"), ("100000 terms", "100001 terms"),
+         ("1.644924066898229", "1.677")]
+
+
+def test_nbval_fails_a_changed_word_count_or_number(tmp_path):
+    """One copy of the fixture's cell per edit: a word, a count, a number 2% off; each cell must fail."""
+    nb = nbformat.read(FIXTURE, as_version=4)
+    cell = nb.cells[1]
+    nb.cells = nb.cells[:1]
+    for i, (old, new) in enumerate(EDITS):
+        edited = copy.deepcopy(cell)
+        edited["id"] = f"edit-{i}"
+        assert old in edited.outputs[0].text
+        edited.outputs[0].text = edited.outputs[0].text.replace(old, new)
+        nb.cells.append(edited)
+    nbformat.write(nb, tmp_path / FIXTURE.name)
+    # Outside the repository its conftest.py is not read: the plugin is named instead.
+    proc = _nbval("-p", "nbval_numbers", FIXTURE.name, cwd=tmp_path, PYTHONPATH=str(ROOT / "tests"))
+    assert f"{len(EDITS)} failed" in proc.stdout, proc.stdout[-3000:]
+    assert proc.stdout.count("beyond what tests/tolerances.py allows") == len(EDITS)
