@@ -18,7 +18,11 @@ a ratio measured on a loaded machine is not a record.  Optionally (``--power``) 
 iteration on the sufficient-statistics HVP against LOBPCG on the same HVP.  With ``--chapter``: the wall
 time of ``book/linear_hessian.ipynb`` at default parameters with an empty result cache (papermill).
 
-Run: ``python benchmarks/bench_linear.py [--repeats 5] [--cases digits,mnist5k] [--power] [--chapter]``;
+With ``--train``: the wall and CPU time of ``htlib.linear.train_gd`` for the chapter's two linear shapes on
+whitened MNIST-5k (4-layer width-64 and 2-layer width-256, 2,000 epochs, one thread), i.e. the cost of one epoch
+of the sufficient-statistics trainer on the row space (rank 653 of 784 pixels).
+
+Run: ``python benchmarks/bench_linear.py [--repeats 5] [--cases digits,mnist5k] [--power] [--train] [--chapter]``;
 prints markdown tables.
 """
 
@@ -119,6 +123,22 @@ def bench_power(repeats: int) -> list:
     return out
 
 
+def bench_train(repeats: int) -> list:
+    X, _, _ = lh.prepare_data("mnist5k", 5000, None)
+    Y = lin.one_hot(np.arange(5000) % 10, 10)
+    out = []
+    for dims, lr in (([784, 64, 64, 64, 10], 1e-2), ([784, 256, 10], 1e-3)):
+        W0 = lin.kaiming_uniform_weights(dims, seed=0)
+        times, cpus = [], []
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            lin.train_gd(W0, X, Y, lr=lr, epochs=2000)
+            times.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+        out.append(("-".join(map(str, dims)), statistics.median(times), statistics.median(cpus), load()))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -126,6 +146,7 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--power", action="store_true")
     ap.add_argument("--chapter", action="store_true")
+    ap.add_argument("--train", action="store_true")
     args = ap.parse_args()
     rows: list = []
     ratios: list = []
@@ -149,6 +170,13 @@ def main() -> None:
         print("\n| top-k | LOBPCG s (HVPs, err) | power s (HVPs, err) | power / LOBPCG | load |\n|---|---|---|---|---|")
         for k, tl, cl, el, tp, cp, ep, ld, ld2 in res:
             print(f"| {k} | {tl:.3g} ({cl}, {el:.1e}) | {tp:.3g} ({cp}, {ep:.1e}) | {tp / tl:.3g}x | {ld}, {ld2} |")
+    if args.train:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            res = bench_train(args.repeats)
+        print("\n| network | 2,000 epochs: wall s | CPU s | ms per epoch (wall) | load |\n|---|---|---|---|---|")
+        for name, t, c, ld in res:
+            print(f"| {name} | {t:.3g} | {c:.3g} | {1000 * t / 2000:.3g} | {ld} |")
     if args.chapter:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, HTLIB_CACHE_DIR=tmp, TQDM_DISABLE="1")

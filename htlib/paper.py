@@ -50,9 +50,6 @@ PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
     # are already the paper's).  With --cifar-dir, the chapter's own preset="paper" instead: MiniAlexNet
     # on all of CIFAR-10 from that folder.
     "htmp": {"epochs": 200, "alex_epochs": 200, "alex_n_train": 4000, "alex_n_test": 1000},
-    # Paper 004: n=5000 and 10,000 GD epochs are already the defaults; the tanh runs also train 10,000
-    # epochs, and LOBPCG measures the Hessian at every measurement point, not only at the ends.
-    "linear_hessian": {"tanh_epochs": 10_000, "hessian_at": "all"},
 }
 """Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
 paper's setting (transitional)."""

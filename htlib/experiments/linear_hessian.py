@@ -12,11 +12,10 @@ in :data:`CRITERIA`, and the chapter glues it from there.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from dataclasses import dataclass, field, fields
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -24,6 +23,7 @@ import torch
 from htlib import linear as lin
 from htlib._checks import check_choice, check_float, check_int
 from htlib.claims import Claim, Criterion
+from htlib.experiments._setup import ParameterError, SweepSetup, param
 
 __all__ = [
     "CONVERGED_EXCESS", "COLLAPSED_LR", "DIP_FRAC", "CRITERIA",
@@ -619,57 +619,46 @@ _DATA_NAMES = {"mnist5k": "MNIST-5k", "digits": "scikit-learn digits", "mnist": 
 
 
 @dataclass(frozen=True)
-class Setup:
-    """The chapter's parameters (its ``parameters`` cell), validated once, at construction."""
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), declared and validated once.
 
-    dataset: str = "mnist5k"
-    data_dir: str = ""
-    n: int = 5000
-    epochs: int = PAPER_EPOCHS
-    tanh_epochs: int = 1000
-    measure_points: int = 5
-    hessian_at: str = "ends"
-    trace_points: int = 20
-    top_k: int = 10
-    hutchinson_probes: int = 30
-    n_imbalanced: int = 0
-    majority_shares: tuple = (0.1, 0.2, 0.3, 0.4, 0.5)
-    sizes: tuple = (500, 1000, 2000, 5000)
-    seeds: int = 3
-    tanh_seeds: int = 1
-    depths: tuple = (1, 2, 3, 4, 6, 8, 12)
-    sigma_xs: tuple = (1.0, 3.0, 10.0)
-    aniso_ts: tuple = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
-    workers: int = 2
-    seed: int = 0
+    Examples
+    --------
+    >>> Setup(seeds=2).seeds
+    2
+    >>> Setup(epochs=10, trace_points=20)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'trace_points' must be ≤ epochs = 10; got 20
+    """
 
-    def __post_init__(self) -> None:
-        check_choice("dataset", self.dataset, _DATASETS)
-        for name in ("majority_shares", "sizes", "depths", "sigma_xs", "aniso_ts"):
-            value = tuple(getattr(self, name))
-            if not value:
-                raise ValueError(f"{name} must not be empty")
-            object.__setattr__(self, name, value)
-        check_int("n", self.n, 0)
-        for name in ("epochs", "tanh_epochs", "measure_points", "top_k", "seeds", "tanh_seeds", "workers"):
-            check_int(name, getattr(self, name), 1)
-        check_int("trace_points", self.trace_points, 2)
-        check_int("hutchinson_probes", self.hutchinson_probes, 2)
-        check_int("n_imbalanced", self.n_imbalanced, 0)
-        check_int("seed", self.seed, 0)
-        check_choice("hessian_at", self.hessian_at, ("all", "ends"))
-        if self.measure_points > self.epochs or self.trace_points > self.epochs:
-            raise ValueError(f"measure_points and trace_points must be <= epochs = {self.epochs}")
-        for a in self.majority_shares:
-            check_float("majority_shares", a, low=0.1, high=1.0, strict=False)
-        for m in self.sizes:
-            check_int("sizes", m, 10)
-        for d in self.depths:
-            check_int("depths", d, 1)
-        for s in self.sigma_xs:
-            check_float("sigma_xs", s, low=0.0)
-        for t in self.aniso_ts:
-            check_float("aniso_ts", t, low=0.0, high=1.0, strict=False)
+    dataset: str = param("mnist5k", "data set", choices=_DATASETS)
+    data_dir: str = param("", 'folder of the MNIST/FashionMNIST/CIFAR-10 files ("" for mnist5k, digits)')
+    n: int = param(5000, "size of the balanced subsets (paper: 5000; 0 for all)", ge=0)
+    epochs: int = param(PAPER_EPOCHS, "full-batch GD epochs of the linear runs (paper: 10000)", ge=1)
+    tanh_epochs: int = param(1000, "GD epochs of the tanh runs, Fig. 7 right (paper: 10000)", ge=1)
+    measure_points: int = param(5, "exact-GGN measurements along training, Figs. 1, 2, 4 (at most epochs)", ge=1)
+    hessian_at: str = param("ends", 'LOBPCG Hessian measurements in Figs. 1, 2, 4 (paper: "all")',
+                            choices=("all", "ends"))
+    trace_points: int = param(20, "trace measurements along training, Fig. 3 (at most epochs)", ge=2)
+    top_k: int = param(10, "eigenvalues tracked in Figs. 1 and 4", ge=1)
+    hutchinson_probes: int = param(30, "Rademacher probes of Hutchinson's trace, Fig. 3", ge=2)
+    n_imbalanced: int = param(0, "subset size of the imbalance sweeps (0 for the largest allowed)", ge=0)
+    majority_shares: tuple[float, ...] = param((0.1, 0.2, 0.3, 0.4, 0.5), "share of class 0 in the imbalance sweeps",
+                                               ge=0.1, le=1.0)
+    sizes: tuple[int, ...] = param((500, 1000, 2000, 5000), "subset sizes of Fig. 8", ge=10)
+    seeds: int = param(3, "subsets and starts per point of Figs. 6-8", ge=1)
+    tanh_seeds: int = param(1, "seeds of the tanh runs, Fig. 7 right", ge=1)
+    depths: tuple[int, ...] = param((1, 2, 3, 4, 6, 8, 12), "depths of Fig. 6 (middle)", ge=1)
+    sigma_xs: tuple[float, ...] = param((1.0, 3.0, 10.0), "feature scales of Fig. 6 (middle)", gt=0)
+    aniso_ts: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 0.9, 1.0), "raw-to-whitened interpolation, Fig. 5",
+                                        ge=0.0, le=1.0)
+    seed: int = param(0, "base seed", ge=0)
+
+    def _check(self) -> None:
+        for name in ("measure_points", "trace_points"):
+            if getattr(self, name) > self.epochs:
+                raise ParameterError(f"parameter {name!r} must be ≤ epochs = {self.epochs}; got {getattr(self, name)}")
 
     @property
     def ddir(self) -> str | None:
@@ -702,22 +691,6 @@ class Setup:
     def base(self, **over) -> dict:
         """The keyword arguments every :class:`LinearExperiment` of the chapter shares."""
         return {"dataset": self.dataset, "data_dir": self.ddir, "epochs": self.epochs, **over}
-
-    @contextlib.contextmanager
-    def executor_context(self) -> Iterator:
-        """Process pool of ``workers`` one-thread workers (``None``, i.e. in-process, for one worker)."""
-        if self.workers == 1:
-            yield None
-            return
-        from htlib.sweep import process_executor
-
-        with process_executor(self.workers) as pool:
-            yield pool
-
-    @classmethod
-    def from_namespace(cls, namespace: dict) -> "Setup":
-        """The Setup from a notebook's globals (the names of the parameters cell; other names are ignored)."""
-        return cls(**{f.name: namespace[f.name] for f in fields(cls) if f.name in namespace})
 
     @property
     def data_name(self) -> str:
