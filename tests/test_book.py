@@ -254,3 +254,15 @@ def test_no_cell_prints_a_bare_string(path):
             if o.output_type == "execute_result"
             and re.fullmatch(r"'[^']*'|\"[^\"]*\"", o.get("data", {}).get("text/plain", "").strip())]
     assert not bare, f"{path.name}: cells {bare} print a bare string"
+
+
+def test_strip_for_commit_drops_glued_figure_images_and_keeps_the_glue_name():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("glue('fig-a', fig, display=False)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "application/papermill.record/image/png": "iVBOR", "application/papermill.record/text/plain": "<Figure>"},
+        metadata={"scrapbook": {"name": "fig-a", "mime_prefix": "application/papermill.record/"}})]
+    nb.cells = [cell]
+    (out,) = book.strip_for_commit(nb).cells[0].outputs
+    assert "application/papermill.record/image/png" not in out["data"]
+    assert out["metadata"]["scrapbook"]["name"] == "fig-a"
