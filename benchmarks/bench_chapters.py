@@ -26,7 +26,7 @@ from htlib import book  # noqa: E402
 
 BUDGET_MIN = {
     "mp_baseline": 1, "phases": 1, "one_step_adam": 3, "spike_to_heavy_tail": 5,
-    "generalization": 12, "htmp": 4, "linear_hessian": 6,
+    "generalization": 12, "htmp": 8, "linear_hessian": 6,
 }
 
 

@@ -48,7 +48,7 @@ hashes them with the numerics, and the layer boundary is a folder a test can che
 
 **Book tooling** runs and checks the book:
 
-- ``cache``     the on-disk result cache, keyed by config and by the numerics + experiments source.
+- ``cache``     the on-disk result cache, keyed by config and by the code of the numerics + the chapter's experiments.
 - ``sweep``     parameter sweeps over any ``concurrent.futures.Executor`` (through the cache).
 - ``claims``    the Claim record, the claims tables, glue helpers and the scoreboard feed.
 - ``plotting``  the one style, palette and table helper shared by every chapter.

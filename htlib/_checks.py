@@ -23,29 +23,79 @@ def check_int(name: str, value: object, low: int = 0) -> int:
 
 
 def check_float(name: str, value: object, *, low: float | None = None, high: float | None = None,
-                strict: bool = True) -> float:
-    """``value`` as a finite ``float`` inside ``(low, high)`` (``[low, high]`` with ``strict=False``)."""
+                strict: bool = True, posinf: bool = False) -> float:
+    """``value`` as a finite ``float`` inside ``(low, high)`` (``[low, high]`` with ``strict=False``).
+
+    ``posinf=True`` also lets ``+inf`` through (a limit such as "kappa = inf is Marchenko-Pastur");
+    ``-inf`` and NaN never pass.  Complex numbers are refused, not cast to their real part.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     v = float(value)
+    if posinf and v == math.inf:
+        return v
     below = low is not None and (v <= low if strict else v < low)
     above = high is not None and (v >= high if strict else v > high)
     if not math.isfinite(v) or below or above:
         lo = "" if low is None else f"{'>' if strict else '>='} {low}"
         hi = "" if high is None else f"{'<' if strict else '<='} {high}"
         bounds = " and ".join(b for b in (lo, hi) if b)
-        raise ValueError(f"{name} must be finite{' and ' + bounds if bounds else ''}, got {value!r}")
+        what = "finite" + (" (or +inf)" if posinf else "")
+        raise ValueError(f"{name} must be {what}{' and ' + bounds if bounds else ''}, got {value!r}")
     return v
 
 
+def check_ints(name: str, values: object, low: int = 0, *, min_len: int = 0) -> tuple[int, ...]:
+    """A sequence of integers ``>= low`` (at least ``min_len`` of them) as a tuple of ``int``.
+
+    Floats are refused, not truncated: ``[3.7, 2]`` as layer widths is a mistake to report.
+
+    Examples
+    --------
+    >>> from htlib._checks import check_ints
+    >>> check_ints("dims", [3, 2], 1, min_len=2)
+    (3, 2)
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of integers >= {low}, got {values!r}")
+    items = list(values)
+    if len(items) < min_len:
+        raise ValueError(f"{name} must hold at least {min_len} integers >= {low}, got {values!r}")
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ValueError(f"{name} must hold integers >= {low}, got {v!r} in {values!r}")
+    return tuple(int(v) for v in items)
+
+
 def to_numpy(x: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
-    """A NumPy copy of an array-like or a (detached, CPU) torch tensor, in ``dtype``."""
+    """A NumPy copy of an array-like or a (detached, CPU) torch tensor, in ``dtype``.
+
+    Complex input is refused: casting it to a real dtype would silently keep the real part.
+    """
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     try:
-        return np.array(x, dtype=dtype)
+        raw = np.asarray(x)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be numeric array-like, got {type(x).__name__}") from err
+    if np.iscomplexobj(raw):
+        raise ValueError(f"{name} must be real, got complex values (dtype {raw.dtype}); "
+                         "pass the real part, the modulus or a stacked real array explicitly")
+    try:
+        return np.array(raw, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric array-like, got {type(x).__name__}") from err
+
+
+def check_vector(name: str, x: Any, *, finite: bool = True, min_size: int = 1) -> np.ndarray:
+    """A sample or a set of points: ``x`` flattened to a float64 vector of at least ``min_size``
+    values, all finite unless ``finite=False``."""
+    arr = to_numpy(x, name).ravel()
+    if arr.size < min_size:
+        raise ValueError(f"{name} must hold at least {min_size} value(s), got {arr.size}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} holds NaN or inf entries; only finite values are allowed")
+    return arr
 
 
 def check_matrix(name: str, a: Any, *, finite: bool = True, dtype: Any = np.float64) -> np.ndarray:

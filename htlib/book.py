@@ -88,8 +88,8 @@ def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         for out in cell.get("outputs", []):
             data = out.get("data")
             if data is not None:
-                # glue's figure records (application/papermill.record/image/png) are images too
-                for mime in [m for m in data if m.startswith("image/") or "record/image/" in m or "widget" in m]:
+                # glued figures carry their image as application/papermill.record/image/png
+                for mime in [m for m in data if m.startswith("image/") or "/image/" in m or "widget" in m]:
                     del data[mime]
                 if not data:  # an image-only output: drop it entirely
                     continue

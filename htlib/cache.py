@@ -2,48 +2,77 @@
 
 A result is stored under a key built from (a) the name of the function that
 produced it, (b) its configuration, serialised canonically, and (c) a hash of
-the source that computes results -- htlib's numerics and experiments layers --
-and of the numeric libraries' versions.  A cached result is therefore never
-returned for a different config, nor after the code that computed it has
-changed.
+the code that computes it and of the numeric libraries' versions.  A cached
+result is therefore never returned for a different config, nor after the code
+that computed it has changed.
 
-What the key hashes (:func:`source_hash` with ``scope="results"``): every
-``.py`` file of htlib except the book tooling of :data:`TOOLING_MODULES`
-(``run``, ``book``, ``paper``, ``cache``, ``sweep``, ``claims``, ``plotting``).
-Those draw, tabulate, schedule and store results but compute none, so restyling
-a figure or a claims table keeps the (hours of) cached training runs.  A new
-module is hashed unless it is added to that list: the safe default.  The book's
-execution cache (:func:`htlib.book.execution_cache_path`) keys on
-``scope="all"`` instead, since a chapter's figures and tables do depend on the
-tooling.
+What the code hash covers (:func:`source_hash` with ``scope="results"``):
 
-The cache lives in ``$HTLIB_CACHE_DIR`` when set; otherwise in
-``<repository>/_build/htlib-cache`` when htlib runs from a source checkout
+- the numerics: every top-level ``.py`` file of htlib except the book tooling
+  of :data:`TOOLING_MODULES` (``run``, ``book``, ``paper``, ``cache``,
+  ``sweep``, ``claims``, ``plotting``), which draws, tabulates, schedules and
+  stores results but computes none;
+- the module of the cached function, when it is not one of those (for a
+  chapter, ``htlib/experiments/<chapter>.py``), and every ``htlib.experiments``
+  module it imports.  So an edit to one chapter's experiments keeps the other
+  chapters' results.
+
+Each file is hashed as its syntax tree with docstrings removed (comments and
+layout never reach the tree), so a docstring typo fix, a comment or a
+reformatting keeps the (hours of) cached training runs, while any change to
+what the code does changes the key.  The book's execution cache
+(:func:`htlib.book.execution_cache_path`) keys on ``scope="all"`` instead: the
+bytes of every file, tooling included, since a chapter's figures and tables
+depend on the tooling and its printed docstrings.
+
+The cache lives in ``$HTLIB_CACHE_DIR`` when set (a relative path is taken
+from the repository root, not from the working directory, so a chapter's
+kernel running in ``book/`` and the command line share one cache); otherwise
+in ``<repository>/_build/htlib-cache`` when htlib runs from a source checkout
 (so a fresh clone starts empty), else in ``~/.cache/htlib``.
+
+Entries are never unpickled, so a shared cache directory cannot run code: an
+entry is a NumPy ``.npz`` archive (read with ``allow_pickle=False``) of the
+result's arrays plus a JSON description of the structure around them (the
+dataclasses, dicts, lists, tuples and scalars that htlib's results are made
+of), behind a header with its key and a SHA-256 checksum of the archive.  A
+missing, torn, corrupted, misplaced or unreadable entry is recomputed, with a
+:class:`CacheWarning`; a write that fails (read-only or full disk, a value
+that cannot be stored) warns and the computed value is returned anyway.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import functools
 import hashlib
+import importlib
+import io
 import json
 import math
 import os
-import pickle
+import sys
 import tempfile
+import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 __all__ = [
     "TOOLING_MODULES",
+    "CacheWarning",
+    "CacheDirError",
     "cache_dir",
     "source_hash",
     "config_key",
     "load",
     "store",
     "cached_call",
+    "MISSING",
 ]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -51,48 +80,179 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 TOOLING_MODULES: frozenset[str] = frozenset({"run", "book", "paper", "cache", "sweep", "claims", "plotting"})
 """Top-level htlib modules that compute no result, left out of the result-cache key."""
 
+MAGIC = b"htlib-cache 2\n"
+"""First line of every entry; an entry of another format is not read."""
+
+SUFFIX = ".htc"
+TEMP_PREFIX = ".tmp-"
+
+STALE_TEMP_SECONDS = 3600.0
+"""A temp file older than this is a write that was killed (a write takes seconds): it is removed."""
+
+
+class CacheWarning(RuntimeWarning):
+    """An entry could not be read (it is recomputed) or written (the value is returned uncached)."""
+
+
+class CacheDirError(ValueError):
+    """``HTLIB_CACHE_DIR`` names something that cannot be a directory."""
+
+
+def _repo_root() -> Path | None:
+    root = _PACKAGE_DIR.parent
+    return root if (root / "pyproject.toml").exists() else None
+
+
+@functools.lru_cache(maxsize=None)
+def _resolve(env: str | None) -> Path:
+    # Memoised per value: a chdir after the first call never moves the cache.
+    root = _repo_root()
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_absolute():
+            path = (root if root is not None else Path.cwd()) / path
+        return Path(os.path.abspath(path))
+    if root is not None:
+        return root / "_build" / "htlib-cache"
+    return Path.home() / ".cache" / "htlib"
+
 
 def cache_dir() -> Path:
-    """Directory of the result cache (created on demand)."""
-    env = os.environ.get("HTLIB_CACHE_DIR")
-    if env:
-        path = Path(env)
-    elif (_PACKAGE_DIR.parent / "pyproject.toml").exists():
-        path = _PACKAGE_DIR.parent / "_build" / "htlib-cache"
-    else:
-        path = Path.home() / ".cache" / "htlib"
-    path.mkdir(parents=True, exist_ok=True)
+    """Directory of the result cache (created on demand; see the module docstring).
+
+    Raises
+    ------
+    CacheDirError
+        If ``HTLIB_CACHE_DIR`` (or one of its parents) is an existing file.
+    """
+    env = os.environ.get("HTLIB_CACHE_DIR") or None
+    path = _resolve(env)
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == path else f"lies under the file {p}"
+                raise CacheDirError(
+                    f"HTLIB_CACHE_DIR={env!r} ({path}) {what}; set HTLIB_CACHE_DIR to a directory "
+                    f"(created if missing), or unset it for the default {_resolve(None)}"
+                )
+            break
     return path
 
 
-@functools.lru_cache(maxsize=8)
-def source_hash(package_dir: str | None = None, scope: str = "results") -> str:
-    """SHA-256 of htlib's ``.py`` files (path and content) and of the installed
-    numpy / scipy / torch versions.
+# --- the code hash -------------------------------------------------------------------------------
 
-    ``scope="results"`` (the result cache) hashes the numerics and experiments
-    layers: every file but the top-level :data:`TOOLING_MODULES`.
-    ``scope="all"`` (the book's execution cache) hashes every file.
+
+class _StripDocstrings(ast.NodeTransformer):
+    """Drops every statement that is a bare string (docstrings, attribute docstrings): they do nothing."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                            and isinstance(s.value.value, str))]
+            node.body = kept or [ast.Pass()]
+        return node
+
+
+def _code_text(source: str) -> str:
+    """What :func:`source_hash` hashes of one file: the syntax tree, without docstrings or positions."""
+    tree = _StripDocstrings().visit(ast.parse(source))
+    return ast.dump(tree, include_attributes=False)
+
+
+def _module_file(module: str, root: Path) -> Path | None:
+    """The source file of ``module``: inside ``root`` for htlib's own modules, else its ``__file__``."""
+    parts = module.split(".")
+    if parts[0] == "htlib":
+        base = root.joinpath(*parts[1:])
+        for cand in (base.with_suffix(".py"), base / "__init__.py"):
+            if cand.is_file():
+                return cand
+        return None
+    mod = sys.modules.get(module)
+    file = getattr(mod, "__file__", None)
+    return Path(file) if file and file.endswith(".py") and os.path.isfile(file) else None
+
+
+def _experiments_imports(tree: ast.AST) -> set[str]:
+    """``htlib.experiments.*`` modules imported by a module (absolute imports, as htlib writes them)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("htlib.experiments."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("htlib.experiments."):
+                out.add(node.module)
+            elif node.module == "htlib.experiments":
+                out.update(f"htlib.experiments.{a.name}" for a in node.names)
+    return out
+
+
+def _result_files(root: Path, module: str | None) -> list[Path]:
+    """The numerics of ``root`` plus ``module``'s file and the experiments modules it imports."""
+    files = {p for p in root.glob("*.py") if p.stem not in TOOLING_MODULES}
+    todo = [module] if module else []
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = _module_file(name, root)
+        if path is None:
+            continue
+        files.add(path)
+        if name.startswith("htlib.experiments."):
+            files.add(root / "experiments" / "__init__.py")
+            todo.extend(_experiments_imports(ast.parse(path.read_text())))
+    return sorted(p for p in files if p.is_file())
+
+
+@functools.lru_cache(maxsize=64)
+def source_hash(package_dir: str | None = None, scope: str = "results", module: str | None = None) -> str:
+    """SHA-256 of htlib's source and of the installed Python / numpy / scipy / torch versions.
+
+    Parameters
+    ----------
+    package_dir
+        The package to hash (default: this htlib).
+    scope
+        ``"results"`` (the result cache): the syntax trees, docstrings removed, of the numerics and of
+        ``module``'s experiments (see the module docstring).  ``"all"`` (the book's execution cache):
+        the bytes of every ``.py`` file.
+    module
+        With ``scope="results"``: the dotted name of the module whose function computes the result
+        (``"htlib.experiments.htmp"``); ``None`` hashes the numerics alone.
+
+    Examples
+    --------
+    >>> from htlib.cache import source_hash
+    >>> source_hash(module="htlib.experiments.htmp") != source_hash(module="htlib.experiments.phases")
+    True
     """
     if scope not in ("results", "all"):
         raise ValueError(f"scope must be one of 'results', 'all'; got {scope!r}")
     root = Path(package_dir) if package_dir else _PACKAGE_DIR
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if scope == "results" and len(rel.parts) == 1 and path.stem in TOOLING_MODULES:
-            continue
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    for module in ("numpy", "scipy", "torch"):
+    if scope == "all":
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    else:
+        for path in _result_files(root, module):
+            name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+            digest.update(name.encode() + b"\0" + _code_text(path.read_text()).encode() + b"\0")
+        digest.update(f"python={sys.version_info[0]}.{sys.version_info[1]};".encode())
+    for lib in ("numpy", "scipy", "torch"):
         try:
-            version = __import__(module).__version__
+            version = __import__(lib).__version__
         except ImportError:  # pragma: no cover - optional dependency
             version = "absent"
-        digest.update(f"{module}={version};".encode())
+        digest.update(f"{lib}={version};".encode())
     return digest.hexdigest()
+
+
+# --- the key ---------------------------------------------------------------------------------------
 
 
 def _canonical(value: Any) -> Any:
@@ -117,58 +277,246 @@ def _canonical(value: Any) -> Any:
     raise TypeError(f"cannot build a cache key from a value of type {type(value).__name__}")
 
 
-def config_key(name: str, config: Any) -> str:
-    """Cache key of ``config`` for the producer called ``name``."""
+def _module_of(name: str) -> str | None:
+    """The longest dotted prefix of ``name`` (``module.qualname``) that is an htlib source file or
+    an imported module."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in sys.modules or (parts[0] == "htlib" and _module_file(prefix, _PACKAGE_DIR)):
+            return prefix
+    return None
+
+
+def config_key(name: str, config: Any, module: str | None = None) -> str:
+    """Cache key of ``config`` for the producer called ``name`` (``"module.qualname"``).
+
+    The code hash covers ``module`` (default: the module ``name`` starts with), see :func:`source_hash`.
+    """
+    if module is None:
+        module = _module_of(name)
     payload = json.dumps(
-        {"name": name, "config": _canonical(config), "source": source_hash()},
+        {"name": name, "config": _canonical(config), "source": source_hash(None, "results", module)},
         sort_keys=True,
         separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+# --- entries: JSON structure + npz arrays, checksummed ---------------------------------------------
+
+
+class _Unstorable(TypeError):
+    pass
+
+
+def _encode(value: Any, arrays: list[np.ndarray]) -> Any:
+    """Tagged JSON of ``value``; arrays and NumPy scalars go to ``arrays`` (exact dtype and bits)."""
+    if isinstance(value, enum.Enum):  # before str and int: a str- or int-valued Enum keeps its type
+        cls = type(value)
+        return {"enum": f"{cls.__module__}:{cls.__qualname__}", "value": _encode(value.value, arrays)}
+    if value is None or type(value) in (bool, str):
+        return value
+    if type(value) is int:
+        return value
+    if type(value) is float:
+        return {"float": float.hex(value)}
+    if type(value) is complex:
+        return {"complex": [float.hex(value.real), float.hex(value.imag)]}
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        if arr.dtype.hasobject:
+            raise _Unstorable(f"a NumPy array of dtype {arr.dtype} (objects) cannot be stored")
+        arrays.append(arr)
+        return {"array" if isinstance(value, np.ndarray) else "scalar": len(arrays) - 1}
+    if type(value) is list:
+        return {"list": [_encode(v, arrays) for v in value]}
+    if type(value) is tuple:
+        return {"tuple": [_encode(v, arrays) for v in value]}
+    if type(value) is dict:
+        return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        state = vars(value) if hasattr(value, "__dict__") else {
+            f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {"dataclass": f"{cls.__module__}:{cls.__qualname__}",
+                "state": {k: _encode(v, arrays) for k, v in state.items()}}
+    raise _Unstorable(f"a value of type {type(value).__module__}.{type(value).__qualname__} cannot be stored")
+
+
+def _lookup_type(spec: str) -> type:
+    """The class named ``module:qualname``; only htlib modules are imported, others must be loaded."""
+    module, _, qualname = spec.partition(":")
+    if module == "htlib" or module.startswith("htlib."):
+        mod = importlib.import_module(module)
+    elif module in sys.modules:
+        mod = sys.modules[module]
+    else:
+        raise ValueError(f"entry names a type of the module {module!r}, which is not imported")
+    obj: Any = mod
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not isinstance(obj, type) or obj.__module__ != module:
+        raise ValueError(f"entry names {spec!r}, which is not a class defined there")
+    return obj
+
+
+def _decode(node: Any, arrays: Any) -> Any:
+    if node is None or isinstance(node, (bool, int, str)):
+        return node
+    if not isinstance(node, dict) or len(node) not in (1, 2):
+        raise ValueError("malformed entry structure")
+    if "float" in node:
+        return float.fromhex(node["float"])
+    if "complex" in node:
+        re_, im = node["complex"]
+        return complex(float.fromhex(re_), float.fromhex(im))
+    if "array" in node:
+        return arrays[f"a{int(node['array'])}"]
+    if "scalar" in node:
+        return arrays[f"a{int(node['scalar'])}"][()]
+    if "list" in node:
+        return [_decode(v, arrays) for v in node["list"]]
+    if "tuple" in node:
+        return tuple(_decode(v, arrays) for v in node["tuple"])
+    if "dict" in node:
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in node["dict"]}
+    if "enum" in node:
+        cls = _lookup_type(node["enum"])
+        if not issubclass(cls, enum.Enum):
+            raise ValueError(f"entry names {node['enum']!r}, which is not an Enum")
+        return cls(_decode(node["value"], arrays))
+    if "dataclass" in node:
+        cls = _lookup_type(node["dataclass"])
+        if not dataclasses.is_dataclass(cls):
+            raise ValueError(f"entry names {node['dataclass']!r}, which is not a dataclass")
+        state = {k: _decode(v, arrays) for k, v in node["state"].items()}
+        if not {f.name for f in dataclasses.fields(cls)} <= set(state):
+            raise ValueError(f"entry's fields of {node['dataclass']} do not match the class")
+        obj = object.__new__(cls)  # like pickle: no __init__ / __post_init__
+        for k, v in state.items():
+            object.__setattr__(obj, k, v)
+        return obj
+    raise ValueError("malformed entry structure")
+
+
+def _serialize(key: str, value: Any) -> bytes:
+    arrays: list[np.ndarray] = []
+    structure = json.dumps(_encode(value, arrays), separators=(",", ":")).encode()
+    buf = io.BytesIO()
+    np.savez(buf, structure=np.frombuffer(structure, dtype=np.uint8),
+             **{f"a{i}": a for i, a in enumerate(arrays)})
+    body = buf.getvalue()
+    return MAGIC + key.encode() + b"\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def _deserialize(key: str, blob: bytes) -> Any:
+    head = len(MAGIC)
+    if not blob.startswith(MAGIC):
+        raise ValueError("not an htlib cache entry (bad header)")
+    if blob[head:head + 65] != key.encode() + b"\n":
+        raise ValueError("the entry belongs to another key")
+    digest, body = blob[head + 65:head + 130], blob[head + 130:]
+    if digest != hashlib.sha256(body).hexdigest().encode() + b"\n":
+        raise ValueError("checksum mismatch")
+    with np.load(io.BytesIO(body), allow_pickle=False) as arrays:
+        structure = json.loads(bytes(arrays["structure"]).decode())
+        return _decode(structure, {name: arrays[name] for name in arrays.files if name != "structure"})
+
+
 def _path(key: str) -> Path:
-    return cache_dir() / key[:2] / f"{key}.pkl"
+    return cache_dir() / key[:2] / f"{key}{SUFFIX}"
 
 
 _MISSING = object()
+MISSING = _MISSING
+"""What :func:`load` returns for a key with no (valid) entry."""
 
 
 def load(key: str) -> Any:
-    """The cached value for ``key``, or the module-level ``MISSING`` sentinel."""
+    """The cached value for ``key``, or :data:`MISSING`.
+
+    A damaged entry (torn, corrupted, written for another key, unreadable) is never served:
+    it warns (:class:`CacheWarning`) and returns :data:`MISSING`, so the caller recomputes.
+    """
     path = _path(key)
-    if not path.exists():
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        return _MISSING
+    except Exception as err:  # a directory at the path, no permission, an I/O error
+        warnings.warn(f"cache entry {path} cannot be read ({type(err).__name__}: {err}); recomputing",
+                      CacheWarning, stacklevel=2)
         return _MISSING
     try:
-        with path.open("rb") as fh:
-            return pickle.load(fh)
-    except (EOFError, pickle.UnpicklingError):  # a torn write: recompute
+        return _deserialize(key, blob)
+    except Exception as err:
+        warnings.warn(f"cache entry {path} is damaged ({type(err).__name__}: {err}); recomputing",
+                      CacheWarning, stacklevel=2)
         return _MISSING
 
 
-MISSING = _MISSING
+_CLEANED: set[Path] = set()
 
 
-def store(key: str, value: Any) -> None:
-    """Write ``value`` atomically (temp file + rename), so an interrupted
-    sweep never leaves a half-written entry behind."""
+def _remove_stale_temps(root: Path) -> None:
+    """Remove temp files that killed writes left behind (once per process and cache directory)."""
+    if root in _CLEANED:
+        return
+    _CLEANED.add(root)
+    now = time.time()
+    for tmp in root.glob(f"*/{TEMP_PREFIX}*"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                tmp.unlink()
+        except OSError:
+            pass  # another process removed or still owns it
+
+
+def store(key: str, value: Any) -> bool:
+    """Write ``value`` atomically (temp file in the entry's folder + rename), so an interrupted
+    sweep never leaves a half-written entry behind.
+
+    Returns whether the entry was written.  A failure (read-only or full disk, a value that cannot
+    be stored) warns with :class:`CacheWarning` instead of raising: the caller keeps its value.
+    """
     path = _path(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    tmp: str | None = None
     try:
+        blob = _serialize(key, value)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temps(path.parent.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX, suffix=SUFFIX)
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.write(blob)
         os.replace(tmp, path)
+        tmp = None
+        return True
+    except Exception as err:
+        warnings.warn(f"result not cached: writing {path} failed ({type(err).__name__}: {err})",
+                      CacheWarning, stacklevel=2)
+        return False
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def cached_call(fn: Callable[[Any], Any], config: Any, *, use_cache: bool = True) -> Any:
-    """``fn(config)``, served from the cache when the same (fn, config, code) ran before."""
+    """``fn(config)``, served from the cache when the same (fn, config, code) ran before.
+
+    Examples
+    --------
+    >>> import math
+    >>> from htlib.cache import cached_call
+    >>> cached_call(math.sqrt, 4.0, use_cache=False)
+    2.0
+    """
     if not use_cache:
         return fn(config)
-    key = config_key(f"{fn.__module__}.{fn.__qualname__}", config)
+    key = config_key(f"{fn.__module__}.{fn.__qualname__}", config, fn.__module__)
     value = load(key)
     if value is _MISSING:
         value = fn(config)

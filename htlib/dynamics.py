@@ -28,7 +28,7 @@ import numpy as np
 import scipy.linalg
 
 from htlib import spectra
-from htlib._checks import check_int, check_matrix, to_numpy
+from htlib._checks import check_int, check_ints, check_matrix, to_numpy
 
 __all__ = [
     "PHASES",
@@ -273,11 +273,10 @@ def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra
     ``.heavy_tailed_strict``), the MP fit, the outliers and WeightWatcher's ``PL_Alpha_KS`` fit
     (``.alpha``, ``.xmin``, ``.n_tail``, ``.spike_pvalue``).
     """
-    if int(h) < 1 or int(d) < 1:
-        raise ValueError(f"h and d must be >= 1, got h={h}, d={d}")
+    h, d = check_int("h", h, 1), check_int("d", d, 1)
     e = np.sort(to_numpy(eigs, "eigs").ravel())
-    p, q = max(int(h), int(d)), min(int(h), int(d))
-    if e.size not in (q, int(d)):
+    p, q = max(h, d), min(h, d)
+    if e.size not in (q, d):
         raise ValueError(f"eigs must hold min(h, d) = {q} or d = {d} eigenvalues, got {e.size}")
     return spectra.analyze_spectrum(e[-q:], q / p, rules=rules)
 
@@ -344,10 +343,8 @@ def phase_track(
     rules
         The phase thresholds (:class:`htlib.spectra.PhaseRules`).
     """
-    if h < 1 or d < 1:
-        raise ValueError(f"h and d must be >= 1, got h={h}, d={d}")
-    if n_top < 1:
-        raise ValueError(f"n_top must be >= 1, got {n_top}")
+    h, d, n_top = check_int("h", h, 1), check_int("d", d, 1), check_int("n_top", n_top, 1)
+    steps = check_ints("steps", steps, 0)
     if len(steps) != len(esds):
         raise ValueError(f"steps and esds must have the same length, got {len(steps)} and {len(esds)}")
     p, q = max(h, d), min(h, d)

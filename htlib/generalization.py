@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 import scipy.stats
 
-from htlib._checks import check_float, check_int
+from htlib._checks import check_float, check_int, to_numpy
 from htlib.two_layer import READOUT_METRICS, READOUT_SCALES, RunGrid, Trajectory
 
 __all__ = [
@@ -61,7 +61,7 @@ from the bulk on the eigenvalue scale).  Plain loss/KTA names follow each run's
 
 def top_singular_ratio(eigs: np.ndarray) -> float:
     """``s_1 / s_2`` from the eigenvalues of ``WᵀW`` (ascending): ``sqrt(l_max / l_second)``."""
-    e = np.asarray(eigs, dtype=np.float64)
+    e = to_numpy(eigs, "eigs")
     if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or e[-2] <= 0:
         raise ValueError("eigs must be a 1-D array of >= 2 finite eigenvalues with a positive second largest")
     return float(np.sqrt(e[-1] / e[-2]))
@@ -73,7 +73,7 @@ def spike_over_bulk(eigs: np.ndarray, q: float = 0.9) -> float:
     The bulk reference of the "outlier an order of magnitude from the bulk" reading of a log10
     eigenvalue histogram: a value of 10 is one decade between the spike and the bulk's upper part.
     """
-    e = np.asarray(eigs, dtype=np.float64)
+    e = to_numpy(eigs, "eigs")
     if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)):
         raise ValueError("eigs must be a 1-D array of >= 2 finite eigenvalues")
     if not 0 < q < 1:
@@ -185,14 +185,14 @@ def spearman_bootstrap(
     seed
         Seed of the resampling generator.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    x, y = to_numpy(x, "x"), to_numpy(y, "y")  # NaN allowed: a diverged run, dropped below
     if x.shape != y.shape or x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"x and y must have the same shape (..., n_seeds), got {x.shape} and {y.shape}")
     if method not in ("within", "pooled"):
         raise ValueError(f"method must be 'within' or 'pooled', got {method!r}")
     check_int("n_boot", n_boot, 1)
     check_float("level", level, low=0.0, high=1.0)
+    check_int("seed", seed, 0)
     n_seeds = x.shape[-1]
     xs = x.reshape(-1, n_seeds)
     ys = y.reshape(-1, n_seeds)

@@ -20,7 +20,9 @@ Evaluation of ``U(a, 1-delta, -t - i0)``, route by route (:func:`_u_eval`):
    Gamma prefactors carried in logarithms; an ``M`` that underflows in the upper tail is taken
    through Kummer's transformation in logarithms.  SciPy's ``hyp1f1(a, b, .)`` is wrong when
    ``a - b`` is an exact integer and ``b < 0`` (here: ``beta`` an integer); there the mean of
-   ``a +- 1e-9 a`` is used.  Accurate to ~1e-12 relative wherever it is finite, except near
+   ``a +- 1e-9 a`` is used.  Two more windows where SciPy's ``hyp1f1`` is wrong (``a >= 5``,
+   ``b > 0``, ``-1 < z < 0``; ``a < 1.5``, ``-400 <= b <= -15``, ``z`` near ``-|b|``) are re-done
+   with mpmath (:func:`_checked_hyp1f1`), and a subnormal ``M`` counts as underflow.  Accurate to ~1e-12 relative wherever it is finite, except near
    integer ``delta`` (poles of the two Gamma functions; relative error ~2e-14 / dist(delta, Z)):
    within ``1e-4`` of an integer ``delta >= 1`` the density and CDF are Lagrange-interpolated in
    ``delta`` from ``n +- 1e-3, n +- 2e-3`` (error ~1e-11).  Below ``delta = 1e-4`` the formula is
@@ -41,7 +43,9 @@ Evaluation of ``U(a, 1-delta, -t - i0)``, route by route (:func:`_u_eval`):
 ``log beta + log x`` so that ``x = 5e-324`` stays finite.  ``tests/test_htmp.py`` checks the
 density against mpmath at 30 digits to 1e-8 relative on kappa in [0.1, 200], gamma in [0.1, 0.9],
 x from 1e-6 to 30, and at the hard inputs (integer beta and delta, delta down to 1e-7, kappa near
-1000, x in {0, 5e-324, 1e6, 1e300, inf}), each call in a subprocess under a timeout.
+1000, x in {0, 5e-324, 1e6, 1e300, inf}), each call in a subprocess under a timeout;
+``tests/test_reliability.py`` checks the CDF against quadrature of the density for gamma from 1e-6
+to 0.9999 and the density against mpmath in SciPy's bad windows.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.linalg import eigh_tridiagonal
 
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_choice, check_float, check_int, check_ints, check_vector, to_numpy
 from htlib.spectra import ks_distance_sorted
 
 __all__ = [
@@ -77,6 +81,11 @@ __all__ = [
     "HTMPFit",
     "fit_htmp",
     "fit_scale_ks",
+    "HistFit",
+    "fit_htmp_l1",
+    "InverseFit",
+    "fit_inverse_htmp",
+    "hist_l1",
     "kappa_from_moments",
     "ks_distance",
     "quadrature_moments",
@@ -97,10 +106,12 @@ BETA_MP = 1600.0
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_params(kappa: float, gamma: float) -> tuple[float, float]:
+def _check_params(kappa: float, gamma: float, *, mp_limit: bool = False) -> tuple[float, float]:
+    """``kappa > 0`` finite (``+inf``, Marchenko-Pastur, too with ``mp_limit``) and ``0 < gamma < 1``."""
     # scipy.stats hands shape parameters over as 0-d arrays
     kappa, gamma = (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in (kappa, gamma))
-    return check_float("kappa", kappa, low=0.0), check_float("gamma", gamma, low=0.0, high=1.0)
+    return (check_float("kappa", kappa, low=0.0, posinf=mp_limit),
+            check_float("gamma", gamma, low=0.0, high=1.0))
 
 
 def _check_scale(scale: float) -> float:
@@ -131,17 +142,67 @@ class _P:
 
 
 # ----------------------------------------------------------------------------- U(a, 1-delta, -t - i0)
-def _hyp1f1(a: float, b: float, z: np.ndarray) -> np.ndarray:
+def _hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np.ndarray:
     """SciPy's ``hyp1f1`` with its one known blind spot patched: when ``a - b`` is an exact
     integer and ``b < 0`` it is wrong (``hyp1f1(20.5, -19.5, -2)`` gives 12.095, not 11.339); there
     the symmetric mean of ``a +- eps`` is used (error ``eps^2 |M_aa|/2``, about 1e-16 relative)."""
     if b < 0 and abs((a - b) - round(a - b)) < 1e-12 * max(1.0, abs(a)):
         eps = 1e-9 * max(1.0, abs(a))
-        return 0.5 * (special.hyp1f1(a + eps, b, z) + special.hyp1f1(a - eps, b, z))
-    return special.hyp1f1(a, b, z)
+        zz = np.asarray(z, dtype=np.float64)
+        return 0.5 * (_checked_hyp1f1(a + eps, b, zz, exact) + _checked_hyp1f1(a - eps, b, zz, exact))
+    return _checked_hyp1f1(a, b, np.asarray(z, dtype=np.float64), exact)
 
 
-def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _scipy_suspect(a: float, b: float, z: np.ndarray) -> np.ndarray:
+    """Where SciPy's ``hyp1f1`` has wrong windows that no cheap check detects (see
+    :func:`_checked_hyp1f1`): ``a < 1.5``, ``-400 <= b <= -15``, ``0.3 |b| <= -z <= 3 |b|``."""
+    if a < 1.5 and -400.0 <= b <= -15.0:
+        return (z <= -0.3 * abs(b)) & (z >= -3.0 * abs(b))
+    return np.zeros(np.shape(z), dtype=bool)
+
+
+def _checked_hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np.ndarray:
+    """``special.hyp1f1(a, b, z)``, re-done with mpmath where SciPy is wrong.
+
+    Two failure regions, mapped against mpmath (30 digits) on grids of ``a``, ``b`` and ``z``:
+
+    - ``a >= 5``, ``b > 0``, windows of ``-1 < z < 0``: ``hyp1f1(5, 0.95, -0.8)`` gives -1.14, not
+      -0.29; at ``a = 300, b = 1.5`` the value is off by a factor of 1e14.  There the Taylor series
+      converges fast; it is summed in float64 as a check, with its rounding bound
+      ``1e-16 sum |terms|``; where SciPy's value lies outside that bound (or the bound exceeds 1e-7
+      relative, too loose to tell), mpmath replaces it.
+    - ``a < 1.5``, ``-300 <= b <= -22``, windows of ``0.36 |b| < -z < 2.5 |b|`` (relative errors
+      up to 1e8, e.g. ``hyp1f1(0.05, -48.95, -39.7)``; none found for ``a >= 1.5`` nor at
+      ``b = -600, -1200``): with ``exact`` every point of :func:`_scipy_suspect` is taken from
+      mpmath.  For HTMP this is ``kappa < 3`` with ``16 <= delta <= 400``, the bulk of ``m1``.
+      ``exact=False`` (the coarse branch grid of :func:`_approx_cdf_grid`) skips this region.
+    """
+    out = np.asarray(special.hyp1f1(a, b, z), dtype=np.float64)
+    flat = z.ravel()
+    redo = _scipy_suspect(a, b, flat) if exact else np.zeros(flat.shape, dtype=bool)
+    small = np.flatnonzero(np.abs(flat) < 1.0) if b > 0 else np.zeros(0, dtype=np.int64)
+    if small.size:
+        zs = flat[small]
+        n_terms = int(60 + 4 * math.sqrt(abs(a)))
+        n = np.arange(n_terms - 1, dtype=np.float64)
+        ratio = ((a + n) / ((b + n) * (n + 1)))[None, :] * zs[:, None]
+        terms = np.concatenate([np.ones((zs.size, 1)), np.cumprod(ratio, axis=1)], axis=1)
+        series, bound = terms.sum(axis=1), 1e-16 * n_terms * np.abs(terms).sum(axis=1)
+        got = out.ravel()[small]
+        redo[small] = ~(np.abs(got - series) <= bound + 1e-13 * np.abs(series)) | (bound > 1e-7 * np.abs(series))
+    if redo.any():
+        out = out.copy()
+        with mpmath.workdps(_MP_DPS):
+            for i in np.flatnonzero(redo):
+                try:
+                    out.flat[i] = float(mpmath.hyp1f1(a, b, float(flat[i]), maxterms=10**6))
+                except (mpmath.libmp.NoConvergence, ValueError, ZeroDivisionError):
+                    out.flat[i] = np.nan  # the routes after the fast one take over
+    return out
+
+
+def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None,
+            exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(log scale L, real part, imaginary part) with U(a, 1-d, -t-i0) = e^L (re + i im).
 
     Non-finite entries mark points the fast route cannot evaluate.  ``log_t`` (optional) keeps
@@ -150,10 +211,11 @@ def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None) 
     with np.errstate(all="ignore"):
         if log_t is None:
             log_t = np.log(t)
-        m1 = _hyp1f1(a, 1 - d, -t)
-        m2 = special.hyp1f1(a + d, 1 + d, -t)
-        # M(a+d, 1+d, -t) underflows in the upper tail: Kummer, e^-t M(1-a, 1+d, t), in logs
-        under = m2 == 0
+        m1 = _hyp1f1(a, 1 - d, -t, exact)
+        m2 = _checked_hyp1f1(a + d, 1 + d, -t, exact)
+        # M(a+d, 1+d, -t) underflows in the upper tail: Kummer, e^-t M(1-a, 1+d, t), in logs.
+        # Subnormal values count as underflow: 5e-324 carries one bit (gamma = 0.003, kappa = 5).
+        under = np.abs(m2) < 1e-290
         log_m2 = np.log(np.abs(m2))
         if under.any():
             m2k = special.hyp1f1(1 - a, 1 + d, t[under])
@@ -279,7 +341,8 @@ def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
         return lg, float(u.real / mag), float(u.imag / mag)
 
 
-def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None,
+            exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0 (finite or +inf).
 
     Route per point: the large-t expansion beyond :func:`_t_huge`; else the fast route; where it
@@ -302,7 +365,7 @@ def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.n
         re[huge], im[huge] = ca, sa
     rest = ~huge
     if rest.any():
-        big[rest], re[rest], im[rest] = _u_fast(t[rest], p.a, p.delta, log_t[rest])
+        big[rest], re[rest], im[rest] = _u_fast(t[rest], p.a, p.delta, log_t[rest], exact)
     with np.errstate(all="ignore"):
         mag2 = re * re + im * im
     bad = ~(np.isfinite(big) & np.isfinite(mag2) & (mag2 > 0))
@@ -399,7 +462,7 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         from htlib import spectra
 
@@ -423,7 +486,7 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
 
     Its upper tail is a power law with exponent ``1 + delta``, see :func:`tail_exponents`.
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = to_numpy(y, "y")
     out = np.zeros(y.shape)
     pos = y > 0
     out[pos] = np.exp(htmp_logpdf(1.0 / y[pos], kappa, gamma) - 2 * np.log(y[pos]))
@@ -434,7 +497,7 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
 def inverse_tail_slope(y, kappa: float, gamma: float) -> np.ndarray:
     """Local log-log slope ``d log f / d log y`` of the inverse law's density at ``y`` (central
     difference, step 1e-4 in log y); tends to ``-(1 + delta)`` as ``y -> inf``."""
-    y = np.asarray(y, dtype=np.float64)
+    y = to_numpy(y, "y")
     h = 1e-4
     up = np.log(inverse_htmp_pdf(y * math.exp(h), kappa, gamma))
     down = np.log(inverse_htmp_pdf(y * math.exp(-h), kappa, gamma))
@@ -480,7 +543,9 @@ def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
     outliers (spikes); :func:`fit_htmp` uses it only as a starting point.
     """
     _check_params(1.0, gamma)
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = check_vector("eigs", eigs)
+    if np.any(e < 0) or not np.any(e > 0):
+        raise ValueError("eigs must be eigenvalues of WᵀW: non-negative and not all zero")
     m1 = float(e.mean())
     denom = float(np.mean(e * e) / (m1 * m1)) - 1.0 - gamma
     return (2.0 * gamma / denom if denom > 0 else math.inf), m1
@@ -490,6 +555,7 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
     """``int x^k rho(x) dx`` for each k in ``orders`` by adaptive quadrature (scipy ``quad``),
     split at fixed breakpoints; the independent check of :func:`htmp_moments`."""
     kappa, gamma = _check_params(kappa, gamma)
+    orders = check_ints("orders", orders, 0, min_len=1)
     pts = [0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.1, 0.5, 1.0, 2.0, 4.0, np.inf]
     out = []
     for k in orders:
@@ -500,13 +566,14 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
 
 def ks_distance(eigs, kappa: float, gamma: float, scale: float = 1.0) -> float:
     """Kolmogorov-Smirnov distance between the empirical CDF of ``eigs`` and HTMP's CDF
-    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``)."""
-    x = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
+    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``).  ``eigs`` must be a
+    non-empty finite sample; ``kappa`` is ``> 0`` or ``+inf``."""
+    x = np.sort(check_vector("eigs", eigs))
+    kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
     if math.isinf(kappa):
         from htlib import spectra
 
-        _check_params(1.0, gamma)
-        return ks_distance_sorted(spectra.mp_cdf(x, gamma, float(scale)))
+        return ks_distance_sorted(spectra.mp_cdf(x, gamma, _check_scale(scale)))
     return ks_distance_sorted(htmp_cdf(x, kappa, gamma, scale))
 
 
@@ -533,16 +600,27 @@ def _approx_cdf_grid(kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray
     t_lo = p.beta * 1e-30 if p.delta < 10 else 0.01 * p.delta  # below: mass < (0.03)^delta
     log_t = np.linspace(math.log(t_lo), math.log(_upper_t(p)), 3000)
     t = np.exp(log_t)
-    big, re, im = _u_eval(t, p, log_t)
-    ok = np.isfinite(big + re + im) & (re * re + im * im > 0)
+    big, re, im = _u_eval(t, p, log_t, exact=False)
+    with np.errstate(all="ignore"):
+        lu = 2 * big + np.log(re * re + im * im)  # log |U|^2
+    ok = np.isfinite(lu)
+    suspect = _scipy_suspect(p.a, 1.0 - p.delta, -t)
+    if suspect.any():  # SciPy's bad window: exact values at every 16th point, interpolated between
+        ok &= ~suspect
+        sub = np.flatnonzero(suspect)[::16]
+        bs, rs, is_ = _u_eval(t[sub], p, log_t[sub])
+        with np.errstate(all="ignore"):
+            lu[sub] = 2 * bs + np.log(rs * rs + is_ * is_)
+        ok[sub] = np.isfinite(lu[sub])
     if not ok.all():  # coarse grid only: log|U|^2 interpolated over the points that failed
-        lu = 2 * big[ok] + np.log(re[ok] ** 2 + im[ok] ** 2)
-        big = 0.5 * np.interp(log_t, log_t[ok], lu)
-        re, im = np.ones_like(t), np.zeros_like(t)
-    log_rho_t = p.log_norm - math.log(p.beta) + (p.delta - 1) * log_t - t - 2 * big - np.log(re * re + im * im)
+        lu = np.interp(log_t, log_t[ok], lu[ok])
+    log_rho_t = p.log_norm - math.log(p.beta) + (p.delta - 1) * log_t - t - lu
     f = np.exp(log_rho_t + log_t)  # density in log t
     cum = np.concatenate([[0.0], np.cumsum(0.5 * (f[1:] + f[:-1]) * np.diff(log_t))])
-    cum += f[0] / p.delta  # mass below the grid: rho ~ t^(delta-1)
+    # The mass below the grid is what the grid misses of 1 (the grid reaches past the upper tail).
+    # Not f[0]/delta from rho ~ t^(delta-1): for small delta, |U|^2 still varies like log^2 t down
+    # there, and that estimate came out above 1 (gamma = 0.9998, kappa = 2: 1.06), branch and all.
+    cum += max(0.0, 1.0 - cum[-1])
     return t, cum
 
 
@@ -616,12 +694,16 @@ def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
 
     The phase is computed exactly modulo pi; its branch (a multiple of pi, needed when
     ``kappa > 2``) is read off a coarse trapezoid integral of the density, which only has to
-    be within ``1/kappa`` of the truth.  Accurate in absolute terms (about 1e-12); for relative
-    accuracy in the upper tail use :func:`htmp_sf`.  Above :data:`KAPPA_MP`, the MP CDF.
+    be within ``1/kappa`` of the truth; it is normalised by the mass it covers, so the mass near 0
+    (large as ``gamma -> 1``, ``delta -> 0``) is exact.  Accurate in absolute terms (about 1e-12;
+    2e-8 at ``gamma = 0.99999``); for relative accuracy in the upper tail use :func:`htmp_sf`.
+    Above :data:`KAPPA_MP`, or where ``beta`` exceeds :data:`BETA_MP` (``gamma < kappa/3200``: small
+    ``gamma``), the MP CDF, exact in itself to ``gamma = 1e-17`` (:func:`htlib.spectra.mp_cdf`); the
+    MP limit stands within ``0.5/kappa`` of HTMP there (documented at :data:`KAPPA_MP`).
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         return _mp_cdf(x, gamma)
     out = np.where(x == np.inf, 1.0, 0.0)
@@ -642,7 +724,7 @@ def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """``log(1 - F(x))``, finite far into the upper tail (see :func:`htmp_sf`)."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         with np.errstate(divide="ignore"):
             return np.log1p(-_mp_cdf(x, gamma))
@@ -659,7 +741,7 @@ def htmp_logcdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     so ``log`` of it keeps it; ``log1p(-sf)`` in the upper tail."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
-    x = np.asarray(x, dtype=np.float64) / scale
+    x = to_numpy(x, "x") / scale
     with np.errstate(divide="ignore"):
         f = np.log(htmp_cdf(x, kappa, gamma))
         upper = f > math.log(0.5)
@@ -719,7 +801,7 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     """
     kappa, gamma = _check_params(kappa, gamma)
     n = check_int("n", n, 2)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     b = kappa / n
     i = np.arange(1, n + 1, dtype=np.float64)
     log_d = _log_chi(kappa / gamma - b * (i - 1), rng)
@@ -779,6 +861,8 @@ def fit_scale_ks(x: np.ndarray, cdf_of_x, c0: float) -> tuple[float, float]:
     ``htlib.spectra.fit_mp``, which fits the MP scale by matching the median of the bulk.
     """
 
+    c0 = check_float("c0", c0, low=0.0)
+
     def obj(lc: float) -> float:
         return ks_distance_sorted(cdf_of_x(x / math.exp(lc)))
 
@@ -828,8 +912,8 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     lo_k, hi_k = map(float, kappa_bounds)
     if not (0 < lo_k < hi_k < math.inf):
         raise ValueError(f"kappa_bounds must satisfy 0 < low < high < inf, got {kappa_bounds}")
-    x = np.sort(np.asarray(eigs, dtype=np.float64).ravel())
-    x = x[np.isfinite(x) & (x > 0)]
+    x = np.sort(check_vector("eigs", eigs))  # NaN/inf or complex values: a computation upstream failed
+    x = x[x > 0]
     if x.size < 10:
         raise ValueError(f"eigs must hold at least 10 positive finite values, got {x.size}")
     k_mom, m1 = kappa_from_moments(x, gamma)
@@ -862,6 +946,188 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     if mp_ks <= best_ks:
         return HTMPFit(math.inf, mp_scale, mp_ks, mp_scale, mp_ks, k_mom, gamma)
     return HTMPFit(best_k, best_c, best_ks, mp_scale, mp_ks, k_mom, gamma)
+
+
+# ----------------------------------------------------------------------------- histogram-L1 fit
+@dataclass(frozen=True)
+class HistFit:
+    """Result of :func:`fit_htmp_l1`.
+
+    ``kappa`` (on the searched interval; at its upper end the fit cannot tell HTMP from MP),
+    ``l1`` the L1 distance between the histogram and the fitted density, ``mp_l1`` the same for
+    Marchenko-Pastur (mean 1) on the same histogram, ``shift`` the value subtracted from every
+    eigenvalue and ``scale`` the mean of the shifted eigenvalues (the data are divided by it);
+    ``ks`` is the KS distance of the fitted law to the shifted, rescaled data.
+    """
+
+    kappa: float
+    l1: float
+    mp_l1: float
+    shift: float
+    scale: float
+    ks: float
+    gamma: float
+    at_bound: bool
+
+
+def hist_l1(x, kappa: float, gamma: float, *, bins: int = 50) -> float:
+    """L1 distance between the density histogram of ``x`` (``bins`` equal bins over
+    ``[min x, max x]``) and the HTMP density at the bin centres: ``sum_i |h_i - rho(c_i)| w``.
+
+    ``kappa = inf`` uses the Marchenko-Pastur density with scale 1 (mean 1).
+
+    Examples
+    --------
+    >>> x = sample_htmp(2000, 2.0, 0.5, seed=0)
+    >>> hist_l1(x, 2.0, 0.5) < hist_l1(x, 20.0, 0.5)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64).ravel()
+    bins = check_int("bins", bins, 2)
+    h, edges = np.histogram(x, bins=bins, density=True)
+    c = 0.5 * (edges[1:] + edges[:-1])
+    if math.isinf(kappa):
+        from htlib import spectra
+
+        _check_params(1.0, gamma)
+        rho = spectra.mp_density(c, gamma, 1.0)
+    else:
+        rho = htmp_pdf(c, kappa, gamma)
+    return float(np.sum(np.abs(h - rho)) * (edges[1] - edges[0]))
+
+
+def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float, float] = (0.01, 10.0),
+                shift: bool = True) -> HistFit:
+    """Fit HTMP's ``kappa`` by the L1 distance between a histogram of the spectrum and the density.
+
+    The spectrum is first shifted by its smallest eigenvalue (``shift=True``: ``x = eigs - min``),
+    then divided by its mean (HTMP has mean 1), and ``kappa`` minimizes :func:`hist_l1` over
+    ``kappa_bounds`` (a log grid of 40 points, refined by a bounded scalar search around the best).
+    There is no Marchenko-Pastur alternative inside the search: ``at_bound`` says the optimum sits
+    at the upper end, where the fit cannot tell HTMP from MP.
+
+    The shift matters: a Marchenko-Pastur spectrum has a hard lower edge ``(1 - sqrt(gamma))^2 > 0``;
+    once it is moved to zero its lower tail looks like HTMP's ``x^(delta - 1)`` with a small
+    ``delta``, so pure noise gets a finite, small ``kappa``.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues (finite ones are used; at least 10).
+    gamma : float
+        Aspect ratio in (0, 1), fixed.
+    bins : int
+        Histogram bins over ``[min x, max x]``.
+    kappa_bounds : (float, float)
+        Searched interval, ``0 < low < high < inf``.
+    shift : bool
+        Subtract the smallest eigenvalue first.
+
+    Examples
+    --------
+    >>> x = sample_htmp(3000, 1.0, 0.5, seed=1)
+    >>> f = fit_htmp_l1(x, 0.5, shift=False)
+    >>> 0.7 < f.kappa < 1.4, f.l1 < f.mp_l1
+    (True, True)
+    """
+    _check_params(1.0, gamma)
+    bins = check_int("bins", bins, 2)
+    lo_k, hi_k = map(float, kappa_bounds)
+    if not (0 < lo_k < hi_k < math.inf):
+        raise ValueError(f"kappa_bounds must satisfy 0 < low < high < inf, got {kappa_bounds}")
+    x = check_vector("eigs", eigs)
+    if x.size < 10:
+        raise ValueError(f"eigs must hold at least 10 finite values, got {x.size}")
+    sh = float(x.min()) if shift else 0.0
+    x = x - sh
+    scale = float(x.mean())
+    if not scale > 0:
+        raise ValueError("eigs must not all be equal")
+    x = x / scale
+
+    def obj(lk: float) -> float:
+        return hist_l1(x, math.exp(lk), gamma, bins=bins)
+
+    grid = np.linspace(math.log(lo_k), math.log(hi_k), 40)
+    vals = np.array([obj(g) for g in grid])
+    j = int(np.argmin(vals))
+    a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+    res = optimize.minimize_scalar(obj, bounds=(a, b), method="bounded", options={"xatol": 1e-3})
+    lk, l1 = (float(res.x), float(res.fun)) if res.fun < vals[j] else (float(grid[j]), float(vals[j]))
+    k = math.exp(lk)
+    ks = ks_distance_sorted(htmp_cdf(np.sort(x), k, gamma))
+    return HistFit(kappa=k, l1=l1, mp_l1=hist_l1(x, math.inf, gamma, bins=bins), shift=sh, scale=scale, ks=ks,
+                   gamma=float(gamma), at_bound=bool(k >= hi_k * math.exp(-1e-2)))
+
+
+# ----------------------------------------------------------------------------- inverse law
+@dataclass(frozen=True)
+class InverseFit:
+    """Result of :func:`fit_inverse_htmp`: the spectrum ``y`` is modelled as ``1/X`` with
+    ``X/scale ~ HTMP(kappa, gamma)``, i.e. density ``scale * rho_inv(scale * y)``.
+
+    ``ks`` the KS distance of that law to the positive eigenvalues; ``mp_ks``/``mp_gamma`` the best
+    inverse Marchenko-Pastur law on the same grid of aspect ratios; ``n`` eigenvalues fitted and
+    ``n_zero`` left out as zero (below ``rtol`` of the largest).
+    """
+
+    kappa: float
+    gamma: float
+    scale: float
+    ks: float
+    mp_ks: float
+    mp_gamma: float
+    n: int
+    n_zero: int
+
+    def pdf(self, y) -> np.ndarray:
+        """The fitted density of the eigenvalues at ``y``."""
+        y = np.asarray(y, dtype=np.float64)
+        if math.isinf(self.kappa):
+            from htlib import spectra
+
+            out = np.zeros(y.shape)
+            pos = y > 0
+            out[pos] = spectra.mp_density(1.0 / (self.scale * y[pos]), self.gamma) / (self.scale * y[pos] ** 2)
+            return out
+        return self.scale * inverse_htmp_pdf(self.scale * y, self.kappa, self.gamma)
+
+
+def fit_inverse_htmp(eigs, gammas=(0.1, 0.3, 0.5, 0.7, 0.9), *, rtol: float = 1e-9) -> InverseFit:
+    """Fit the inverse HTMP law (the law of ``1/X``, ``X ~ HTMP``) to a spectrum with a heavy upper tail.
+
+    The KS distance is invariant under the decreasing map ``y -> 1/y``, so the KS fit of the inverse
+    law to ``y`` is :func:`fit_htmp` on ``1/y``: ``kappa`` and the scale by KS at each aspect ratio of
+    ``gammas``, keeping the ratio with the smallest distance (``kappa = inf``: the inverse
+    Marchenko-Pastur law fits at least as well there).  Eigenvalues at or below ``rtol * max`` are
+    a null space, not part of the density, and are left out (their number is returned).
+
+    Examples
+    --------
+    >>> y = 1.0 / sample_htmp(1500, 2.0, 0.5, seed=0)
+    >>> f = fit_inverse_htmp(y, gammas=(0.3, 0.5, 0.7))
+    >>> f.gamma, f.ks < 0.05
+    (0.5, True)
+    """
+    y = np.asarray(eigs, dtype=np.float64).ravel()
+    y = y[np.isfinite(y)]
+    if y.size == 0:
+        raise ValueError("eigs must hold finite values")
+    check_float("rtol", rtol, low=0.0)
+    gs = [float(g) for g in gammas]
+    if not gs:
+        raise ValueError("gammas must not be empty")
+    for g in gs:
+        _check_params(1.0, g)
+    keep = y > rtol * y.max()
+    if keep.sum() < 10:
+        raise ValueError(f"eigs must hold at least 10 eigenvalues above rtol * max, got {int(keep.sum())}")
+    x = 1.0 / y[keep]
+    fits = [fit_htmp(x, g) for g in gs]
+    j = int(np.argmin([f.ks for f in fits]))
+    jm = int(np.argmin([f.mp_ks for f in fits]))
+    f = fits[j]
+    return InverseFit(f.kappa, gs[j], f.scale, f.ks, fits[jm].mp_ks, gs[jm], int(keep.sum()), int((~keep).sum()))
 
 
 # ----------------------------------------------------------------------------- scipy.stats
@@ -952,14 +1218,14 @@ def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_
     ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
     """
     n = check_int("n", n, 10)
-    if not 0.0 <= null_fraction < 1.0:
+    kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
+    if check_float("null_fraction", null_fraction, low=0.0, strict=False) >= 1.0:
         raise ValueError(f"null_fraction must lie in [0, 1), got {null_fraction!r}")
-    sp = np.asarray(spikes, dtype=np.float64)
+    sp = check_vector("spikes", spikes, min_size=0)
     if sp.size > n // 2 or np.any(sp <= 0):
         raise ValueError(f"spikes must be at most n/2 values > 0, got {spikes!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     if math.isinf(kappa):
-        _check_params(1.0, gamma)
         G = rng.standard_normal((int(round(n / gamma)), n))
         lam = np.linalg.eigvalsh(G.T @ G) / G.shape[0]
     else:

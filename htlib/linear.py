@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from htlib._checks import check_choice, check_float, check_int, check_matrix, to_numpy
+from htlib._checks import check_choice, check_float, check_int, check_ints, check_matrix, check_vector, to_numpy
 
 __all__ = [
     "FeatureGram",
@@ -82,6 +82,13 @@ def _check_rows(X: np.ndarray, Y: np.ndarray, names: tuple[str, str] = ("X", "Y"
                          f"got {X.shape[0]} and {Y.shape[0]}")
 
 
+def _rtol(rtol: float | None, shape: tuple[int, ...]) -> float:
+    """The relative tolerance ``rtol`` in (0, 1); ``None``: NumPy's ``max(n, d) * eps``."""
+    if rtol is None:
+        return max(shape) * np.finfo(np.float64).eps
+    return check_float("rtol", rtol, low=0.0, high=1.0)
+
+
 def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
     """Number of singular values of ``X`` above ``rtol * s_max``.
 
@@ -90,7 +97,7 @@ def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
     """
     Xn = check_matrix("X", X)
     s = np.linalg.svd(Xn, compute_uv=False)
-    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * s[0]
+    tol = _rtol(rtol, Xn.shape) * s[0]
     return int(np.sum(s > tol))
 
 
@@ -128,7 +135,7 @@ def feature_gram(X: ArrayLike, rtol: float | None = None) -> FeatureGram:
     Xn = check_matrix("X", X)
     c, E = np.linalg.eigh(Xn.T @ Xn / Xn.shape[0])
     c, E = c[::-1], E[:, ::-1]
-    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * max(c[0], 0.0)
+    tol = _rtol(rtol, Xn.shape) * max(c[0], 0.0)
     keep = c > tol
     return FeatureGram(Xn.shape[0], c[keep].copy(), E[:, keep].copy())
 
@@ -160,15 +167,17 @@ def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.
     Raises
     ------
     ValueError
-        If ``X`` is not a non-empty finite matrix, is all zero, or ``sigma_x <= 0``.
+        If ``X`` is not a non-empty finite matrix, is all zero, ``sigma_x <= 0`` or ``rtol`` is
+        outside (0, 1).
     """
     Xn = check_matrix("X", X)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
+    _rtol(rtol, Xn.shape)
     n = Xn.shape[0]
     U, s, Vt = np.linalg.svd(Xn, full_matrices=False)
     if s[0] == 0.0:
         raise ValueError("X is all zero; it has no directions to whiten")
-    tol = (max(Xn.shape) * np.finfo(np.float64).eps if rtol is None else float(rtol)) * s[0]
+    tol = _rtol(rtol, Xn.shape) * s[0]
     r = int(np.sum(s > tol))
     return math.sqrt(n) * sigma_x * (U[:, :r] @ Vt[:r])
 
@@ -182,7 +191,7 @@ def one_hot(labels: ArrayLike, num_classes: int | None = None) -> np.ndarray:
         raise ValueError(f"labels must be a 1-D array of integers, got dtype {lab.dtype} and shape {lab.shape}")
     if lab.size and lab.min() < 0:
         raise ValueError("labels must be >= 0")
-    C = int(lab.max()) + 1 if num_classes is None else int(num_classes)
+    C = int(lab.max()) + 1 if num_classes is None else check_int("num_classes", num_classes, 1)
     if lab.size and lab.max() >= C:
         raise ValueError(f"num_classes must exceed the largest label {lab.max()}, got {C}")
     out = np.zeros((lab.size, C))
@@ -235,10 +244,8 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
 def kaiming_uniform_weights(dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
     """PyTorch's default ``nn.Linear`` weight initialization (Kaiming uniform with ``a = sqrt(5)``):
     entries uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``."""
-    dims = [int(d) for d in dims]
-    if len(dims) < 2 or min(dims) < 1:
-        raise ValueError(f"dims must hold >= 2 positive sizes, got {dims}")
-    rng = np.random.default_rng(seed)
+    dims = check_ints("dims", dims, 1, min_len=2)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     return [rng.uniform(-1.0, 1.0, size=(dout, din)) / math.sqrt(din) for din, dout in zip(dims[:-1], dims[1:])]
 
 
@@ -256,10 +263,14 @@ def class_imbalanced_subset(
     lab = np.asarray(labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels)
     if Xn.shape[0] != lab.shape[0]:
         raise ValueError(f"X has {Xn.shape[0]} rows but labels has {lab.shape[0]} entries")
+    if lab.ndim != 1 or not np.issubdtype(lab.dtype, np.integer):
+        raise ValueError(f"labels must be a 1-D array of integers, got dtype {lab.dtype} and shape {lab.shape}")
     n = check_int("n", n, 1)
     if n > lab.size:
         raise ValueError(f"n must be in [1, {lab.size}], got {n}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    if majority_share is not None:
+        majority_share = check_float("majority_share", majority_share, low=0.0, high=1.0, strict=False)
     if majority_share is None:
         idx = np.sort(rng.choice(lab.size, size=n, replace=False))
         return Xn[idx], lab[idx]
@@ -300,8 +311,11 @@ def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
         raise ValueError("labels must not be empty")
     counts = np.bincount(lab)
     C = counts.size
+    shares = check_vector("shares", shares, min_size=0)
+    if np.any((shares < 0) | (shares > 1)):
+        raise ValueError(f"shares must lie in [0, 1], got {shares.tolist()}")
     if C < 2 or len(shares) == 0:
-        raise ValueError(f"need >= 2 classes and >= 1 alpha, got {C} classes and shares={list(shares)}")
+        raise ValueError(f"need >= 2 classes and >= 1 alpha, got {C} classes and shares={shares.tolist()}")
     for n in range(lab.size, 0, -1):
         ok = True
         for a in shares:
@@ -311,7 +325,7 @@ def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
                 break
         if ok:
             return n
-    raise ValueError(f"no subset size fits shares={list(shares)}")
+    raise ValueError(f"no subset size fits shares={shares.tolist()}")
 
 
 def ols_balanced_weights(X: ArrayLike, Y: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
@@ -355,7 +369,7 @@ def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> l
     U, s, V = U[:, :k], s[:k], Vt[:k].T
     L = len(dims) - 1
     root = s ** (1.0 / L)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     weights, Vl = [], V
     for l, d in enumerate(dims[1:], start=1):
         Ul = U if l == L else _orthonormal_columns(d, k, rng)
@@ -556,8 +570,8 @@ def train_gd(
     epochs = check_int("epochs", epochs, 0)
     patience = check_int("patience", patience, 1)
     check_choice("activation", activation, _ACTIVATIONS)
-    record = {int(e) for e in record_at}
-    if any(e < 0 or e > epochs for e in record):
+    record = set(check_ints("record_at", record_at, 0))
+    if any(e > epochs for e in record):
         raise ValueError(f"record_at must lie in [0, epochs={epochs}], got {sorted(record)}")
     Xn, Yn = check_matrix("X", X), check_matrix("Y", Y)
     _check_rows(Xn, Yn)
@@ -1100,7 +1114,7 @@ def hessian_eigensolve(
     hvp = _HVP(loss_fn, params)
     if not 1 <= k < hvp.dim:
         raise ValueError(f"k must be in [1, {hvp.dim - 1}], got {k}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     if method == "lobpcg":
         op = LinearOperator((hvp.dim, hvp.dim), matvec=hvp, matmat=hvp.matmat, dtype=np.float64)
         X0 = rng.standard_normal((hvp.dim, k))
@@ -1137,7 +1151,7 @@ def hutchinson_trace(
     """Hutchinson's estimate ``mean_i v_i^T H v_i`` over Rademacher probes, and its standard error."""
     probes = check_int("probes", probes, 2)
     hvp = _HVP(loss_fn, params)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     V = rng.choice(np.array([-1.0, 1.0]), size=(probes, hvp.dim)).T
     samples = np.sum(V * hvp.matmat(V), axis=0)
     return float(samples.mean()), float(samples.std(ddof=1) / math.sqrt(probes))

@@ -45,11 +45,6 @@ PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
     "spike_to_heavy_tail": {"slow_budget": 30_000, "slow_record_every": 500},
     # Paper 003 §5.3: the weight-normalized repeat of the Fig. 7 grid (n=8000, 10 steps are defaults).
     "generalization": {"weight_norm_repeat": True},
-    # Paper 001, Fig. 5 protocol on the bundled MNIST-5k: both architectures (the default), SGD for 200
-    # epochs, MiniAlexNet on 4,000 training and 1,000 test images (batch sizes, repeats, lr and momentum
-    # are already the paper's).  With --cifar-dir, the chapter's own preset="paper" instead: MiniAlexNet
-    # on all of CIFAR-10 from that folder.
-    "htmp": {"epochs": 200, "alex_epochs": 200, "alex_n_train": 4000, "alex_n_test": 1000},
 }
 """Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
 paper's setting (transitional)."""
@@ -126,13 +121,14 @@ def paper_setting(path: Path, decl: run.Declaration | None = None, *, cifar_dir:
         if path.stem in PAPER_OVERRIDES:
             raise run.ParameterError(f"chapter {path.stem!r} has a PAPER Setup and an entry in "
                                      "htlib.paper.PAPER_OVERRIDES: delete the entry (each setting exists once)")
-        return setting.differs_from_default()
+        overrides = setting.differs_from_default()
+        if path.stem == "htmp" and cifar_dir:  # the same protocol on all of CIFAR-10 from that folder
+            overrides.update(getattr(module, "cifar_overrides")(_check_cifar_dir(cifar_dir)))
+        return overrides
     if path.stem not in PAPER_OVERRIDES:
         raise run.ParameterError(f"chapter(s) {[path.stem]} have no entry in htlib.paper.PAPER_OVERRIDES "
                                  "(use {} when the defaults are the paper's setting) and no PAPER Setup")
     overrides = dict(PAPER_OVERRIDES[path.stem])
-    if path.stem == "htmp" and cifar_dir:
-        overrides = {"preset": "paper", "data_dir": _check_cifar_dir(cifar_dir)}
     return overrides
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from htlib import spectra
-from htlib._checks import check_float, check_int
+from htlib._checks import check_float, check_int, check_ints
 
 __all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "MPSizeSweep", "mp_size_sweep", "LABELLED_CASES", "labelled_matrix"]
 
@@ -102,6 +102,7 @@ def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> M
     if check_float("gamma", gamma, low=0.0) > 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma!r}")
     ps = np.asarray([check_int("sizes", s, 1) for s in sizes])
+    seeds = check_ints("seeds", seeds, 0, min_len=1)
     qs = np.maximum(1, np.rint(gamma * ps)).astype(int)
     out = {k: np.zeros((len(ps), len(seeds))) for k in ("ks_distance", "edge_gap", "edge_gap_tw")}
     for i, (p, q) in enumerate(zip(ps, qs)):

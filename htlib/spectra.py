@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from htlib._checks import check_float, check_matrix, to_numpy
+from htlib._checks import check_float, check_int, check_matrix, check_vector, to_numpy
 
 __all__ = [
     "PHASES",
@@ -197,26 +197,61 @@ def mp_density(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     return out
 
 
-def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
-    """Closed-form MP distribution function ``F(x)`` (no atom for ``gamma <= 1``).
+_MP_SERIES_MAX_ROOT = 0.5
+""":func:`mp_cdf` sums a Fourier series for ``sqrt(gamma) <= 0.5``; the closed form above."""
 
-    With ``x = c + r cos(theta)``, ``c = sigma2 (1 + gamma)``, ``r = 2 sigma2 sqrt(gamma)``,
-    ``F = 1 - G(theta) / (2 pi sigma2 gamma)`` where
-    ``G = c theta - r sin(theta) - 2 sigma2 (1 - gamma) arctan(t tan(theta/2))`` and
-    ``t = (1 - sqrt(gamma)) / (1 + sqrt(gamma))``.
+
+def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
+    """Marchenko-Pastur distribution function ``F(x)`` (no atom for ``gamma <= 1``), float64.
+
+    With ``x = sigma2 (1 + gamma + 2 u cos(theta))``, ``u = sqrt(gamma)``,
+    ``F = (2/pi) int_theta^pi sin^2(phi) / (1 + u^2 + 2 u cos(phi)) dphi``.  For ``u > 0.5`` the
+    closed form ``F = 1 - G(theta) / (2 pi gamma)``,
+    ``G = (1 + gamma) theta - 2 u sin(theta) - 2 (1 - gamma) arctan(t tan(theta/2))``,
+    ``t = (1 - u) / (1 + u)``; it cancels terms of order ``1/gamma``, so for ``u <= 0.5`` the
+    integral is summed instead through the Poisson-kernel series
+    ``1/(1 + u^2 + 2 u cos(phi)) = (1 + 2 sum_n (-u)^n cos(n phi)) / (1 - u^2)`` (terms down to
+    1e-17; exact as ``gamma -> 0``, where the law tends to the semicircle on ``1 +- 2 u``).
+
+    Parameters
+    ----------
+    x : array_like
+        Points (NaN gives NaN).
+    gamma : float
+        Aspect ratio in (0, 1].
+    sigma2 : float
+        Scale (entry variance), > 0.
+
+    Examples
+    --------
+    >>> from htlib.spectra import mp_cdf
+    >>> round(float(mp_cdf(1.0, 1e-17)), 6)   # the middle of a law of width 1.3e-8 around 1
+    0.5
+    >>> float(mp_cdf(0.5, 1e-17))
+    0.0
     """
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
     x = to_numpy(x, "x")
-    c = s * (1.0 + g)
-    r = 2.0 * s * math.sqrt(g)
-    t = (1.0 - math.sqrt(g)) / (1.0 + math.sqrt(g))
-    theta = np.arccos(np.clip((x - c) / r, -1.0, 1.0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        half = np.tan(theta / 2.0)
-        at = np.where(theta >= np.pi, np.pi / 2.0, np.arctan(t * half))
-    G = c * theta - r * np.sin(theta) - 2.0 * s * (1.0 - g) * at
-    F = 1.0 - G / (2.0 * np.pi * s * g)
+    u = math.sqrt(g)
+    with np.errstate(invalid="ignore"):
+        theta = np.arccos(np.clip((x / s - 1.0 - g) / (2.0 * u), -1.0, 1.0))
+    if u <= _MP_SERIES_MAX_ROOT:
+        n_terms = max(2, math.ceil(-17.0 / math.log10(u)))
+        th = theta.reshape(-1, 1)
+        m = np.arange(1, n_terms + 3)
+        c = np.concatenate([np.pi - th, -np.sin(m * th) / m], axis=1)  # int_theta^pi cos(m phi)
+        n = np.arange(1, n_terms + 1)
+        j = 0.5 * c[:, n] - 0.25 * (c[:, n + 2] + c[:, np.abs(n - 2)])  # int_theta^pi sin^2 cos(n phi)
+        s0 = 0.5 * (np.pi - th[:, 0]) + 0.25 * np.sin(2.0 * th[:, 0])
+        F = (2.0 / np.pi) * (s0 + 2.0 * (j @ (-u) ** n)) / (1.0 - g)
+        F = F.reshape(theta.shape)
+    else:
+        t = (1.0 - u) / (1.0 + u)
+        with np.errstate(over="ignore", invalid="ignore"):
+            at = np.where(theta >= np.pi, np.pi / 2.0, np.arctan(t * np.tan(theta / 2.0)))
+        G = (1.0 + g) * theta - 2.0 * u * np.sin(theta) - 2.0 * (1.0 - g) * at
+        F = 1.0 - G / (2.0 * np.pi * g)
     return np.clip(F, 0.0, 1.0)
 
 
@@ -353,9 +388,8 @@ def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = 
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
-    nz = zero_block(x) if n_zero is None else int(n_zero)
+    max_iter = check_int("max_iter", max_iter, 1)
+    nz = zero_block(x) if n_zero is None else check_int("n_zero", n_zero, 0)
     if not (0 <= nz <= x.size - MIN_POSITIVE):
         raise ValueError(f"n_zero must be in [0, len(eigs) - {MIN_POSITIVE}], got {n_zero!r}")
     q_all = float(x.size)
@@ -580,6 +614,12 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
     -------
     PowerLawFit
         ``alpha``, ``xmin``, ``ks_distance``, ``n_tail`` and ``sigma = (alpha - 1)/sqrt(n_tail)``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 5 eigenvalues above the floor, or all of them equal (no tail to fit; the MLE
+        ``alpha`` would be infinite).
     """
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
@@ -590,6 +630,9 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
         raise ValueError(
             f"eigs needs at least {MIN_POSITIVE} eigenvalues > {EIG_FLOOR} (and <= xmax) to fit a power law, got {x.size}"
         )
+    if x[0] == x[-1]:
+        raise ValueError(f"eigs: the {x.size} eigenvalues above {EIG_FLOOR} are all equal ({x[0]:.6g}); "
+                         "a constant spectrum has no power-law tail, alpha is undefined")
     n_fit = int(x.size)
     if xmin is not None:
         x0 = check_float("xmin", xmin, low=0.0)
@@ -716,7 +759,7 @@ def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
     ``1 - (1 - (l_max / xmin)^(1 - alpha))^m``.  A tiny value says the top eigenvalue is a spike
     standing apart from the power-law tail.
     """
-    e = np.asarray(eigs, dtype=np.float64).ravel()
+    e = check_vector("eigs", eigs)
     alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
     if tail.size == 0:
@@ -1053,6 +1096,11 @@ def layer_metrics(W: Any) -> dict[str, Any]:
     - ``mp_outliers``: eigenvalues beyond ``lambda_plus + 4 s_TW``;
     - ``mp_edge_ratio = lambda_plus / l_max`` (on the same scale);
     - ``phase`` and ``heavy_tailed`` from the same report.
+
+    ``alpha`` and ``alpha_weighted`` are NaN when no power law can be fitted: fewer than 5
+    eigenvalues above WeightWatcher's floor ``1e-5`` (a matrix of rank < 5, e.g. rank one), or
+    all of them equal (an orthogonal matrix); see :func:`fit_power_law`.  The other metrics are
+    defined for every non-zero ``W``.
     """
     A = check_matrix("W", W)
     return metrics_from_esd(esd(A), *A.shape)
@@ -1061,9 +1109,10 @@ def layer_metrics(W: Any) -> dict[str, Any]:
 def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
     """:func:`layer_metrics` from an already computed raw ESD of an ``h x d`` matrix."""
     x = _check_eigs(eigs)
-    if not (int(h) >= 1 and int(d) >= 1 and x.size == min(int(h), int(d))):
+    h, d = check_int("h", h, 1), check_int("d", d, 1)
+    if x.size != min(h, d):
         raise ValueError(f"eigs must hold min(h, d) eigenvalues for h={h!r}, d={d!r}; got {x.size}")
-    rep = analyze_spectrum(x, min(int(h), int(d)) / max(int(h), int(d)))
+    rep = analyze_spectrum(x, min(h, d) / max(h, d))
     return report_metrics(rep, x)
 
 
@@ -1159,9 +1208,7 @@ def ks_distance_sorted(cdf_at_sorted: Any) -> float:
     the empirical CDF jumps from ``i/n`` to ``(i+1)/n`` at ``x_(i)``, so the distance is
     ``max_i max((i+1)/n - F(x_(i)), F(x_(i)) - i/n)``.  Generic: any continuous model CDF.
     """
-    F = np.asarray(cdf_at_sorted, dtype=np.float64).ravel()
-    if F.size == 0:
-        raise ValueError("cdf_at_sorted must not be empty")
+    F = check_vector("cdf_at_sorted", cdf_at_sorted)
     n = F.size
     k = np.arange(n, dtype=np.float64)
     return float(max(np.max((k + 1.0) / n - F), np.max(F - k / n)))

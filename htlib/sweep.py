@@ -98,6 +98,12 @@ def run_sweep(
     -------
     list
         ``[fn(c) for c in configs]``, in order.
+
+    Raises
+    ------
+    Exception
+        When configs fail, the failure of the first failing config, with a note naming it, after
+        every other config has run and its result has been stored.
     """
     name = f"{fn.__module__}.{fn.__qualname__}"
     results: list[Any] = [cache.MISSING] * len(configs)
@@ -111,23 +117,36 @@ def run_sweep(
 
     bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
                disable=not (progress and progress_enabled()))
+    failures: dict[int, Exception] = {}
+
+    def finish(i: int, outcome: Callable[[], Any]) -> None:
+        # One config's failure must not cost the others their results: store each as it arrives.
+        try:
+            results[i] = outcome()
+        except Exception as err:
+            failures[i] = err
+            return
+        if keys[i] is not None:
+            cache.store(keys[i], results[i])
+        bar.update(1)
+
     try:
         if executor is None:
             for i in todo:
-                results[i] = fn(configs[i])
-                if keys[i] is not None:
-                    cache.store(keys[i], results[i])
-                bar.update(1)
+                finish(i, lambda: fn(configs[i]))
         else:
             futures = {executor.submit(fn, configs[i]): i for i in todo}
             for future in cf.as_completed(futures):
-                i = futures[future]
-                results[i] = future.result()
-                if keys[i] is not None:
-                    cache.store(keys[i], results[i])
-                bar.update(1)
+                finish(futures[future], future.result)
     finally:
         bar.close()
+    if failures:
+        first = min(failures)
+        err = failures[first]
+        err.add_note(f"run_sweep({name}): config {first} failed: {configs[first]!r} ({len(failures)} of "
+                     f"{len(configs)} configs failed; the others ran to the end"
+                     f"{' and are cached: a rerun computes only the failed ones' if use_cache else ''})")
+        raise err
     return results
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from htlib._checks import check_choice, check_float, check_int
+from htlib._checks import check_choice, check_float, check_int, check_vector, to_numpy
 from htlib.teacher_student import (
     SingleIndexData,
     derived_seed,
@@ -541,7 +541,7 @@ def spectral_norm(M: torch.Tensor | np.ndarray, *, tol: float = 1e-12) -> float:
     """
     import scipy.sparse.linalg
 
-    A = torch.as_tensor(M).detach().to(device="cpu", dtype=torch.float64).numpy()
+    A = to_numpy(M, "M")
     if A.ndim != 2 or A.size == 0:
         raise ValueError(f"M must be a non-empty 2-D matrix, got shape {A.shape}")
     if not np.all(np.isfinite(A)):
@@ -558,7 +558,7 @@ def top_eigenpair(W: torch.Tensor | np.ndarray) -> tuple[float, np.ndarray]:
     singular vector of W), from the float64 ``d x d`` Gram by LAPACK's ``syevr`` (one eigenpair)."""
     import scipy.linalg
 
-    A = torch.as_tensor(W).detach().to(device="cpu", dtype=torch.float64).numpy()
+    A = to_numpy(W, "W")
     d = A.shape[1]
     vals, vecs = scipy.linalg.eigh(A.T @ A, subset_by_index=[d - 1, d - 1], check_finite=False)
     return float(vals[0]), vecs[:, 0]
@@ -806,8 +806,9 @@ def run_grid(trajectories, metrics=last_step_metrics) -> RunGrid:
 def first_eta_above(etas: np.ndarray, values: np.ndarray, level: float) -> float | None:
     """The smallest learning rate whose value exceeds ``level`` (``None`` if none does);
     ``etas`` ascending, ``values`` aligned with them (e.g. a seed mean)."""
-    etas = np.asarray(etas, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
+    etas = check_vector("etas", etas)
+    values = to_numpy(values, "values").ravel()  # NaN: a value not measured (e.g. every seed diverged)
+    level = check_float("level", level)
     if etas.shape != values.shape:
         raise ValueError(f"etas and values must have the same shape, got {etas.shape} and {values.shape}")
     hits = np.flatnonzero(values > level)

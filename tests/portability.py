@@ -10,6 +10,8 @@ and whether the chapter's tolerance accepts the cell.  Not collected by pytest (
     nice -n 10 .venv/bin/python tests/portability.py one_step_adam threads1
     .venv/bin/python tests/portability.py one_step_adam --compare runs/portability/one_step_adam.threads1.ipynb
     .venv/bin/python tests/portability.py --list
+    .venv/bin/python tests/portability.py htmp avx2-machine --compare runs/portability/htmp.avx2-machine.ipynb \\
+        --fixture tests/fixtures/portability/htmp.avx2-machine.json
 
 Variants (each sets environment variables for the kernel, nothing else):
 
@@ -126,6 +128,22 @@ def report(chapter: str, executed: Path) -> bool:
     return ok
 
 
+def write_fixture(chapter: str, variant: str, executed: Path, target: Path) -> int:
+    """Keep the cells whose outputs differ from the reference, both versions (text outputs only), as a
+    JSON fixture for ``tests/test_regression_controls.py``; returns how many cells were kept."""
+    import nbformat
+    from htlib.book import strip_for_commit
+
+    ref_nb, new_nb = (strip_for_commit(nbformat.read(p, as_version=4)) for p in (_chapter_path(chapter), executed))
+    pairs = [{"id": r.get("id"), "index": i, "reference": r.outputs, "rerun": n.outputs}
+             for i, (r, n) in enumerate(zip(*([c for c in nb.cells if c.cell_type == "code"] for nb in (ref_nb, new_nb))))
+             if r.outputs != n.outputs]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"chapter": chapter, "variant": variant, "environment": VARIANTS.get(variant),
+                                  "cells": pairs}, indent=1, ensure_ascii=False) + "\n")
+    return len(pairs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tests/portability.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("chapter", nargs="?", help="chapter stem, e.g. one_step_adam")
@@ -133,12 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, help="compare this executed notebook, executing nothing")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "portability", help="where executed notebooks go")
     parser.add_argument("--list", action="store_true", help="print the variants and exit")
+    parser.add_argument("--fixture", type=Path, help="also write the differing cells (both versions) to this JSON")
     args = parser.parse_args(argv)
     if args.list or not args.chapter:
         print(json.dumps(VARIANTS, indent=1))
         return 0
     executed = args.compare or execute(args.chapter, args.variant, args.out)
-    return 0 if report(args.chapter, executed) else 1
+    ok = report(args.chapter, executed)
+    if args.fixture:
+        print(f"{write_fixture(args.chapter, args.variant, executed, args.fixture)} differing cells -> {args.fixture}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

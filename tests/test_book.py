@@ -54,6 +54,15 @@ def test_strip_for_commit_drops_images_keeps_text():
     assert "image/png" in nb.cells[0].outputs[0]["data"]  # the input is untouched
 
 
+def test_strip_for_commit_drops_glued_figure_images():
+    out = nbformat.v4.new_output("display_data", data={"application/papermill.record/image/png": "iVBOR",
+                                                       "application/papermill.record/text/plain": "<Figure>"},
+                                 metadata={"scrapbook": {"name": "fig-x", "mime_prefix": "application/papermill.record/"}})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("glue('fig-x', fig)", outputs=[out])])
+    data = book.strip_for_commit(nb).cells[0].outputs[0]["data"]
+    assert list(data) == ["application/papermill.record/text/plain"]
+
+
 def test_strip_for_commit_keeps_glue_names():
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("glue_text('ratio', 0.5)")

@@ -248,11 +248,11 @@ def test_arithmetic_jitter_passes(path):
     own precision) passes: the chapter's tolerance covers what another machine does."""
     rng = random.Random(20)
     chapter = path.stem
-    # at least a change in the last bits, so that closed-form chapters are jittered too
-    measured = max(tl.MEASURED.get(chapter, 0.0), 1e-12)
     for i, cell in _cells(path):
         tol = tl.for_cell(chapter, cell.metadata, cell.get("id"))
-        jitter = perturb_outputs(cell.outputs, scale_decimals(lambda t: 1 + rng.uniform(-1, 1) * measured))
+        # at least a change in the last bits, so that closed-form chapters are jittered too
+        size = max(tol.measured, 1e-12)
+        jitter = perturb_outputs(cell.outputs, scale_decimals(lambda t: 1 + rng.uniform(-1, 1) * size))
         result = _compare(cell.outputs, jitter, tol)
         assert result.ok, (i, result.problems)
 
@@ -333,6 +333,27 @@ def test_an_added_or_removed_table_row_fails_whatever_the_tolerance(path):
 
 
 # ---------------------------------------------------------------------------------------------
+# Real reruns under other arithmetic (tests/portability.py --fixture): the cells that moved, both versions.
+
+RERUNS = sorted((ROOT / "tests" / "fixtures" / "portability").glob("*.json"))
+
+
+@pytest.mark.parametrize("fixture", RERUNS, ids=[p.stem for p in RERUNS])
+def test_a_real_rerun_under_other_arithmetic_passes(fixture):
+    """Each cell that another arithmetic moved passes at its tolerance, and really differs: the exact
+    comparison of nbval (tolerance 0, no printing allowance would make a difference here) fails some."""
+    data = json.loads(fixture.read_text())
+    exact_failures = 0
+    for cell in data["cells"]:
+        ref, new = ([nbformat.from_dict(o) for o in cell[k]] for k in ("reference", "rerun"))
+        tol = tl.for_cell(data["chapter"], {}, cell["id"])
+        result = _compare(ref, new, tol)
+        assert result.ok, (cell["index"], result.problems)
+        exact_failures += not _compare(ref, new, tl.CLOSED_FORM).ok
+    assert exact_failures, f"{fixture.name}: no cell differs beyond the closed-form tolerance"
+
+
+# ---------------------------------------------------------------------------------------------
 # nbval itself, through the repository's conftest.py.
 
 NBVAL = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
@@ -369,7 +390,8 @@ def test_nbval_fails_a_changed_word_count_or_number(tmp_path):
         edited.outputs[0].text = edited.outputs[0].text.replace(old, new)
         nb.cells.append(edited)
     nbformat.write(nb, tmp_path / FIXTURE.name)
-    # Outside the repository its conftest.py is not read: the plugin is named instead.
-    proc = _nbval("-p", "nbval_numbers", FIXTURE.name, cwd=tmp_path, PYTHONPATH=str(ROOT / "tests"))
+    # Outside the repository its conftest.py is not read: the plugin is named instead.  No short summary
+    # (-rN): under CI=1 pytest prints each failure's message there again, untruncated.
+    proc = _nbval("-rN", "-p", "nbval_numbers", FIXTURE.name, cwd=tmp_path, PYTHONPATH=str(ROOT / "tests"))
     assert f"{len(EDITS)} failed" in proc.stdout, proc.stdout[-3000:]
     assert proc.stdout.count("beyond what tests/tolerances.py allows") == len(EDITS)

@@ -75,3 +75,64 @@ def test_n_test_caps_the_test_set_and_changes_nothing_else():
     np.testing.assert_array_equal(full.weights, capped.weights)
     assert full.train_acc == capped.train_acc
     assert math.isclose(capped.test_acc * 7, round(capped.test_acc * 7), abs_tol=1e-6)
+
+
+def test_conv_widths_set_minialexnet_fc1_and_are_validated():
+    cfg = SmallNetConfig(model="minialexnet", conv_widths=(8, 16, 24))
+    net = build_model(cfg)
+    assert tuple(first_linear(net).weight.shape) == (1000, 24 * 9)
+    assert net(torch.zeros(2, 784)).shape == (2, 10)
+    with pytest.raises(ValueError, match="conv_widths"):
+        SmallNetConfig(conv_widths=(8, 16))
+    with pytest.raises(ValueError, match="channels_last"):
+        SmallNetConfig(channels_last=1)
+
+
+def test_channels_last_is_the_same_model_and_weight_change_is_measured():
+    # the memory format changes the kernels, not the model: a few SGD steps agree to float32 rounding;
+    # weight_change is ||W - W0|| / ||W0|| against an independently rebuilt initialization
+    cfg = SmallNetConfig(model="lenet", dataset="mnist5k", batch_size=100, epochs=1, n_train=300, n_test=10)
+    a = train_small_net(cfg)
+    b = train_small_net(SmallNetConfig(**{**cfg.__dict__, "channels_last": False}))
+    np.testing.assert_allclose(a.weights, b.weights, atol=1e-5)
+    torch.manual_seed(cfg.seed)
+    W0 = first_linear(build_model(cfg)).weight.detach().double().numpy()
+    assert a.weight_change == pytest.approx(np.linalg.norm(a.weights - W0) / np.linalg.norm(W0), rel=1e-4)
+    assert 0 < a.weight_change < 1
+
+
+def _dense_ntk(model, X):
+    # the reference: one autograd call per example and output, the full Jacobian, then J Jᵀ traced over outputs
+    params = [p for p in model.parameters()]
+    rows = []
+    for i in range(X.shape[0]):
+        out = model(X[i : i + 1])[0]
+        rows.append(torch.stack([torch.cat([g.reshape(-1) for g in torch.autograd.grad(out[c], params, retain_graph=True)])
+                                 for c in range(out.shape[0])]))
+    J = torch.stack(rows).double()  # n x outputs x P
+    return torch.einsum("icp,jcp->ij", J, J).numpy()
+
+
+def test_empirical_ntk_matches_a_dense_autograd_jacobian():
+    from htlib.small_nets import empirical_ntk
+
+    torch.manual_seed(0)
+    net = build_model(SmallNetConfig(model="lenet"))
+    X = torch.randn(5, 784)
+    np.testing.assert_allclose(empirical_ntk(net, X, chunk=2), _dense_ntk(net, X), rtol=1e-4, atol=1e-6)
+
+
+def test_logistic_ntk_is_the_closed_form_and_cosine_schedule_trains():
+    # logistic regression: f = W x + b, so K = (outputs) (X Xᵀ + 1) whatever the weights
+    from htlib.small_nets import empirical_ntk, ntk_spectrum
+
+    cfg = SmallNetConfig(model="logistic", batch_size=64, epochs=3, lr=0.05, schedule="cosine", n_train=120, n_test=50)
+    sp = ntk_spectrum(cfg)
+    from htlib.small_nets import _load
+
+    Xtr = _load(cfg, torch.Generator().manual_seed(cfg.seed))[0].double()
+    ref = np.linalg.eigvalsh((10 * (Xtr @ Xtr.T + 1)).numpy())
+    np.testing.assert_allclose(sp.eigs, ref, rtol=1e-4, atol=1e-3 * ref.max() * 1e-3)
+    assert sp.n_params == 7850 and sp.train_acc > 0.5
+    with pytest.raises(ValueError, match="schedule"):
+        SmallNetConfig(schedule="step")

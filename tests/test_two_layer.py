@@ -296,7 +296,9 @@ def test_run_sweep_cache_never_mixes_configs(tmp_path, monkeypatch):
     monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path))
     configs = [small(optimizer=o, eta=e, record_esd=False) for o in ("gd", "adam") for e in (0.1, 100.0)]
     first = run_sweep(train, configs, progress=False)
-    assert any(tmp_path.rglob("*.pkl"))
+    from htlib import cache
+
+    assert any(tmp_path.rglob(f"*{cache.SUFFIX}"))
     # reversed order, plus one config that differs only in a late field: each result must be its own
     more = [dataclasses.replace(configs[0], bias_correction=False, optimizer="adam")] + configs[::-1]
     second = run_sweep(train, more, progress=False)

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["Tolerance", "CLOSED_FORM", "SAFETY", "MEASURED", "CHAPTERS", "CELLS", "DEFAULT", "for_cell"]
+__all__ = ["Tolerance", "CLOSED_FORM", "SAFETY", "measured", "CHAPTERS", "CELLS", "DEFAULT", "for_cell"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class Tolerance:
         Whether integers are measurements too (compared within ``rtol``/``atol``, without the
         printing allowance), not counts or labels compared exactly.  For a cell that prints counts
         taken from a chaotic run, or floats of 3 significant digits above 100.
+    measured : float
+        The relative deviation measured under other arithmetic that the tolerance is built from (0 for
+        closed forms); the controls jitter the committed numbers by this much.
 
     Examples
     --------
@@ -58,6 +61,7 @@ class Tolerance:
     atol: float = 0.0
     reason: str = ""
     integers: bool = False
+    measured: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("rtol", "atol"):
@@ -76,44 +80,48 @@ CLOSED_FORM = Tolerance(
     "closed forms, quadrature and seeded sampling without training: only the last bits of a float move")
 """Chapters and cells whose numbers are closed forms, quadratures or seeded draws (no training loop)."""
 
-SAFETY = 10.0
-"""How far beyond the largest deviation measured across arithmetic variants a chapter's tolerance sits."""
-
-MEASURED: dict[str, float] = {
-    "mp_baseline": 0.0,
-    "phases": 0.0,
-    "one_step_adam": 0.0,
-    "spike_to_heavy_tail": 0.0,
-    "generalization": 0.0,
-    "htmp": 0.0,
-    "linear_hessian": 0.0,
-}
-"""Per chapter, the largest relative deviation beyond the last printed digit (``needed rtol`` of
-``tests/portability.py``) seen across the arithmetic variants; 0 where every variant reproduced the
-reference digit for digit."""
+SAFETY = 3.0
+"""How far beyond the largest deviation measured across arithmetic variants a measured tolerance sits."""
 
 
-def _measured(chapter: str, quantity: str) -> Tolerance:
-    value = MEASURED[chapter]
-    if value == 0.0:
-        return Tolerance(CLOSED_FORM.rtol, CLOSED_FORM.atol, f"{quantity}; every variant reproduced the "
-                         "reference digit for digit, so the closed-form tolerance")
-    return Tolerance(SAFETY * value, 0.0, f"{quantity}; {SAFETY:g} x the largest deviation measured, {value:.2g}")
+def measured(deviation: float, quantity: str, source: str, *, integers: bool = False) -> Tolerance:
+    """The tolerance of a quantity whose printed value moved by ``deviation`` (relative, beyond the last
+    printed digit) under other arithmetic: :data:`SAFETY` times it.
+
+    Examples
+    --------
+    >>> measured(0.01, "a trained net's exponent", "avx2-machine").rtol
+    0.03
+    """
+    return Tolerance(SAFETY * deviation, CLOSED_FORM.atol,
+                     f"{quantity}: {SAFETY:g} x the deviation {deviation:.2g} measured ({source})",
+                     integers=integers, measured=deviation)
+
+
+HTMP_TRAINED = measured(0.0154, "seed medians of kappa of LeNet layers trained at batch 100, and what is "
+                        "glued from them", "avx2-machine, 2026-12-01", integers=True)
+"""Measured on the LeNet cells of the previous HTMP chapter; to be attached to the rewritten chapter's trained
+cells (listed in :data:`CELLS`) once they are measured again: the rewrite changed every cell id."""
 
 
 CHAPTERS: dict[str, Tolerance] = {
     "mp_baseline": CLOSED_FORM,
     "phases": CLOSED_FORM,
-    "one_step_adam": _measured("one_step_adam", "one step of GD or Adam from seeded weights, seed means"),
-    "spike_to_heavy_tail": _measured("spike_to_heavy_tail", "training runs, seed means"),
-    "generalization": _measured("generalization", "training runs, seed means and rank correlations"),
-    "htmp": _measured("htmp", "trained LeNet/MiniAlexNet layers: fitted exponents"),
-    "linear_hessian": _measured("linear_hessian", "trained linear networks: Hessian spectra"),
+    "one_step_adam": CLOSED_FORM,
+    "spike_to_heavy_tail": CLOSED_FORM,
+    "generalization": CLOSED_FORM,
+    # The rewritten chapter's trained cells are not measured yet (HTMP_TRAINED named the old cells): strict
+    # until they are, so that the 2% control still fails here.
+    "htmp": CLOSED_FORM,
+    "linear_hessian": CLOSED_FORM,
+    "scoreboard": Tolerance(CLOSED_FORM.rtol, CLOSED_FORM.atol,
+                            "reads the committed chapters' records: nothing is recomputed"),
 }
-"""The tolerance of each chapter's decimals (see the module docstring for the measurements)."""
+"""The tolerance of each chapter's decimals outside the cells of :data:`CELLS`."""
 
 DEFAULT = CLOSED_FORM
 """The tolerance of a notebook that is not a chapter of the book (fixtures, other notebooks)."""
+
 
 
 CELLS: dict[tuple[str, str], Tolerance] = {}
@@ -155,4 +163,5 @@ def for_cell(chapter: str, metadata: Mapping | None = None, cell_id: str | None 
     if not isinstance(integers, bool):
         raise ValueError(f"'integers' in the metadata 'htlib' of a cell of {chapter} must be true or false, "
                          f"got {integers!r}")
-    return Tolerance(float(own.get("rtol", base.rtol)), float(own.get("atol", base.atol)), reason, integers)
+    return Tolerance(float(own.get("rtol", base.rtol)), float(own.get("atol", base.atol)), reason, integers,
+                     base.measured)

@@ -14,9 +14,10 @@ Why a subpackage of ``htlib`` and not, say, a ``book/_code`` folder or one modul
   settings) and the unit tests import the same code as ``htlib.experiments.<chapter>``; an
   installed ``htlib`` carries it, so a chapter executed outside the repository (papermill into
   ``runs/``) finds it without ``sys.path`` tricks.
-- *The result cache sees it.*  ``htlib.cache`` keys results by the source of the numerics and of
-  this subpackage, so a change to a chapter's configuration or sweep invalidates exactly what it
-  should, while edits to the tooling (plotting, claims tables) do not.
+- *The result cache sees it.*  ``htlib.cache`` keys a chapter's results by the code of the numerics
+  and of that chapter's module here, so a change to a chapter's configuration or sweep invalidates
+  exactly that chapter's results, while edits to the tooling (plotting, claims tables), to another
+  chapter or to a docstring do not.
 - *The boundary is a folder.*  ``tests/test_layers.py`` checks the import direction by path: the
   numerics never import ``htlib.experiments``, and a reader sees from the import line alone
   whether a function is reusable or belongs to one chapter.
