@@ -7,7 +7,8 @@ the sweep grid is :class:`htlib.two_layer.RunGrid`):
 - :func:`final_metrics`: the last-step numbers of a run, with ``alpha_weighted``, the top
   singular-value ratio and the spike-over-bulk ratio computed from its ESD;
 - Spearman rank correlations between metrics across a grid, with bootstrap confidence
-  intervals that resample whole seeds (the independent unit).
+  intervals that resample whole seeds (the independent unit);
+- :func:`seed_mean`: the mean over seeds of any per-seed statistic, with the same kind of interval.
 
 The paper's sweeps, figure configurations, claim checks and tables are the chapter's:
 :mod:`htlib.experiments.generalization`.  This module stays a numerics module (not folded
@@ -32,6 +33,8 @@ __all__ = [
     "top_singular_ratio",
     "spike_over_bulk",
     "RankCorrelation",
+    "SeedMean",
+    "seed_mean",
     "spearman_bootstrap",
     "correlation_table",
 ]
@@ -248,3 +251,82 @@ def correlation_table(
             out[(opt, m)] = spearman_bootstrap(grid.get(m, opt)[keep], y, method=method, n_boot=n_boot,
                                                level=level, seed=seed)
     return out
+
+
+# ----------------------------------------------------------------------------- seed means
+
+
+@dataclass(frozen=True)
+class SeedMean:
+    """Means over seeds with percentile bootstrap intervals (arrays of the input's leading shape).
+
+    Attributes
+    ----------
+    mean, low, high : np.ndarray
+        The mean over the finite seeds and its interval at ``level`` (NaN where fewer than one
+        finite seed; ``low = high = mean`` with a single seed).
+    level : float
+    n_seeds : np.ndarray
+        Finite seeds entering each mean.
+    """
+
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    level: float
+    n_seeds: np.ndarray
+
+    def at(self, index) -> tuple[float, tuple[float, float]]:
+        """``(mean, (low, high))`` at one index of the leading shape (what ``Criterion.judge`` takes)."""
+        return float(self.mean[index]), (float(self.low[index]), float(self.high[index]))
+
+
+def seed_mean(x: np.ndarray, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> SeedMean:
+    """The mean over the last axis (seeds) of ``x`` with a percentile bootstrap interval.
+
+    The seeds of a sweep are its independent units, so the interval resamples them
+    (``scipy.stats.bootstrap``, percentile method).  Non-finite entries (diverged runs) are left out.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n_seeds)
+        One per-seed statistic per cell (e.g. per learning rate).
+    n_boot : int
+        Bootstrap replicates (``>= 1``).
+    level : float
+        Confidence level in ``(0, 1)``.
+    seed : int
+        Seed of the resampling generator.
+
+    Examples
+    --------
+    >>> m = seed_mean(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), n_boot=500)
+    >>> m.mean.tolist(), float(m.low[1]), float(m.high[1])
+    ([2.0, 5.0], 5.0, 5.0)
+    >>> bool(1.0 <= m.low[0] < 2.0 < m.high[0] <= 3.0)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x must have a non-empty last (seed) axis, got shape {x.shape}")
+    check_int("n_boot", n_boot, 1)
+    check_float("level", level, low=0.0, high=1.0)
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.full((3, rows.shape[0]), np.nan)
+    counts = np.zeros(rows.shape[0], dtype=int)
+    rng = np.random.default_rng(seed)
+    for i, row in enumerate(rows):
+        v = row[np.isfinite(row)]
+        counts[i] = v.size
+        if v.size == 0:
+            continue
+        out[0, i] = v.mean()
+        if v.size == 1 or np.ptp(v) == 0:
+            out[1, i] = out[2, i] = v.mean()
+            continue
+        ci = scipy.stats.bootstrap((v,), np.mean, n_resamples=n_boot, confidence_level=level,
+                                   method="percentile", random_state=rng).confidence_interval
+        out[1, i], out[2, i] = ci.low, ci.high
+    shape = x.shape[:-1]
+    return SeedMean(mean=out[0].reshape(shape), low=out[1].reshape(shape), high=out[2].reshape(shape),
+                    level=float(level), n_seeds=counts.reshape(shape))

@@ -37,14 +37,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SCOREBOARD = "scoreboard"
 
 PAPER_OVERRIDES: dict[str, dict[str, Any]] = {
-    # Transitional: only chapters whose experiments module has no ``PAPER`` Setup yet are listed here
-    # (mp_baseline and phases have theirs); a chapter's entry goes when it moves onto its Setup.
-    # Paper 003 §4: n=2000, d=1000, h=1500, the nine-rate grid and 5 runs are already the defaults.
-    "one_step_adam": {},
-    # Paper 003 §5 and its review discussion: eta=0.1 needs about 10^4 FB-Adam steps to a heavy tail (criterion up to 3x).
-    "spike_to_heavy_tail": {"slow_budget": 30_000, "slow_record_every": 500},
-    # Paper 003 §5.3: the weight-normalized repeat of the Fig. 7 grid (n=8000, 10 steps are defaults).
-    "generalization": {"weight_norm_repeat": True},
+    # Transitional, now empty: every chapter's experiments module declares its ``PAPER`` Setup.  A new
+    # chapter without one would be listed here until it has one.
 }
 """Per chapter without a ``PAPER`` Setup (notebook stem), the parameters that turn its defaults into the
 paper's setting (transitional)."""

@@ -12,9 +12,9 @@ A chapter's parameters are declared once, by the ``Setup`` of its experiments mo
 it calls.  The ``Setup`` generates the notebook's ``parameters`` cell, gives ``--list``, and
 validates the overrides here, before any compute (and once more in the kernel).
 
-Transitional: chapters that do not have a ``Setup`` yet are read from their ``parameters`` cell
-instead, one ``name = <literal>  # description [constraint]`` a line (:func:`read_parameters`, the
-"comment DSL"); it goes once every chapter has moved onto its ``Setup``.
+Every chapter has its ``Setup``.  A notebook without one (the scoreboard page, which runs no
+experiment and takes one folder name) is read from its ``parameters`` cell instead, one
+``name = <literal>  # description [constraint]`` a line (:func:`read_parameters`).
 
 Before any compute, an unknown name, a value of the wrong type or an out-of-range value is refused
 with a message listing the valid parameters (papermill itself would only warn); so are an output
@@ -62,9 +62,9 @@ class RunFailed(RuntimeError):
     """A chapter's execution (or its rendering) failed; the message says why and where its partial output is."""
 
 
-# --------------------------------------------------------------------------- transitional: the comment DSL
-# Chapters without a ``Setup`` still declare their parameters in the comments of their parameters cell.
-# Everything from here to ``validate`` goes once the last chapter has moved onto its Setup.
+# --------------------------------------------------------------------------- notebooks without a Setup
+# A notebook that runs no experiment (the scoreboard) declares its few parameters in the comments of its
+# parameters cell; every chapter declares them in its Setup.
 
 
 @dataclass(frozen=True)

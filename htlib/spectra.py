@@ -3,6 +3,7 @@
 This module owns every spectral measurement of the book :
 
 - :func:`esd` -- the eigenvalues of ``WᵀW`` (squared singular values) in float64;
+- :func:`esd_modes` -- the modes of the ESD on a log axis (:class:`ESDModes`), for bimodality;
 - :func:`mp_edges`, :func:`mp_density`, :func:`mp_cdf`, :func:`ks_distance_mp` -- the
   Marchenko-Pastur (MP) law of ``WᵀW/p`` for a ``p x q`` matrix, ``gamma = q/p <= 1``;
 - :func:`zero_block` and :func:`fit_mp` -- the zero mass, and the MP scale, bulk edge and outliers
@@ -41,6 +42,8 @@ __all__ = [
     "PHASE_RULES",
     "SpectrumReport",
     "esd",
+    "ESDModes",
+    "esd_modes",
     "mp_edges",
     "mp_density",
     "mp_cdf",
@@ -165,6 +168,95 @@ def esd(W: Any, *, normalize: str | None = None) -> np.ndarray:
     if normalize == "rows":
         eigs = eigs / float(h)
     return eigs
+
+
+@dataclass(frozen=True)
+class ESDModes:
+    """The modes of a kernel density estimate of ``log10`` of the eigenvalues (:func:`esd_modes`).
+
+    Attributes
+    ----------
+    locations : np.ndarray
+        ``log10 lambda`` of each counted mode, ascending.
+    masses : np.ndarray
+        Fraction of the eigenvalues in each counted mode's basin (between its neighbouring
+        antimodes).
+    dip : float
+        Density at the deepest antimode between the two heaviest counted modes over the lower of
+        their two peak densities (1 = no dip; NaN with fewer than two counted modes).
+    bandwidth : float
+        The kernel's standard deviation, in decades.
+    """
+
+    locations: np.ndarray
+    masses: np.ndarray
+    dip: float
+    bandwidth: float
+
+    @property
+    def count(self) -> int:
+        """Number of counted modes."""
+        return int(self.locations.size)
+
+
+def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes:
+    """The modes of the ESD on a ``log10`` axis, each holding at least ``min_mass`` of the eigenvalues.
+
+    A Gaussian kernel density estimate (``scipy.stats.gaussian_kde``, Scott's bandwidth) of
+    ``log10 lambda`` over the positive eigenvalues is split at its local minima into basins; a basin
+    is a mode when it holds at least ``min_mass`` of the eigenvalues, so a detached spike (a few
+    eigenvalues) is never a mode.  Two or more modes is the book's reading of "bimodal": a
+    Marchenko-Pastur ESD has one.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues (at least :data:`MIN_POSITIVE` positive ones).
+    min_mass : float
+        Smallest fraction of the eigenvalues a mode's basin must hold, in ``(0, 0.5]``.
+    grid : int
+        Points of the evaluation grid (``>= 64``).
+
+    Returns
+    -------
+    ESDModes
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> esd_modes(10 ** rng.normal(0, 0.3, 2000)).count
+    1
+    >>> two = np.concatenate([10 ** rng.normal(0, 0.2, 1000), 10 ** rng.normal(2, 0.2, 1000)])
+    >>> m = esd_modes(two)
+    >>> m.count, bool(m.dip < 0.1)
+    (2, True)
+    """
+    import scipy.stats
+
+    x = _check_eigs(eigs)
+    min_mass = check_float("min_mass", min_mass, low=0.0, high=0.5, strict=False)
+    if min_mass <= 0:
+        raise ValueError(f"min_mass must be in (0, 0.5], got {min_mass!r}")
+    if int(grid) != grid or grid < 64:
+        raise ValueError(f"grid must be an integer >= 64, got {grid!r}")
+    logx = np.log10(x[x > 0])
+    kde = scipy.stats.gaussian_kde(logx)
+    bw = float(np.sqrt(kde.covariance[0, 0]))
+    t = np.linspace(logx.min() - 3 * bw, logx.max() + 3 * bw, int(grid))
+    f = kde(t)
+    interior = np.arange(1, t.size - 1)
+    minima = interior[(f[1:-1] < f[:-2]) & (f[1:-1] <= f[2:])]
+    cuts = np.concatenate([[0], minima, [t.size - 1]])
+    cdf = np.concatenate([[0.0], np.cumsum((f[1:] + f[:-1]) / 2 * np.diff(t))])
+    cdf /= cdf[-1]
+    basins = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if cdf[hi] - cdf[lo] >= min_mass]
+    peaks = np.array([lo + int(np.argmax(f[lo:hi + 1])) for lo, hi in basins], dtype=int)
+    masses = np.array([cdf[hi] - cdf[lo] for lo, hi in basins])
+    dip = math.nan
+    if peaks.size >= 2:
+        a, b = sorted(peaks[np.argsort(masses)[-2:]])
+        dip = float(f[a:b + 1].min() / min(f[a], f[b]))
+    return ESDModes(locations=t[peaks], masses=masses, dip=dip, bandwidth=bw)
 
 
 # --------------------------------------------------------------------------- Marchenko-Pastur

@@ -53,15 +53,17 @@ from tolerances import Tolerance, for_cell
 
 __all__ = [
     "Token", "tokenize", "Result", "compare_text", "compare_json", "compare_outputs", "sanitizer",
-    "EXACT_FIELDS", "CLAIMS_MIME",
+    "EXACT_FIELDS", "CLAIMS_MIME", "GLUED_IMAGES",
 ]
 
 CLAIMS_MIME = "text/x-htlib-claims+json"
 """The claim records' MIME type (``htlib.claims.CLAIMS_MIME``; repeated so that collecting a notebook
 needs no import of htlib, and checked equal by the controls)."""
 
-EXACT_FIELDS = frozenset({"verdict", "paper", "section", "chapter"})
-"""Claim-record fields compared as exact strings: what the claim is and how it was judged."""
+EXACT_FIELDS = frozenset({"verdict", "paper", "section", "chapter", "key", "variant_of"})
+"""Claim-record fields compared as exact strings: what the claim is, which claim a variant varies, and how it
+was judged.  Every other field, present or added later (``setting``, ``uncertainty``, ``cause``, a
+``threshold``), is compared generically: strings as text with numbers tolerated, JSON numbers as numbers."""
 
 # A number: digits with an optional fraction and exponent.  A sign belongs to it only where it cannot be
 # an operator or a hyphen (not right after a word, a digit or a closing bracket: "CIFAR-10", "2-3").
@@ -290,9 +292,15 @@ def _is_frame_html(value: Any) -> bool:
     return isinstance(value, str) and 'class="dataframe"' in value
 
 
-# nbval's own list (IPyNbFile.skip_compare without --nbdime): keys never compared.
+GLUED_IMAGES = ("application/papermill.record/image/png", "application/papermill.record/image/jpeg",
+                "application/papermill.record/image/svg+xml")
+"""The images of glued figures, skipped like ``image/png``: a figure glued for a numbered MyST figure
+(``myst_nb.glue(name, fig, display=False)``) carries its image under these keys, which
+``htlib.book.strip_for_commit`` drops like any image, so glued figures compare by their text only."""
+
+# nbval's own list (IPyNbFile.skip_compare without --nbdime) and the glued images: keys never compared.
 _NBVAL_SKIP = ("metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
-               "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg")
+               "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg", *GLUED_IMAGES)
 _FRAME_TEXT = "text/plain of a table"
 
 
@@ -411,7 +419,11 @@ if IPyNbCell is not None:
             return False
 
     class NumberAwareFile(IPyNbFile):
-        """nbval's notebook collector, yielding :class:`NumberAwareCell` items."""
+        """nbval's notebook collector, yielding :class:`NumberAwareCell` items; glued images are skipped."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.skip_compare = self.skip_compare + GLUED_IMAGES
 
         def collect(self):
             for item in super().collect():

@@ -1,24 +1,33 @@
-"""Tests of htlib.experiments.one_step: the Theorem 4.1 norms, the thresholds and the chapter's tables."""
+"""Tests of htlib.experiments.one_step: the Setup, the first-step norms, the threshold rules and their
+verdicts, the scaling fit and the chapter's claims on small real runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from htlib.experiments import one_step as one
-from htlib.two_layer import (RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data, run_grid,
-                             train)
+from htlib import spectra
+from htlib.claims import Claim
+from htlib.experiments import one_step as ch
+from htlib.two_layer import RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data
 
-BASE = dict(n=64, d=20, h=30, n_test=16, rho_e=0.3, lam=0.01, bias_correction=True, readout_scale="d",
-            dtype="float64")
+TINY = dict(n=64, d=20, h=30, n_test=16, etas=(0.1, 1.0, 2000.0), seeds=2, fig2_gd_etas=(2000.0,),
+            fig2_adam_etas=(0.1, 10.0), scaling_h=12, scaling_ds=(16, 32, 64), scaling_seeds=2, n_boot=200,
+            executor="serial")
+
+
+@pytest.fixture
+def cache_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def test_first_step_norms_against_numpy():
-    cfg = TwoLayerConfig(**BASE)
-    r = one.first_step_norms(cfg)
+    cfg = TwoLayerConfig(n=64, d=20, h=30, n_test=16, dtype="float64")
+    r = ch.first_step_norms(cfg)
     data = make_data(cfg)
     W, a = init_weights(cfg)
     G = full_batch_gradient(W, a, data.X_train, data.y_train).numpy()
@@ -33,46 +42,129 @@ def test_first_step_norms_against_numpy():
     assert r.sign_frob == pytest.approx(math.sqrt(G.size), rel=1e-12)  # no exact zeros in G
     assert r.dev_bc == pytest.approx(np.max(np.abs(bc - np.sign(G))), abs=1e-12)
     assert r.w0_spec == pytest.approx(np.linalg.norm(W.numpy(), 2), rel=1e-10)
-    assert one.SIGN_FACTOR == pytest.approx(0.1 / math.sqrt(0.001))
+    assert ch.SIGN_FACTOR == pytest.approx(0.1 / math.sqrt(0.001))
 
 
-def test_theorem_configs_keep_the_ratios():
-    cfgs = one.theorem_configs(dict(BASE, n=2000, d=1000, h=1500), [125, 250])
-    assert [(c.n, c.d, c.h) for c in cfgs] == [(250, 125, 188), (500, 250, 375)]
+def test_setup_validates_and_reads_a_namespace():
+    s = ch.Setup.from_namespace(_cell_namespace())
+    assert s == ch.PAPER and s.deviations(ch.GRID_FIELDS) == "paper"
+    assert ch.Setup(seeds=3).deviations(ch.GRID_FIELDS) == "seeds = 3 (paper: 5)"
+    assert ch.Setup(seeds=9).deviations(ch.GRID_FIELDS) == "paper"  # more seeds than the paper's
+    assert ch.Setup(etas=[3000, 0.1]).etas == (3000.0, 0.1)
+    for bad, name in (({"seeds": 1}, "seeds"), ({"etas": [1.0, -1.0]}, "etas"), ({"readout": "x"}, "readout"),
+                      ({"scaling_ds": [16, 32]}, "scaling_ds"), ({"executor": "threads"}, "executor")):
+        with pytest.raises(ValueError, match=name):
+            ch.Setup(**bad)
+    with pytest.raises(ValueError, match="does not define"):
+        ch.Setup.from_namespace({"n": 3})
+    assert ch.Setup.from_namespace(_cell_namespace()) == ch.Setup()
+
+
+def _cell_namespace() -> dict:
+    ns: dict = {}
+    exec(ch.Setup.parameters_cell(), ns)
+    return ns
+
+
+def test_scaling_configs_fix_h_and_keep_n_over_d():
+    cfgs = ch.scaling_configs(ch.Setup(**TINY))
+    assert {c.h for c in cfgs} == {12} and [(c.d, c.n, c.seed) for c in cfgs[:3]] == [(16, 51, 0), (16, 51, 1), (32, 102, 0)]
 
 
 def test_mp_edge_is_sqrt_h_plus_sqrt_d_squared():
-    assert one.mp_edge(1500, 1000) == pytest.approx((math.sqrt(1500) + math.sqrt(1000)) ** 2)
+    assert ch.mp_edge(1500, 1000) == pytest.approx((math.sqrt(1500) + math.sqrt(1000)) ** 2)
 
 
-def _grid(values: dict, etas=(0.1, 1.0, 10.0), seeds=2) -> RunGrid:
+def test_fit_exponent_recovers_a_power_and_its_interval_widens_with_noise():
+    d = np.repeat([100.0, 200.0, 400.0, 800.0], 3)
+    rng = np.random.default_rng(0)
+    exact = ch.fit_exponent(d, 2.0 * d ** 0.3)
+    assert exact.slope == pytest.approx(0.3, abs=1e-12) and exact.high - exact.low < 1e-9
+    noisy = ch.fit_exponent(d, 2.0 * d ** 0.3 * np.exp(0.2 * rng.normal(size=d.size)))
+    assert noisy.low < 0.3 < noisy.high and noisy.high - noisy.low > 0.05
+    # an independent reference: numpy's least squares on the logs
+    assert noisy.slope == pytest.approx(np.polyfit(np.log(d), np.log(2.0 * d ** 0.3 * np.exp(
+        0.2 * np.random.default_rng(0).normal(size=d.size))), 1)[0], rel=1e-10)
+
+
+def _fig3(values: dict, init: dict, etas=(0.01, 0.1, 1.0, 2000.0), seeds=3) -> ch.Fig3Result:
+    """A Fig3Result on a synthetic grid: ``values[metric]`` per eta (broadcast over seeds and optimizers)."""
     shape = (2, len(etas), seeds)
-    full = {m: np.broadcast_to(np.asarray(v, float)[None, :, None] if np.ndim(v) == 1 else v, shape).copy()
+    full = {m: np.broadcast_to(np.asarray(v, float).reshape(1, -1, 1) if np.ndim(v) == 1 else v, shape).copy()
             for m, v in values.items()}
-    return RunGrid(("gd", "adam"), np.array(etas), np.arange(seeds), full, np.zeros(shape, bool))
+    grid = RunGrid(("gd", "adam"), np.array(etas), np.arange(seeds), full, np.zeros(shape, bool))
+
+    class _Init:  # a W0 run: metric(m)[0] is the initial value
+        def __init__(self, v):
+            self.v = v
+
+        def metric(self, m):
+            return np.array([self.v[m]])
+
+    norms = ch.FirstStepNorms(*([1.0] * 13))
+    return ch.Fig3Result(grid=grid, init=tuple(_Init(init) for _ in range(seeds)), edge=1.0, norms=norms)
 
 
-def test_thresholds_and_table_on_a_synthetic_grid():
-    init = {"kta@d": 1.0, "kta@sqrt_d": 1.0, "test_loss@d": 1.0, "test_loss@sqrt_d": 1.0}
-    grid = _grid({"lambda_max": [1.0, 2.0, 3.0], "sim": [0.0, 0.05, 0.5], "kta@d": [1.0, 2.0, 2.0],
-                  "kta@sqrt_d": [1.0, 1.0, 1.0], "test_loss@d": [1.0, 0.9, 0.8], "test_loss@sqrt_d": [1.0, 1.0, 1.0]})
-    thr = one.thresholds(grid, init, edge=1.5)
-    assert thr["spike"] == {"gd": 1.0, "adam": 1.0}
-    assert thr["sim"]["adam"] == 10.0 and thr["kta@d"]["gd"] == 1.0 and thr["kta@sqrt_d"]["gd"] is None
-    assert thr["loss@d"]["adam"] == 1.0
-    table = one.threshold_table(thr, {"gd": 1490.0, "adam": 0.0705})
-    assert isinstance(table, pd.DataFrame) and table.iloc[4]["GD"] == "none in grid"
-    assert table.iloc[-1]["FB-Adam"] == "0.0705"
+def test_threshold_claim_agrees_only_at_the_papers_eta():
+    init = {"kta@d": 1.0, "train_loss@d": 1.0, "test_loss@d": 1.0}
+    ratio = [1.0, 1.0, 1.0, 1.6]  # lambda_max / edge: a spike at 2000 only
+    res = _fig3({"lambda_max": ratio, "sim": [0.0, 0.0, 0.0, 0.5], "kta@d": [1, 1, 1, 1.2],
+                 "train_loss@d": [1, 1, 1, 0.9], "test_loss@d": [1, 1, 1, 0.97]}, init)
+    kw = dict(where="§4.1", claim="c", setting="paper")
+    spike = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=200), 2000.0, **kw)
+    assert spike.verdict == "agrees" and "first grid eta 2000" in spike.measured
+    early = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=200), 1.0, **kw)
+    assert early.verdict == "disagrees" and "first meets it at eta = 2000" in early.cause
+    kta = ch.threshold_claim(ch.threshold_check(res, "kta", "gd", n_boot=200), 2000.0, **kw)
+    assert kta.verdict == "disagrees" and "no grid eta meets it" in kta.cause  # 1.2 < 1.5
+    loss = ch.threshold_check(res, "loss", "gd", n_boot=200)
+    assert loss.stat.mean[-1] == pytest.approx(0.03)  # the smaller of the two drops
+    missing = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=200), 3000.0, **kw)
+    assert missing.verdict == "not tested"
 
 
-def test_fig3_table_and_readout_checks_on_real_runs():
-    cfgs = [TwoLayerConfig(**BASE, optimizer=o, eta=e, seed=s, record_initial=False, record_esd=False)
-            for o in ("gd", "adam") for e in (1.0, 2000.0) for s in (0, 1)]
-    grid = run_grid([train(c) for c in cfgs])
-    init = one.init_means([train(c) for c in one.init_configs(BASE, 2)])
-    table = one.fig3_table(grid, init)
-    assert len(table) == 2 * 3 and table.iloc[0]["eta"] == "init"
-    assert table.iloc[1]["GD test"] == f"{grid.mean('test_loss@d', 'gd')[0]:.4g}"
-    checks = one.readout_checks(grid, init)
-    assert checks["d"]["gd_test"] == grid.mean("test_loss@d", "gd")[1]  # eta = 2000
-    assert all(isinstance(checks[s][k], bool) for s in checks for k in ("gd_ok", "adam_ok", "kta_ok"))
+def test_threshold_claim_is_inconclusive_when_the_seed_interval_straddles_the_rule():
+    init = {"kta@d": 1.0, "train_loss@d": 1.0, "test_loss@d": 1.0}
+    spread = np.ones((2, 4, 3))
+    spread[:, 3] = [0.9, 1.3, 1.1]  # at eta = 2000 the seeds sit on both sides of the rule's 1.1
+    values = {"lambda_max": spread, "sim": [0, 0, 0, 0],
+              "kta@d": [1, 1, 1, 1], "train_loss@d": [1, 1, 1, 1], "test_loss@d": [1, 1, 1, 1]}
+    res = _fig3(values, init)
+    c = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=500), 2000.0, where="w", claim="c",
+                           setting="paper")
+    assert c.verdict == "inconclusive" and "straddles" in c.cause
+
+
+def test_esd_modes_tell_a_bimodal_log_spectrum_from_marchenko_pastur():
+    rng = np.random.default_rng(3)
+    mp = spectra.esd(rng.normal(size=(600, 400)))
+    assert spectra.esd_modes(mp).count == 1
+    with_spike = np.append(mp, 1e4 * mp.max())  # one detached eigenvalue is never a mode
+    assert spectra.esd_modes(with_spike).count == 1
+    two = np.concatenate([10 ** rng.normal(0, 0.15, 300), 10 ** rng.normal(1.5, 0.15, 300)])
+    m = spectra.esd_modes(two)
+    assert m.count == 2 and m.masses == pytest.approx([0.5, 0.5], abs=0.02) and m.dip < 0.05
+    with pytest.raises(ValueError, match="min_mass"):
+        spectra.esd_modes(mp, min_mass=0.0)
+
+
+def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
+    setup = ch.Setup(**TINY)
+    fig2, fig3, scaling = ch.run_fig2(setup), ch.run_fig3(setup), ch.run_scaling(setup)
+    assert len(fig2.init) == 2 and set(fig2.runs) == {("gd", 2000.0), ("adam", 0.1), ("adam", 10.0)}
+    assert isinstance(ch.fig2_table(fig2), pd.DataFrame)
+    checks = ch.threshold_checks(fig3, setup)
+    table = ch.rule_table(checks)
+    assert list(table["eta"])[-3:] == ["rule", "first eta (mean)", "first eta (seeds)"]
+    assert ch.fig3_table(fig3).iloc[0]["eta"] == "init"
+    assert scaling.fits["adam_frob"].slope == pytest.approx(0.0, abs=0.05)  # ||sign G0||_F = sqrt(hd)
+    records = ch.claims(fig2, fig3, scaling, setup)
+    assert all(isinstance(c, Claim) for c in records)
+    keys = {c.key for c in records if c.key}
+    assert all(c.variant_of in keys for c in records if c.variant_of)
+    assert {c.variant_of for c in records if c.variant_of} >= {"kta_gd", "loss_gd", "adam_loss", "thm_f"}
+    assert all(c.setting for c in records)
+    numbers = {**ch.fig2_numbers(fig2), **ch.fig3_numbers(fig3, checks, "d"), **ch.scaling_numbers(scaling),
+               **ch.rule_numbers(), **ch.setting_numbers(setup)}
+    assert all(isinstance(v, str) and v for v in numbers.values())
+    assert numbers["rule_spike_pct"] == "10%" and numbers["set_setting"].startswith("a reduced")

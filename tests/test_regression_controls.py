@@ -202,6 +202,15 @@ def test_the_text_form_of_a_table_may_rewrap_but_keeps_its_words():
     assert not _compare(ref, lost, ANY).ok
 
 
+def test_a_glued_figure_compares_by_its_text_only():
+    ref = [{"output_type": "display_data", "metadata": {},
+            "data": {"application/papermill.record/text/plain": "<Figure size 640x480 with 1 Axes>"}}]
+    fresh = copy.deepcopy(ref)
+    fresh[0]["data"]["application/papermill.record/image/png"] = "iVBOR"  # refresh strips it from references
+    assert _compare(ref, fresh, tl.CLOSED_FORM).ok
+    assert set(nn.GLUED_IMAGES) <= set(nn._NBVAL_SKIP)
+
+
 def test_a_cell_override_needs_a_reason():
     assert tl.for_cell("htmp", {"htlib": {"rtol": 0.05, "reason": "measured: see tolerances.py"}}).rtol == 0.05
     with pytest.raises(ValueError, match="reason"):
@@ -340,17 +349,17 @@ RERUNS = sorted((ROOT / "tests" / "fixtures" / "portability").glob("*.json"))
 
 @pytest.mark.parametrize("fixture", RERUNS, ids=[p.stem for p in RERUNS])
 def test_a_real_rerun_under_other_arithmetic_passes(fixture):
-    """Each cell that another arithmetic moved passes at its tolerance, and really differs: the exact
-    comparison of nbval (tolerance 0, no printing allowance would make a difference here) fails some."""
+    """Each cell that another arithmetic moved (so that nbval's exact comparison fails it) passes at its
+    tolerance."""
     data = json.loads(fixture.read_text())
-    exact_failures = 0
+    assert data["cells"], fixture.name
     for cell in data["cells"]:
         ref, new = ([nbformat.from_dict(o) for o in cell[k]] for k in ("reference", "rerun"))
-        tol = tl.for_cell(data["chapter"], {}, cell["id"])
+        # A fixture of cells that a rewrite has since renamed names the tolerance it measured.
+        tol = getattr(tl, data["tolerance"]) if "tolerance" in data else tl.for_cell(data["chapter"], {}, cell["id"])
         result = _compare(ref, new, tol)
         assert result.ok, (cell["index"], result.problems)
-        exact_failures += not _compare(ref, new, tl.CLOSED_FORM).ok
-    assert exact_failures, f"{fixture.name}: no cell differs beyond the closed-form tolerance"
+        assert result.max_rel > 0, f"cell {cell['index']}: no number moved"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -267,7 +267,7 @@ def _chapter_sources(path: Path) -> dict[str, str]:
     return out
 
 
-NOT_YET_ON_THE_EXECUTOR_OPTION = {"spike_to_heavy_tail", "generalization"}
+NOT_YET_ON_THE_EXECUTOR_OPTION: set[str] = set()
 """Chapters that still build their own executor (they move onto SweepSetup in their own issues)."""
 
 

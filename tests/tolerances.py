@@ -8,7 +8,47 @@ the unit of the last printed digit (what printing adds near a rounding boundary)
 
 Where each tolerance comes from
 -------------------------------
-Filled in from the portability measurements below.
+* **Closed forms, quadrature, seeded sampling** (:data:`CLOSED_FORM`, rtol 1e-9): only the last bits of
+  a float move between machines, far below any printed digit.  The default of every chapter.
+* **Training runs** (:func:`measured`): :data:`SAFETY` times the largest relative deviation that a cold
+  rerun under other arithmetic showed, measured cell by cell with ``tests/portability.py``.  Only the
+  cells that moved get one (:data:`CELLS`); the rest of the chapter stays at the closed-form tolerance,
+  so that a 2% change of the numbers still fails in every chapter.  A seed median's tolerance is also
+  a small fraction of its own seed-to-seed spread (htmp: kappa 25.5, seeds from 23 to 42).
+
+Measured: cold runs (``HTLIB_CACHE_DIR`` empty), 2026-12-01, this repository's main at 590fa49, x86_64 with
+AVX-512, 2 cores shared with five other sessions (load average 6-16 while they ran), torch 2.13.0+cpu
+(MKL 2024.2, oneDNN 3.12), NumPy's OpenBLAS.  "identical" means every printed character equal to the
+committed reference; "as printed" is the largest relative difference of two printed decimals, "beyond"
+the part of it beyond one unit of the last printed digit (what the tolerance must cover).
+
+====================  ======================================  ==========================================
+chapter               variant (``tests/portability.py``)      result against the committed outputs
+====================  ======================================  ==========================================
+mp_baseline           default, threads1, avx2                 identical
+phases                default, threads1, avx2                 identical
+one_step_adam         default, threads1, avx2                 identical
+one_step_adam         mkl-compatible                          cells 7, 14 moved one printed unit
+                                                              (2.63 -> 2.629, 0.738 -> 0.739): as
+                                                              printed 1.35e-3, beyond 0; the cells
+                                                              of issue 20's fresh machine
+htmp                  avx2-machine                            cells 10, 12, 13, 20: LeNet batch-100
+                                                              kappa median 25.48 -> 25.89, as printed
+                                                              1.58e-2, beyond 1.54e-2; cell 16 one
+                                                              printed unit; the rest identical
+linear_hessian        avx2-machine                            cell 9: Hutchinson z 1.148 -> 1.968 and
+                                                              1.093 -> 0.465 (a z-score: absolute
+                                                              0.82 of its unit); cell 13: 5.90e-16 ->
+                                                              5.99e-16 (round-off, inside atol 1e-12);
+                                                              the rest identical
+====================  ======================================  ==========================================
+
+Issue 20's fresh machine (same kind, other CPU) moved the same cells of one_step_adam, htmp (LeNet kappa
+25.712 against 25.48, 0.9%) and linear_hessian, inside these deviations.  htmp and linear_hessian have been
+rewritten since (every cell id changed): :data:`HTMP_TRAINED` and :data:`HUTCHINSON_Z` keep their
+measurements but wait, unattached, for the new cells to be measured (``tests/portability.py htmp
+avx2-machine``); until then those chapters are compared at the closed-form tolerance.  generalization and
+spike_to_heavy_tail were not measured (a cold run under load takes over half an hour each).
 
 Overriding one cell
 -------------------
@@ -122,9 +162,27 @@ CHAPTERS: dict[str, Tolerance] = {
 DEFAULT = CLOSED_FORM
 """The tolerance of a notebook that is not a chapter of the book (fixtures, other notebooks)."""
 
+HUTCHINSON_Z = Tolerance(
+    0.0, 2.5,
+    "the largest |Hutchinson - trace| / s.e. along the training of a linear net, a z-score whose unit is its own "
+    "seed-to-seed spread: AVX2 arithmetic (avx2-machine, 2026-12-01) moved it by 0.82 (1.148 -> 1.968) and 0.63 "
+    "(1.093 -> 0.465); 3 x 0.82.  An atol of 2.5 resolves nothing else of a cell: attach it only to a cell that "
+    "shows this z alone",
+    measured=0.0)
+"""Measured on the previous linear-Hessian chapter (cell 343fd99e, gone in the rewrite, which glues the same z
+as ``lh3_hz_*`` in a cell with the correlations); not attached until a cell shows the z alone."""
 
+ADAM_FIRST_STEP = measured(
+    1.35e-3, "seed means after one FB-Adam step, and the largest entry of its deviation from sign G0 (a sign-like "
+    "step flips an entry whenever a gradient entry near zero changes in its last bit)",
+    "MKL_CBWR=COMPATIBLE, 2026-12-01: 0.738 -> 0.739 and 2.63 -> 2.629, one unit of the last printed digit; "
+    "taken as printed, not beyond the digit, because the flips are discrete")
 
-CELLS: dict[tuple[str, str], Tolerance] = {}
+CELLS: dict[tuple[str, str], Tolerance] = {
+    # The same seed means after one step as the measured cells 13192977 and ae42f97d of the chapter before its
+    # rewrite: the Fig. 3 table, its glued numbers and the claim records built from them.
+    **{("one_step_adam", cell): ADAM_FIRST_STEP for cell in ("307f5e82", "c6b5f823", "afd4e3cb")},
+}
 """Cells whose numbers need their own tolerance, keyed by ``(chapter, cell id)`` (the ``id`` of the cell
 in the notebook; ``tests/test_regression_controls.py`` checks that each still exists)."""
 

@@ -1,22 +1,24 @@
-"""The generalization chapter (paper 003, §5.3): Figs. 7 and 8, their claims and figures.
+"""The generalization chapter (paper 003, §5.3 and App. E.4): Figs. 7 and 8, their claims.
 
-The experiments layer of :mod:`htlib.generalization` (rank correlations, spectral numbers) and
-:func:`htlib.two_layer.train`:
+The experiments layer of :mod:`htlib.generalization` (rank correlations, seed means, spectral numbers)
+and :func:`htlib.two_layer.train`:
 
-- the Fig. 7 sweep (learning-rate grid x optimizer x seed, metrics of ``W_10``) and the Fig. 8
-  sweeps (sample size, ridge constant, label noise, StepLR decay factor), run through the
-  result cache (:func:`htlib.sweep.run_sweep`);
+- :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's setting);
+- :func:`run_fig7` (learning-rate grid x optimizer x seed, metrics of ``W_10``; optionally repeated with
+  weight normalization) and :func:`run_fig8` (sample size, ridge constant, label noise, StepLR decay,
+  and the StepLR runs repeated with weight normalization, for every Fig. 8 seed), through the result
+  cache (:func:`htlib.sweep.run_sweep`), each returning a typed result;
 - the ridge-constant panel, recomputed from stored ``W_t`` (no retraining);
-- numeric checks of the paper's six claims, each with an explicit criterion, returned as
-  :class:`htlib.claims.Claim` records; the loss-dependent checks take the readout convention
-  (``"d"``, the published figures', or ``"sqrt_d"``, the paper's formula);
-- the chapter's tables (DataFrames) and figures (on :mod:`htlib.plotting`).
+- :func:`claims`: the claim records, every criterion a :class:`htlib.claims.Criterion` judged on a seed
+  interval; the claims that read a loss or the KTA are measured under both readout conventions
+  (``"d"``, the published figures', counted; ``"sqrt_d"``, the paper's formula, a variant).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -24,11 +26,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from htlib import cache, dynamics, plotting
-from htlib._checks import check_choice, check_int
-from htlib.claims import Claim
-from htlib.generalization import RankCorrelation, final_metrics, spearman_bootstrap
-from htlib.sweep import process_executor, run_sweep
+from htlib import cache, dynamics
+from htlib._checks import check_int
+from htlib.claims import PAPER_SETTING, Claim, Criterion
+from htlib.generalization import RankCorrelation, SeedMean, final_metrics, seed_mean, spearman_bootstrap
+from htlib.experiments._setup import SweepSetup, param
+from htlib.sweep import run_sweep
 from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
                              restrict_recording, ridge_losses, run_grid, train)
 
@@ -36,22 +39,92 @@ ETA_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.
 """The learning rates of Fig. 7."""
 
 OPTIMIZERS: tuple[str, ...] = ("gd", "adam")
-_NAMES = {"gd": "GD", "adam": "FB-Adam"}
-
-
-SETTING: dict = dict(n=8000, d=1000, h=1500, n_test=200, rho_e=0.3, lam=0.01, steps=10, readout_scale="d",
-                     dtype="float32", device="cpu")
-"""The §5.3 setting of Figs. 7 and 8 (fields of :class:`htlib.two_layer.TwoLayerConfig`)."""
+NAMES = {"gd": "GD", "adam": "FB-Adam"}
+READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (the written readout)"}
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(TwoLayerConfig))
 
 
+# ----------------------------------------------------------------------------- the chapter's parameters
+
+
+@dataclass(frozen=True)
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
+
+    The defaults are the paper's §5.3 setting, with Fig. 8 at the authors' two seeds, except that the
+    weight-normalized repeat of the Fig. 7 grid is off (:data:`PAPER` turns it on).
+
+    Examples
+    --------
+    >>> Setup(fig8_seeds=1).deviations(FIG8_FIELDS)
+    'fig8_seeds = 1 (paper: 2)'
+    """
+
+    n: int = param(8000, "training and probe-set size of Fig. 7 and the base of Fig. 8", ge=1, le=100_000)
+    d: int = param(1000, "input dimension", ge=1, le=20_000)
+    h: int = param(1500, "width of the student", ge=1, le=20_000)
+    n_test: int = param(200, "test-set size", ge=1, le=100_000)
+    rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
+    lam: float = param(0.01, "ridge constant of the readout", gt=0)
+    steps: int = param(10, "full-batch steps", ge=1, le=100_000)
+    etas: tuple[float, ...] = param(list(ETA_GRID), "learning rates of Fig. 7", gt=0)
+    seeds: int = param(5, "seeds per optimizer and learning rate", ge=2, le=20)
+    weight_norm_repeat: bool = param(False, "also run the Fig. 7 grid with weight normalization (doubles the sweep)")
+    fig8_eta: float = param(1.0, "FB-Adam learning rate of Fig. 8", gt=0)
+    fig8_seeds: int = param(2, "seeds of every Fig. 8 run (the authors' configurations use 2)", ge=1, le=20)
+    ns: tuple[int, ...] = param([500, 2000, 4000, 8000], "Fig. 8(a) sample sizes", ge=1, le=100_000)
+    lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
+    rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
+    steplr_gammas: tuple[float, ...] = param([0.2, 0.4, 0.6, 0.8], "Fig. 8(d) StepLR decay factors", gt=0, le=1)
+    n_boot: int = param(2000, "bootstrap replicates of each interval", ge=100, le=100_000)
+    ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
+    readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
+
+    @property
+    def shape(self) -> dict:
+        """The :class:`htlib.two_layer.TwoLayerConfig` fields every run of the chapter shares."""
+        return dict(n=self.n, d=self.d, h=self.h, n_test=self.n_test, rho_e=self.rho_e, lam=self.lam,
+                    steps=self.steps, readout_scale=self.readout)
+
+    def deviations(self, names: Sequence[str]) -> str:
+        """``"paper"`` if the fields ``names`` have the paper's values (seed counts: at least), else the
+        deviations, for a claim's ``setting``."""
+        out = []
+        for name in names:
+            mine, theirs = getattr(self, name), getattr(PAPER, name)
+            if name in ("seeds", "fig8_seeds") and mine >= theirs:
+                continue
+            if isinstance(theirs, tuple) and set(theirs) <= set(mine):
+                continue
+            if mine != theirs:
+                out.append(f"{name} = {_show(mine)} (paper: {_show(theirs)})")
+        return PAPER_SETTING if not out else "; ".join(out)
+
+
+PAPER = Setup(weight_norm_repeat=True)
+"""The paper's setting: §5.3's n = 8000, 10 steps, nine learning rates and 5 runs; Fig. 8 at the authors'
+two seeds; and the weight-normalized repeat of Fig. 7 (App. E.4)."""
+
+FIG7_FIELDS = ("n", "d", "h", "n_test", "rho_e", "lam", "steps", "etas", "seeds")
+FIG8_FIELDS = ("d", "h", "n_test", "steps", "fig8_eta", "fig8_seeds")
+
+
+def _show(v) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(f"{x:g}" for x in v) + "]"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+# ----------------------------------------------------------------------------- configs and runs
+
+
 def _setting(setting: Mapping, fixed: Sequence[str]) -> dict:
-    """:data:`SETTING` updated by ``setting``: TwoLayerConfig fields other than the ``fixed`` ones the sweep sets."""
+    """:class:`Setup`'s shape updated by ``setting``: TwoLayerConfig fields other than the ``fixed`` ones."""
     bad = [k for k in setting if k not in _FIELDS or k in fixed]
     if bad:
         raise ValueError(f"unknown or fixed setting {bad}; allowed: {[f for f in _FIELDS if f not in fixed]}")
-    out = {**SETTING, **setting}
+    out = {**Setup().shape, "dtype": "float32", "device": "cpu", **setting}
     check_int("steps", out["steps"], 1)
     return {**out, "rho_e": float(out["rho_e"]), "lam": float(out["lam"])}
 
@@ -60,9 +133,9 @@ def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] 
                  **setting) -> list[TwoLayerConfig]:
     """The runs of Fig. 7: every (optimizer, eta, seed), ordered optimizer-major.
 
-    Metrics and the ESD are recorded only at the last step (``record_every =
-    steps``, ``record_initial = False``) and no weight matrix is kept: the
-    figure needs only the numbers of ``W_steps``.
+    Metrics and the ESD are recorded only at the last step (``record_every = steps``,
+    ``record_initial = False``) and no weight matrix is kept: the figure needs only the numbers of
+    ``W_steps``.
 
     Parameters
     ----------
@@ -73,14 +146,18 @@ def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] 
     seeds
         Number of seeds ``0..seeds-1`` (``>= 1``).
     **setting
-        :class:`htlib.two_layer.TwoLayerConfig` fields that change :data:`SETTING` (``n``, ``weight_norm``, ...;
-        validated by the config).
+        :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape (``n``,
+        ``weight_norm``, ...; validated by the config).
 
     Returns
     -------
     list of TwoLayerConfig
-        ``len(optimizers) * len(etas) * seeds`` configs; index
-        ``(i_opt * len(etas) + i_eta) * seeds + seed``.
+        ``len(optimizers) * len(etas) * seeds`` configs; index ``(i_opt * len(etas) + i_eta) * seeds + seed``.
+
+    Examples
+    --------
+    >>> len(fig7_configs(etas=[1.0, 10.0], seeds=2, n=64, d=16, h=24))
+    8
     """
     check_int("seeds", seeds, 1)
     s = _setting(setting, ("optimizer", "eta", "seed", "record_every", "keep_weights", "record_initial"))
@@ -96,25 +173,27 @@ def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] 
 
 @dataclass(frozen=True)
 class Fig8Configs:
-    """The runs of Fig. 8 (FB-Adam, fixed eta), by panel.
+    """The runs of Fig. 8 for one seed (FB-Adam, fixed eta), by panel.
 
-    ``base`` (``n = 8000``, ``rho_e = 0.3``, constant learning rate) keeps every
-    ``W_t``: panel (b) recomputes its readout for each ridge constant and the
-    label-noise check needs ``W_9, W_10``.  The label-noise runs keep
-    ``W_9, W_10``; the other runs keep nothing.  A panel config with the base's
-    training spec is not trained again: :func:`run_trainings` reads it off the
-    base run, whose recording covers it.
+    ``base`` (the chapter's ``n`` and ``rho_e``, constant learning rate) keeps every ``W_t``: panel (b)
+    recomputes its readout for each ridge constant and the label-noise check needs ``W_9, W_10``.  The
+    label-noise runs keep ``W_9, W_10``; the other runs keep nothing.  ``wn_by_steplr_gamma`` are the
+    StepLR runs (and, under ``1.0``, the constant learning rate) repeated with weight normalization,
+    measured at the last step only.  A panel config with the base's training spec is not trained
+    again: :func:`run_trainings` reads it off the base run, whose recording covers it.
     """
 
     base: TwoLayerConfig
     by_n: dict[int, TwoLayerConfig]
     by_rho: dict[float, TwoLayerConfig]
     by_steplr_gamma: dict[float, TwoLayerConfig]
+    wn_by_steplr_gamma: dict[float, TwoLayerConfig] = dataclasses.field(default_factory=dict)
 
     def unique(self) -> list[TwoLayerConfig]:
         """Every distinct config once, base first."""
         out: list[TwoLayerConfig] = []
-        for c in (self.base, *self.by_n.values(), *self.by_rho.values(), *self.by_steplr_gamma.values()):
+        for c in (self.base, *self.by_n.values(), *self.by_rho.values(), *self.by_steplr_gamma.values(),
+                  *self.wn_by_steplr_gamma.values()):
             if c not in out:
                 out.append(c)
         return out
@@ -122,8 +201,8 @@ class Fig8Configs:
 
 def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[float] = (0.1, 0.3, 0.5, 0.7),
                  steplr_gammas: Sequence[float] = (0.2, 0.4, 0.6, 0.8), eta: float = 1.0, seed: int = 0,
-                 **setting) -> Fig8Configs:
-    """The runs of Fig. 8: FB-Adam at learning rate ``eta``, recorded at every step.
+                 weight_norm_schedules: bool = False, **setting) -> Fig8Configs:
+    """The runs of Fig. 8 for one seed: FB-Adam at learning rate ``eta``, recorded at every step.
 
     Parameters
     ----------
@@ -132,8 +211,11 @@ def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[
         learning rate is multiplied by one after every step).
     eta, seed
         FB-Adam's learning rate and the seed of every run.
+    weight_norm_schedules
+        Also the StepLR runs (and the constant learning rate) with weight normalization, recorded at
+        the last step only (App. E.4).
     **setting
-        :class:`htlib.two_layer.TwoLayerConfig` fields that change :data:`SETTING`; its ``n`` and
+        :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape; its ``n`` and
         ``rho_e`` are the base the other panels vary around (panel (b) varies only the readout).
     """
     s = _setting(setting, ("optimizer", "eta", "seed", "steplr_gamma", "record_every", "keep_weights"))
@@ -145,31 +227,17 @@ def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[
     by_n = {int(v): dataclasses.replace(plain, n=int(v)) for v in ns}
     by_rho = {float(v): dataclasses.replace(plain, rho_e=float(v), keep_weights=last_two) for v in rhos}
     by_steplr_gamma = {float(v): dataclasses.replace(plain, steplr_gamma=float(v)) for v in steplr_gammas}
-    return Fig8Configs(base=base, by_n=by_n, by_rho=by_rho, by_steplr_gamma=by_steplr_gamma)
-
-
-def make_executor(kind: str, workers: int = 2) -> cf.Executor | None:
-    """The executor of a chapter's sweeps.
-
-    Parameters
-    ----------
-    kind
-        ``"serial"``: no executor, runs one after another in this process with
-        threaded BLAS.  ``"process"``: :func:`htlib.sweep.process_executor` with
-        ``workers`` processes of one BLAS thread each.
-    workers
-        Number of processes for ``"process"`` (``>= 1``).
-    """
-    check_choice("kind", kind, ("serial", "process"))
-    check_int("workers", workers, 1)
-    return None if kind == "serial" else process_executor(workers, threads_per_worker=1)
+    wn = {}
+    if weight_norm_schedules:
+        wn = {float(g): dataclasses.replace(plain, steplr_gamma=float(g), weight_norm=True, record_every=steps,
+                                            record_initial=False) for g in (*steplr_gammas, 1.0)}
+    return Fig8Configs(base=base, by_n=by_n, by_rho=by_rho, by_steplr_gamma=by_steplr_gamma, wn_by_steplr_gamma=wn)
 
 
 def run_trainings(
     configs: Sequence[TwoLayerConfig],
     *,
-    executor: str | cf.Executor | None = "serial",
-    workers: int = 2,
+    executor: cf.Executor | None = None,
     use_cache: bool = True,
     desc: str = "runs",
 ) -> list[Trajectory]:
@@ -179,10 +247,9 @@ def run_trainings(
     A config whose recording another config of the batch covers
     (:func:`htlib.two_layer.recording_covers`: same training spec, a superset of the recorded steps,
     kept weights and ESD) is read off that run (:func:`htlib.two_layer.restrict_recording`)
-    instead of being trained again; where that run diverged it is trained itself.
-    ``executor`` is ``"serial"``, ``"process"`` (see :func:`make_executor`), or any
-    :class:`concurrent.futures.Executor` (e.g. ``distributed.Client().get_executor()``),
-    which the caller then owns.  A process pool made here is shut down here.
+    instead of being trained again; where that run diverged it is trained itself.  ``executor`` is
+    ``None`` (in this process) or any :class:`concurrent.futures.Executor` (a chapter passes the one of
+    :meth:`Setup.executor_context`), which the caller owns.
     """
     configs = list(configs)
     hosts: list[TwoLayerConfig] = []
@@ -193,15 +260,10 @@ def run_trainings(
             hosts.append(c)
             host = c
         host_of[c] = host
-    pool = make_executor(executor, workers) if isinstance(executor, str) else executor
-    try:
-        done = dict(zip(hosts, run_sweep(train, hosts, executor=pool, use_cache=use_cache, desc=desc)))
-        redo = [c for c, h in host_of.items() if h != c and done[h].diverged_at is not None]
-        if redo:
-            done.update(zip(redo, run_sweep(train, redo, executor=pool, use_cache=use_cache, desc=desc)))
-    finally:
-        if isinstance(executor, str) and pool is not None:
-            pool.shutdown()
+    done = dict(zip(hosts, run_sweep(train, hosts, executor=executor, use_cache=use_cache, desc=desc)))
+    redo = [c for c, h in host_of.items() if h != c and done[h].diverged_at is not None]
+    if redo:
+        done.update(zip(redo, run_sweep(train, redo, executor=executor, use_cache=use_cache, desc=desc)))
     return [done[c] if c in done else restrict_recording(done[host_of[c]], c) for c in configs]
 
 
@@ -209,12 +271,65 @@ def _recording_size(c: TwoLayerConfig) -> tuple[int, int, bool]:
     return len(c.recorded_steps()), len(c.keep_weights), c.record_esd
 
 
-
-
 def fig7_grid(trajectories: Sequence[Trajectory]) -> RunGrid:
     """The finished Fig. 7 runs as a :class:`htlib.two_layer.RunGrid` of
     :func:`htlib.generalization.final_metrics` (ESD numbers included)."""
     return run_grid(trajectories, final_metrics)
+
+
+@dataclass(frozen=True)
+class Fig7Result:
+    """The Fig. 7 grid and, when ``weight_norm_repeat`` is on, its weight-normalized repeat."""
+
+    grid: RunGrid
+    grid_wn: RunGrid | None
+
+
+def run_fig7(setup: Setup) -> Fig7Result:
+    """The Fig. 7 grid (and its weight-normalized repeat when ``setup.weight_norm_repeat``)."""
+    plain = fig7_configs(etas=setup.etas, seeds=setup.seeds, **setup.shape)
+    wn = (fig7_configs(etas=setup.etas, seeds=setup.seeds, weight_norm=True, **setup.shape)
+          if setup.weight_norm_repeat else [])
+    with setup.executor_context() as pool:
+        done = run_trainings(plain + wn, executor=pool, desc="Fig. 7")
+    return Fig7Result(grid=fig7_grid(done[:len(plain)]), grid_wn=fig7_grid(done[len(plain):]) if wn else None)
+
+
+@dataclass(frozen=True)
+class Fig8Result:
+    """Fig. 8 for every seed: the configs of each seed, every run, and the ridge-constant curves."""
+
+    configs: tuple[Fig8Configs, ...]
+    runs: dict[TwoLayerConfig, Trajectory]
+    ridge: tuple[dict[float, dict[str, np.ndarray]], ...]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.configs)
+
+    def panel(self, name: str) -> dict:
+        """``{value: (trajectory per seed)}`` of panel ``name`` ("by_n", "by_rho", "by_steplr_gamma" or
+        "wn_by_steplr_gamma")."""
+        keys = getattr(self.configs[0], name)
+        return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in self.configs) for k in keys}
+
+    @property
+    def base(self) -> tuple[Trajectory, ...]:
+        return tuple(self.runs[f8.base] for f8 in self.configs)
+
+
+def run_fig8(setup: Setup) -> Fig8Result:
+    """Fig. 8 for seeds ``0..fig8_seeds-1`` (with the weight-normalized StepLR runs of App. E.4), and the
+    ridge-constant panel recomputed from each base run's stored ``W_t``."""
+    per_seed = tuple(fig8_configs(ns=setup.ns, rhos=setup.rhos, steplr_gammas=setup.steplr_gammas, eta=setup.fig8_eta,
+                                  seed=s, weight_norm_schedules=True, **setup.shape)
+                     for s in range(setup.fig8_seeds))
+    configs = [c for f8 in per_seed for c in f8.unique()]
+    with setup.executor_context() as pool:
+        done = run_trainings(configs, executor=pool, desc="Fig. 8")
+    runs = dict(zip(configs, done))
+    ridge = tuple(readout_curves(f8.base, setup.lams) for f8 in per_seed)
+    return Fig8Result(configs=per_seed, runs=runs, ridge=ridge)
 
 
 def mean_table(grid: RunGrid, *, readouts: Sequence[str] = READOUT_SCALES) -> pd.DataFrame:
@@ -228,7 +343,7 @@ def mean_table(grid: RunGrid, *, readouts: Sequence[str] = READOUT_SCALES) -> pd
         means = {m: grid.mean(m, opt) for m, _ in cols}
         div = grid.diverged[grid.optimizers.index(opt)].sum(axis=1)
         for i, eta in enumerate(grid.etas):
-            rows.append({"optimizer": _NAMES.get(opt, opt), "eta": f"{eta:g}",
+            rows.append({"optimizer": NAMES.get(opt, opt), "eta": f"{eta:g}",
                          **{h: f"{means[m][i]:.3g}" for m, h in cols}, "diverged": int(div[i])})
     return pd.DataFrame(rows)
 
@@ -237,9 +352,22 @@ def correlations_frame(tables: Mapping[str, Mapping[tuple[str, str], RankCorrela
     """Several :func:`htlib.generalization.correlation_table` results as one DataFrame, keyed by
     ``tables``' labels (e.g. the readout convention): rho and its bootstrap interval per optimizer
     and metric."""
-    return pd.DataFrame([{"readout": label, "optimizer": _NAMES.get(opt, opt), "metric": metric,
+    return pd.DataFrame([{"readout": label, "optimizer": NAMES.get(opt, opt), "metric": metric,
                           "rho": f"{r.rho:+.2f}", "CI": f"[{r.low:+.2f}, {r.high:+.2f}]", "points": r.n_points}
                          for label, table in tables.items() for (opt, metric), r in table.items()])
+
+
+def correlation_tables(grid: RunGrid, setup: Setup) -> dict[str, dict]:
+    """The within-seed Spearman tables against the test loss, under each readout convention."""
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    return {READOUT_NAMES[s]: gen_correlation_table(grid, s, **boot) for s in READOUT_SCALES}
+
+
+def gen_correlation_table(grid: RunGrid, readout: str, **boot) -> dict:
+    from htlib.generalization import correlation_table
+
+    return correlation_table(grid, metrics=("alpha_hill", "alpha_ks", "alpha_weighted", f"kta@{readout}"),
+                             target=f"test_loss@{readout}", **boot)
 
 
 # ----------------------------------------------------------------------------- ridge panel
@@ -319,378 +447,567 @@ def update_overlap_outlier(traj: Trajectory, t: int | None = None) -> tuple[floa
     return float(np.diag(O_u).max()), float(np.diag(O_v).max())
 
 
+def odd_student_floor(rho_e: float, nodes: int = 80) -> float:
+    """The population MSE below which no odd student ``f(-x) = -f(x)`` of the softplus teacher can go:
+    ``E[(softplus(z) - z/2)^2] + rho_e^2`` (the even part of the teacher), by Gauss-Hermite quadrature.
+
+    Examples
+    --------
+    >>> round(odd_student_floor(0.0), 4)  # E[(softplus(z) - z/2)^2], z ~ N(0, 1)
+    0.6712
+    """
+    z, w = np.polynomial.hermite_e.hermegauss(nodes)
+    even = np.logaddexp(0.0, z) - z / 2
+    return float(w @ even**2 / w.sum() + float(rho_e) ** 2)
+
+
 # ----------------------------------------------------------------------------- claims
 #
-# Each check fixes its criterion in its docstring and returns a :class:`htlib.claims.Claim`.
-# The loss-dependent ones take ``readout``: the metric names become ``"<loss>@<readout>"``.
+# Every part of a claim is a Criterion judged on a seed interval (Criterion.judge); a compound claim
+# combines its parts with _combine.  The claims that read a loss or the KTA take ``readout``: the
+# counted record reads the figures' convention, the other one is a variant.
 
-_READOUT_NAMES = {"d": "figures' readout /d", "sqrt_d": "written readout /sqrt(d)"}
+
+
+def _claim(**fields) -> Claim:
+    """A :class:`Claim`, where a "disagrees" measured outside the paper's setting (and not a variant) becomes
+    "inconclusive": no measurement of the chapter shows that the reduction does not explain it."""
+    if (fields.get("verdict") == "disagrees" and fields.get("setting") != PAPER_SETTING
+            and not fields.get("variant_of") and not fields.get("reduction_check")):
+        fields["verdict"] = "inconclusive"
+        fields["cause"] = (f"measured at a reduced setting ({fields['setting']}), which may explain it: "
+                           + fields.get("cause", ""))
+    return Claim(**fields)
+
+
+def _combine(verdicts: Sequence[str]) -> str:
+    """The verdict of a compound criterion: "partly" when some parts hold and others fail, "inconclusive"
+    when no part fails (or none holds) but some cannot be decided."""
+    v = set(verdicts)
+    if v == {"agrees"}:
+        return "agrees"
+    if v == {"disagrees"}:
+        return "disagrees"
+    if {"agrees", "disagrees"} <= v:
+        return "partly"
+    return "inconclusive"
 
 
 def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _ci(r: RankCorrelation) -> str:
+def _ci(v: float, ci: tuple[float, float], fmt: str = ".3g") -> str:
+    return f"{v:{fmt}} [{ci[0]:{fmt}}, {ci[1]:{fmt}}]"
+
+
+def _rho(r: RankCorrelation) -> str:
     return f"{r.rho:+.2f} [{r.low:+.2f}, {r.high:+.2f}]"
 
 
-CLAIM_SETTING = ("the paper's sizes n=8000, d=1000, h=1500 and 10 full-batch steps; 5 seeds per learning rate in Fig. 7, "
-           "one seed in Fig. 8 (the authors' configurations use 2)")
-"""What every record of this chapter states as its setting (the defaults of the parameters cell)."""
+class _Parts:
+    """The parts of a compound claim: each a named criterion judged on a value and its interval."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, Criterion, float, tuple[float, float], str]] = []
+
+    def add(self, name: str, crit: Criterion, value: float, interval: tuple[float, float]) -> None:
+        self.items.append((name, crit, float(value), interval, crit.judge(value, interval)))
+
+    def add_mean(self, name: str, crit: Criterion, stat: SeedMean, index=()) -> None:
+        v, ci = stat.at(index)
+        self.add(name, crit, v, ci)
+
+    def add_rho(self, name: str, crit: Criterion, r: RankCorrelation) -> None:
+        self.add(name, crit, r.rho, (r.low, r.high))
+
+    @property
+    def verdict(self) -> str:
+        return _combine([v for *_, v in self.items])
+
+    @property
+    def measured(self) -> str:
+        return "; ".join(f"{name} {_ci(v, ci)}" for name, _, v, ci, _ in self.items)
+
+    def cause(self, where: str, prefix: str = "") -> str:
+        if self.verdict == "agrees":
+            return ""
+        bad = [f"{name} {_ci(v, ci)} (needs {c.op} {c.threshold if c.op != 'in' else list(c.threshold)})"
+               for name, c, v, ci, verdict in self.items if verdict == "disagrees"]
+        wide = [f"{name} {_ci(v, ci)} straddles {c.op} {c.threshold if c.op != 'in' else list(c.threshold)}"
+                for name, c, v, ci, verdict in self.items if verdict == "inconclusive"]
+        text = "; ".join(p for p in ("fails: " + ", ".join(bad) if bad else "",
+                                     "interval straddles: " + ", ".join(wide) if wide else "") if p)
+        return f"{prefix}{text} ({where})"
 
 
-_D_TAG, _SQRT_TAG = " [figures' readout /d]", " [written readout /sqrt(d)]"
+def _readout_prefix(readout: str) -> str:
+    return "" if readout == "d" else "the same W read out through tanh(X Wᵀ/sqrt(d)), the written convention; "
 
 
-def _readout_variants(claims: list[Claim]) -> list[Claim]:
-    """The written /sqrt(d) readout rows as variants of the /d rows (the published figures'): never counted."""
-    import dataclasses
+def _readout_setting(base: str, readout: str) -> str:
+    if readout == "d":
+        return base
+    return READOUT_NAMES[readout] + ("" if base == PAPER_SETTING else f"; {base}")
 
-    out = []
-    for c in claims:
-        if c.claim.endswith(_D_TAG):
-            key = f"{c.where}: {c.claim[: -len(_D_TAG)]}"
-            out.append(dataclasses.replace(c, key=key))
-        elif c.claim.endswith(_SQRT_TAG):
-            key = f"{c.where}: {c.claim[: -len(_SQRT_TAG)]}"
-            out.append(dataclasses.replace(c, key=key + " (sqrt_d)", variant_of=key,
-                                           setting=c.setting + "; the readout /sqrt(d) of the text"))
-        else:
-            out.append(c)
+
+def _variant(key: str, readout: str) -> dict:
+    return dict(key=key if readout == "d" else f"{key}_sqrt_d", variant_of="" if readout == "d" else key)
+
+
+NEGATIVE = Criterion("seed mean of the contrast", "<", 0.0)
+POSITIVE = Criterion("seed mean of the contrast", ">", 0.0)
+RHO_NEG = Criterion("within-seed Spearman rho", "<", 0.0)
+RHO_POS = Criterion("within-seed Spearman rho", ">", 0.0)
+GD_LARGE_ETA = 1000.0
+"""§5.3: "for GD with eta >= 1000"; the contrast is those learning rates against the rest of the grid."""
+BENIGN_ETA = 1.0
+"""§5.3: the benign learning rates of FB-Adam, eta <= 1."""
+FLAT_BAND = (1.0, 100.0)
+"""§5.3: "for 1 <= eta <= 100 ... similar values of PL_Alpha_Hill"."""
+HILL_FLAT = Criterion("range of the seed-mean PL_Alpha_Hill over its mean", "<", 0.05)
+SAMPLE_SIZE_N = 2000
+"""Fig. 8(a): the sample size whose PL_Alpha_Hill the paper reads as 1.8."""
+HILL_PAPER = {2000: 1.8, 8000: 1.9}
+"""The paper's PL_Alpha_Hill of W10 at n = 2000 and n = 8000."""
+HILL_TOL = 0.1
+SPIKE_SEPARATED = Criterion("seed mean of lambda_max / 90th percentile of the eigenvalues", ">=", 5.0)
+"""Fig. 8(a): "almost an order of magnitude" on the paper's log10 histogram (5 is about 0.7 decades)."""
+SPIKE_ABSORBED = Criterion("seed mean of s1 / s2", "<", 1.5)
+"""Fig. 8(a): "the spike is consumed by the bulk": no isolated top singular value."""
+LOSS_IMPROVES = Criterion("seed mean of the relative drop from step 0 to the last step", ">=", 0.05)
+"""The book's 5% rule for "the loss improves" (as in the one-step chapter)."""
+LAM_BALANCED = 0.01
+"""Fig. 8(b): the ridge constant that "reasonably balances" test loss and generalization gap."""
+OVERLAP_RATIO = Criterion("seed mean of the ratio of the largest overlap-diagonal entries", "in", (0.35, 0.65))
+"""Fig. 8(c): the outliers at rho_e = 0.3 are "almost 0.5x" those at rho_e = 0.7 (0.5 +- 0.15)."""
+RHO_LOW, RHO_HIGH = 0.3, 0.7
+
+
+def gd_contrast_claim(grid: RunGrid, setup: Setup, readout: str, *, where: str = "§5.3, Fig. 7",
+                      weight_norm: bool = False) -> Claim:
+    """GD, ``eta >= 1000`` against the rest of the grid: lower train and test loss, higher KTA, lower
+    PL_Alpha_Hill and PL_Alpha_KS (per seed: mean over the large etas minus mean over the others)."""
+    big = grid.etas >= GD_LARGE_ETA
+    base_key = "gd_contrast_wn" if weight_norm else "gd_contrast"
+    common = dict(paper="003", where=where, section="gen-fig7", **_variant(base_key, readout),
+                  claim=("with WN, " if weight_norm else "") + "GD, eta >= 1000: the reduction in train and test "
+                  "losses goes with an increase in KTA and a decrease in PL_Alpha_Hill and PL_Alpha_KS",
+                  criterion=("per seed, mean over eta >= 1000 minus mean over the other grid etas: train and test "
+                             "loss < 0, KTA > 0, PL_Alpha_Hill < 0, PL_Alpha_KS < 0 (seed mean, interval excluding 0)"),
+                  threshold=0.0,
+                  setting=_readout_setting(setup.deviations(FIG7_FIELDS), readout)
+                  + ("; weight normalization before each step" if weight_norm else ""),
+                  uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap of the mean contrast")
+    if big.all() or not big.any():
+        return _claim(**common, measured="", verdict="not tested",
+                     cause="the grid etas needs learning rates on both sides of 1000")
+    parts = _Parts()
+    for metric, name, crit in ((f"train_loss@{readout}", "train", NEGATIVE), (f"test_loss@{readout}", "test", NEGATIVE),
+                               (f"kta@{readout}", "KTA", POSITIVE), ("alpha_hill", "Hill", NEGATIVE),
+                               ("alpha_ks", "KS", NEGATIVE)):
+        v = grid.get(metric, "gd")
+        parts.add_mean(name, crit, seed_mean(np.nanmean(v[big], 0) - np.nanmean(v[~big], 0), n_boot=setup.n_boot,
+                                             level=setup.ci_level))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict,
+                 cause=parts.cause("Fig. 7 table", _readout_prefix(readout)))
+
+
+def adam_correlation_claim(grid: RunGrid, setup: Setup, readout: str) -> Claim:
+    """§5.3, FB-Adam "a similar correlation between the training loss, KTA, PL_Alpha_Hill and PL_Alpha_KS":
+    within-seed Spearman over the grid of the train loss with KTA (< 0) and with each alpha (> 0)."""
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    y = grid.get(f"train_loss@{readout}", "adam")
+    parts = _Parts()
+    parts.add_rho("rho(train, KTA)", RHO_NEG, spearman_bootstrap(grid.get(f"kta@{readout}", "adam"), y, **boot))
+    parts.add_rho("rho(train, Hill)", RHO_POS, spearman_bootstrap(grid.get("alpha_hill", "adam"), y, **boot))
+    parts.add_rho("rho(train, KS)", RHO_POS, spearman_bootstrap(grid.get("alpha_ks", "adam"), y, **boot))
+    return _claim(paper="003", where="§5.3, Fig. 7", section="gen-fig7", **_variant("adam_corr", readout),
+                 claim="FB-Adam shows a similar correlation between the training loss, KTA, PL_Alpha_Hill and PL_Alpha_KS",
+                 criterion=f"within-seed Spearman over the {grid.etas.size} grid etas: rho(train, KTA) < 0, "
+                           "rho(train, Hill) > 0, rho(train, KS) > 0, each interval excluding 0",
+                 threshold=0.0, setting=_readout_setting(setup.deviations(FIG7_FIELDS), readout),
+                 uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap of the mean rho",
+                 measured=parts.measured, verdict=parts.verdict,
+                 cause=parts.cause("Fig. 7 table", _readout_prefix(readout)))
+
+
+def benign_band_claim(grid: RunGrid, setup: Setup, readout: str) -> Claim:
+    """FB-Adam, ``eta <= 1``: a lower PL_Alpha_Hill goes with a lower test loss (within-seed Spearman > 0)."""
+    keep = grid.etas <= BENIGN_ETA
+    common = dict(paper="003", where="§5.3, Fig. 7", section="gen-fig7", **_variant("benign", readout),
+                  claim="FB-Adam, benign eta <= 1: a decrease in PL_Alpha_Hill leads to better test performance",
+                  criterion=RHO_POS.text.replace("rho", "rho(PL_Alpha_Hill, test loss) over the grid etas <= 1") +
+                  ", interval excluding 0", threshold=0.0,
+                  setting=_readout_setting(setup.deviations(FIG7_FIELDS), readout),
+                  uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap of the mean rho; a "
+                              f"{int(keep.sum())}-point Spearman moves in steps of {_rank_step(int(keep.sum()))}")
+    if keep.sum() < 3:
+        return _claim(**common, measured="", verdict="not tested", cause="fewer than 3 grid etas <= 1")
+    parts = _Parts()
+    parts.add_rho("rho(Hill, test)", RHO_POS, spearman_bootstrap(grid.get("alpha_hill", "adam")[keep],
+                                                                 grid.get(f"test_loss@{readout}", "adam")[keep],
+                                                                 n_boot=setup.n_boot, level=setup.ci_level))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict,
+                 cause=parts.cause("Fig. 7 table", _readout_prefix(readout)))
+
+
+def _rank_step(k: int) -> str:
+    """The spacing of the values a Spearman rho of ``k`` untied points can take: 12 / (k^3 - k)."""
+    return f"{12 / (k ** 3 - k):.2g}"
+
+
+def hill_flat_claim(grid: RunGrid, setup: Setup) -> Claim:
+    """FB-Adam, ``1 <= eta <= 100``: the seed-mean PL_Alpha_Hill flat (range below 5% of its mean), the
+    seed-mean PL_Alpha_KS falling from each grid eta to the next (each difference < 0)."""
+    keep = (grid.etas >= FLAT_BAND[0]) & (grid.etas <= FLAT_BAND[1])
+    common = dict(paper="003", where="§5.3, Fig. 7", section="gen-fig7", key="hill_flat",
+                  claim="FB-Adam, 1 <= eta <= 100: similar PL_Alpha_Hill, while PL_Alpha_KS decreases monotonically",
+                  criterion=f"{HILL_FLAT.text} (seed bootstrap); each step of the "
+                            "seed-mean PL_Alpha_KS between consecutive grid etas < 0",
+                  threshold=HILL_FLAT.threshold, setting=setup.deviations(FIG7_FIELDS),
+                  uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap")
+    if keep.sum() < 2:
+        return _claim(**common, measured="", verdict="not tested", cause="fewer than 2 grid etas in [1, 100]")
+    hill = grid.get("alpha_hill", "adam")[keep]
+    rng = np.random.default_rng(0)
+    reps = []
+    for _ in range(setup.n_boot):
+        m = hill[:, rng.integers(0, hill.shape[1], hill.shape[1])].mean(axis=1)
+        reps.append(np.ptp(m) / m.mean())
+    m = hill.mean(axis=1)
+    tail = 50 * (1 - setup.ci_level)
+    parts = _Parts()
+    parts.add("Hill range/mean", HILL_FLAT, np.ptp(m) / m.mean(), tuple(np.percentile(reps, [tail, 100 - tail])))
+    ks = grid.get("alpha_ks", "adam")[keep]
+    steps = seed_mean(np.diff(ks, axis=0), n_boot=setup.n_boot, level=setup.ci_level)
+    etas = grid.etas[keep]
+    for j in range(etas.size - 1):
+        parts.add_mean(f"KS({etas[j + 1]:g}) - KS({etas[j]:g})", NEGATIVE, steps, j)
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict, cause=parts.cause("Fig. 7 table"))
+
+
+def wn_repeat_claim(res: Fig7Result, setup: Setup) -> Claim:
+    """App. E.4: "a similar analysis with weight normalization": the GD contrast on the WN grid."""
+    if res.grid_wn is None:
+        runs = 2 * len(setup.etas) * setup.seeds
+        return _claim(paper="003", where="§5.3, App. E.4", section="gen-fig7", key="gd_contrast_wn",
+                     claim="with WN, GD, eta >= 1000: the reduction in train and test losses goes with an increase in "
+                           "KTA and a decrease in PL_Alpha_Hill and PL_Alpha_KS",
+                     criterion="the Fig. 7 GD contrast on the weight-normalized grid", measured="",
+                     verdict="not tested", setting=setup.deviations(FIG7_FIELDS),
+                     cause=f"weight_norm_repeat is off: {runs} more runs of {setup.steps} steps at n = {setup.n}, "
+                           "as many as the Fig. 7 grid, beyond the chapter's budget; make paper runs it")
+    return gd_contrast_claim(res.grid_wn, setup, "d", where="§5.3, App. E.4", weight_norm=True)
+
+
+def _last(traj: Trajectory, metric: str) -> float:
+    return float(traj.metric(metric)[-1]) if traj.diverged_at is None else float("nan")
+
+
+def _first_recorded(traj: Trajectory, metric: str) -> float:
+    return float(traj.metric(metric)[0])
+
+
+def sample_size_claim(res: Fig8Result, setup: Setup) -> Claim:
+    """Fig. 8(a): PL_Alpha_Hill of W10 about 1.8 at n = 2000 and 1.9 at the chapter's n, the smaller one
+    at n = 2000; the spike stands out at n = 2000 and is absorbed at the chapter's n."""
+    by_n = res.panel("by_n")
+    n_big = setup.n
+    common = dict(paper="003", where="§5.3, Fig. 8(a)", section="gen-fig8", key="sample_hill",
+                  claim=f"PL_Alpha_Hill 1.8 at n = {SAMPLE_SIZE_N} against about 1.9 at n = 8000; at n = 8000 the "
+                        "spike is consumed by the bulk, at n = 2000 the outlier is almost an order of magnitude away",
+                  criterion=(f"seed means: Hill within {HILL_TOL:g} of the paper's at both n, Hill(n={SAMPLE_SIZE_N}) "
+                             f"- Hill(n=8000) < 0; {SPIKE_SEPARATED.text} at n={SAMPLE_SIZE_N}; {SPIKE_ABSORBED.text} at n=8000"),
+                  threshold=HILL_TOL, setting=setup.deviations(FIG8_FIELDS + ("n", "rho_e", "lam")),
+                  uncertainty=_fig8_uncertainty(res, setup))
+    if SAMPLE_SIZE_N not in by_n or n_big not in by_n or n_big != 8000:
+        return _claim(**common, measured="", verdict="not tested", cause="needs n = 8000 and ns to contain 2000 and 8000")
+    fm = {n: [final_metrics(t) for t in by_n[n]] for n in (SAMPLE_SIZE_N, n_big)}
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    col = {n: {k: np.array([m[k] for m in fm[n]]) for k in ("alpha_hill", "spike_q90", "sv_ratio")} for n in fm}
+    parts = _Parts()
+    for n in (SAMPLE_SIZE_N, n_big):
+        p = HILL_PAPER[n]
+        parts.add_mean(f"Hill(n={n})", Criterion(f"Hill(n={n})", "in", (p - HILL_TOL, p + HILL_TOL)),
+                       seed_mean(col[n]["alpha_hill"], **boot))
+    parts.add_mean("Hill difference", NEGATIVE, seed_mean(col[SAMPLE_SIZE_N]["alpha_hill"] - col[n_big]["alpha_hill"], **boot))
+    parts.add_mean(f"lambda_max/q90(n={SAMPLE_SIZE_N})", SPIKE_SEPARATED, seed_mean(col[SAMPLE_SIZE_N]["spike_q90"], **boot))
+    parts.add_mean(f"s1/s2(n={n_big})", SPIKE_ABSORBED, seed_mean(col[n_big]["sv_ratio"], **boot))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict, cause=parts.cause("Fig. 8 table"))
+
+
+def _fig8_uncertainty(res: Fig8Result, setup: Setup) -> str:
+    s = res.seeds
+    extra = " (with 2 seeds: their range)" if s == 2 else ""
+    return f"{s} seeds; {setup.ci_level:.0%} seed bootstrap of the mean{extra}"
+
+
+def _rel_drop(trajs: Sequence[Trajectory], metric: str) -> np.ndarray:
+    return np.array([1 - _last(t, metric) / _first_recorded(t, metric) for t in trajs])
+
+
+def sample_size_loss_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
+    """Fig. 8(a): at the chapter's n the train and test losses improve (each drops by at least 5% over
+    the steps); at every smaller n the network overfits (train loss down, test loss up)."""
+    by_n = res.panel("by_n")
+    smaller = [n for n in by_n if n < setup.n]
+    common = dict(paper="003", where="§5.3, Fig. 8(a)", section="gen-fig8", **_variant("sample_loss", readout),
+                  claim="the train and test loss improve significantly for n = 8000, while the network overfits for smaller n",
+                  criterion=(f"at n = {setup.n}: train and test {LOSS_IMPROVES.text}; at every smaller n: "
+                             "train drop > 0 and test drop < 0"),
+                  threshold=LOSS_IMPROVES.threshold,
+                  setting=_readout_setting(setup.deviations(FIG8_FIELDS + ("n", "rho_e", "lam", "ns")), readout),
+                  uncertainty=_fig8_uncertainty(res, setup))
+    if setup.n not in by_n or not smaller:
+        return _claim(**common, measured="", verdict="not tested", cause="ns must contain n and a smaller size")
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    parts = _Parts()
+    for m, name in (("train_loss", "train"), ("test_loss", "test")):
+        parts.add_mean(f"{name} drop (n={setup.n})", LOSS_IMPROVES, seed_mean(_rel_drop(by_n[setup.n], f"{m}@{readout}"), **boot))
+    for n in smaller:
+        parts.add_mean(f"train drop (n={n})", POSITIVE, seed_mean(_rel_drop(by_n[n], f"train_loss@{readout}"), **boot))
+        parts.add_mean(f"test drop (n={n})", NEGATIVE, seed_mean(_rel_drop(by_n[n], f"test_loss@{readout}"), **boot))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict,
+                 cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
+
+
+def ridge_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
+    """Fig. 8(b): at the last step every lambda < 1e-2 has a lower train and test loss and a larger gap
+    (test - train) than lambda = 1e-2 (per seed differences)."""
+    smaller = [l for l in res.ridge[0] if l < LAM_BALANCED]
+    common = dict(paper="003", where="§5.3, Fig. 8(b)", section="gen-fig8", **_variant("ridge", readout),
+                  claim="lambda = 1e-3 and 1e-4 reach lower train and test loss with a larger generalization gap; "
+                        "lambda = 1e-2 balances them",
+                  criterion=f"at the last step, per seed minus lambda = {LAM_BALANCED:g}: train < 0, test < 0, "
+                            "gap (test - train) > 0, for every smaller lambda", threshold=0.0,
+                  setting=_readout_setting(setup.deviations(FIG8_FIELDS + ("n", "rho_e", "lams")), readout),
+                  uncertainty=_fig8_uncertainty(res, setup))
+    if LAM_BALANCED not in res.ridge[0] or not smaller:
+        return _claim(**common, measured="", verdict="not tested", cause="lams must contain 0.01 and a smaller value")
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+
+    def last(lam, m):
+        return np.array([c[lam][f"{m}@{readout}"][-1] for c in res.ridge])
+
+    tr0, te0 = last(LAM_BALANCED, "train_loss"), last(LAM_BALANCED, "test_loss")
+    parts = _Parts()
+    for lam in sorted(smaller, reverse=True):
+        tr, te = last(lam, "train_loss"), last(lam, "test_loss")
+        parts.add_mean(f"lambda={lam:g}: train", NEGATIVE, seed_mean(tr - tr0, **boot))
+        parts.add_mean(f"test", NEGATIVE, seed_mean(te - te0, **boot))
+        parts.add_mean(f"gap", POSITIVE, seed_mean((te - tr) - (te0 - tr0), **boot))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict,
+                 cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
+
+
+def label_noise_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
+    """Fig. 8(c): train and test loss at the last step increase with rho_e (each consecutive difference
+    > 0); the largest diagonal entries of O(U_W10, U_M9) and O(V_W10, V_M9) at rho_e = 0.3 are about
+    0.5x those at rho_e = 0.7."""
+    by_rho = res.panel("by_rho")
+    rhos = sorted(by_rho)
+    common = dict(paper="003", where="§5.3, Fig. 8(c)", section="gen-fig8", **_variant("noise", readout),
+                  claim="the losses increase consistently with the label noise; the overlap-diagonal outliers at "
+                        "rho_e = 0.3 are almost 0.5x those at rho_e = 0.7",
+                  criterion=(f"per seed, each step of the last-step train and test loss between consecutive rho_e > 0; "
+                             f"{OVERLAP_RATIO.text} (rho_e {RHO_LOW:g} over {RHO_HIGH:g}, U and V)"),
+                  threshold=list(OVERLAP_RATIO.threshold),
+                  setting=_readout_setting(setup.deviations(FIG8_FIELDS + ("n", "rhos")), readout),
+                  uncertainty=_fig8_uncertainty(res, setup))
+    if RHO_LOW not in by_rho or RHO_HIGH not in by_rho or len(rhos) < 2:
+        return _claim(**common, measured="", verdict="not tested", cause="rhos must contain 0.3 and 0.7")
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    parts = _Parts()
+    for m, name in (("train_loss", "train"), ("test_loss", "test")):
+        v = np.array([[_last(t, f"{m}@{readout}") for t in by_rho[r]] for r in rhos])
+        steps = seed_mean(np.diff(v, axis=0), **boot)
+        parts.add(f"smallest {name} step", POSITIVE, *min((steps.at(j) for j in range(len(rhos) - 1)),
+                                                          key=lambda p: p[1][0]))
+    lo = np.array([update_overlap_outlier(t) for t in by_rho[RHO_LOW]])
+    hi = np.array([update_overlap_outlier(t) for t in by_rho[RHO_HIGH]])
+    if readout == "d":  # the overlaps do not depend on the readout: measured once
+        for k, name in enumerate(("O_U ratio", "O_V ratio")):
+            parts.add_mean(name, OVERLAP_RATIO, seed_mean(lo[:, k] / hi[:, k], **boot))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict,
+                 cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
+
+
+STEPLR_FAST = (0.2, 0.4)
+"""Fig. 8(d): the fast decays that "lead to stable loss curves"."""
+STEPLR_SLOW = (0.6, 0.8)
+"""Fig. 8(d): the slower decays whose trends are "relatively unstable ... in the early steps"."""
+INSTABILITY = Criterion("seed mean of (smallest rise of a slow decay) - (largest rise of a fast decay)", ">", 0.0)
+"""A loss curve's instability: the sum of its increases (train and test) over the first half of the
+steps, relative to its step-0 value; every slow decay must rise more than every fast one."""
+
+
+def loss_rise(traj: Trajectory, readout: str = "d", *, steps: int | None = None) -> float:
+    """The instability of a loss curve: the sum of the increases of the train and of the test loss from
+    step to step over the first ``steps`` steps (default: half of them, rounded up), each relative to
+    its step-0 value.  A curve that only falls has 0.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> t = NS(config=NS(steps=4), metric=lambda m: np.array([1.0, 0.8, 0.9, 0.7, 0.6]))
+    >>> round(loss_rise(t), 3)  # 0.1 up in the train loss and 0.1 up in the test loss (same curve here)
+    0.2
+    """
+    k = math.ceil(traj.config.steps / 2) if steps is None else int(steps)
+    out = 0.0
+    for m in ("train_loss", "test_loss"):
+        v = np.asarray(traj.metric(f"{m}@{readout}"), dtype=float)[:k + 1]
+        out += float(np.clip(np.diff(v), 0, None).sum() / v[0])
     return out
 
 
-def _record(**fields) -> Claim:
-    """A claim record under the book's verdict rules.
-
-    A criterion that fails here is reported as "inconclusive", not "disagrees": the chapter does not yet
-    show by a measurement what produces the difference, which a "disagrees" requires.
-    """
-    cause = fields.pop("cause", "") or ""
-    verdict = fields.pop("verdict")
-    if verdict == "disagrees":
-        verdict = "inconclusive"
-        cause = ("the criterion fails (" + (cause or fields["measured"]) + "); the chapter does not yet "
-                 "establish the cause by a measurement, so the failure is not counted as a disagreement")
-    elif verdict != "agrees" and not cause:
-        cause = f"only part of the criterion holds: {fields['measured']}"
-    fields.setdefault("setting", CLAIM_SETTING)
-    return Claim(verdict=verdict, cause=cause, **fields)
-
-
-def _sign_verdict(results: Sequence[tuple[RankCorrelation, int]]) -> str:
-    """agrees: every rho has its expected sign and an interval excluding 0;
-    partly: some signs right (or all right but some interval contains 0); disagrees: no sign right."""
-    right = [np.sign(r.rho) == s for r, s in results]
-    if all(right) and all(r.excludes_zero for r, _ in results):
-        return "agrees"
-    return "partly" if any(right) else "disagrees"
+def steplr_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
+    """Fig. 8(d): the fast StepLR decays give stable loss curves, the slower ones rise in the early steps
+    (:func:`loss_rise`: every slow decay above every fast one, per seed)."""
+    by_g = res.panel("by_steplr_gamma")
+    common = dict(paper="003", where="§5.3, Fig. 8(d)", section="gen-fig8", **_variant("steplr", readout),
+                  claim="fast StepLR decays (gamma = 0.2, 0.4) lead to stable loss curves; the trends are relatively "
+                        "unstable for gamma = 0.6 and 0.8 in the early steps",
+                  criterion=(f"{INSTABILITY.text}, a curve's rise being the sum of the increases of its train "
+                             f"and test loss over the first half of the steps, relative to step 0"),
+                  threshold=INSTABILITY.threshold,
+                  setting=_readout_setting(setup.deviations(FIG8_FIELDS + ("n", "rho_e", "steplr_gammas")), readout),
+                  uncertainty=_fig8_uncertainty(res, setup))
+    if not (set(STEPLR_FAST) | set(STEPLR_SLOW)) <= set(by_g):
+        return _claim(**common, measured="", verdict="not tested", cause="steplr_gammas must contain 0.2, 0.4, 0.6, 0.8")
+    rise = {g: np.array([loss_rise(t, readout) for t in by_g[g]]) for g in (*STEPLR_FAST, *STEPLR_SLOW)}
+    margin = np.min([rise[g] for g in STEPLR_SLOW], axis=0) - np.max([rise[g] for g in STEPLR_FAST], axis=0)
+    parts = _Parts()
+    parts.add_mean("slow - fast", INSTABILITY, seed_mean(margin, n_boot=setup.n_boot, level=setup.ci_level))
+    rises = ", ".join(f"gamma={g:g}: {rise[g].mean():.3g}" for g in rise)
+    return _claim(**common, measured=f"rise (seed mean) {rises}; {parts.measured}", verdict=parts.verdict,
+                  cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
 
 
-def _sign_reason(results: Sequence[tuple[RankCorrelation, int]], names: Sequence[str]) -> str:
-    wrong = [n for (r, s), n in zip(results, names) if np.sign(r.rho) != s]
-    wide = [n for (r, s), n in zip(results, names) if np.sign(r.rho) == s and not r.excludes_zero]
-    parts = []
-    if wrong:
-        parts.append("wrong sign: " + ", ".join(wrong))
-    if wide:
-        parts.append("right sign but interval contains 0: " + ", ".join(wide))
-    return "; ".join(parts)
+SPIKE_FALLS = Criterion("seed mean of the step of lambda_max / q90 between consecutive gammas, with WN", "<", 0.0)
+HILL_LOWER_WN = Criterion("seed mean of PL_Alpha_Hill with WN minus without, at each gamma", "<", 0.0)
 
 
-def check_gd_large_eta(grid: RunGrid, *, readout: str = "d", eta_min: float = 1000.0, n_boot: int = 2000,
-                       level: float = 0.95, seed: int = 0, where: str = "§5.3, Fig. 7",
-                       section: str = "") -> Claim:
-    """GD at ``eta >= eta_min``: lower losses go with higher KTA and lower alphas.
-
-    Criterion: within-seed Spearman rho(loss, KTA) < 0 and rho(loss, alpha) > 0 (Hill and KS) for
-    the train and the test loss over these etas, every interval excluding 0.
-    """
-    r_ = check_choice("readout", readout, READOUT_SCALES)
-    keep = grid.etas >= eta_min
-    pairs = [(f"kta@{r_}", "KTA", -1), ("alpha_hill", "Hill", +1), ("alpha_ks", "KS", +1)]
-    parts, results, names = [], [], []
-    for loss, short in (("train_loss", "train"), ("test_loss", "test")):
-        y = grid.get(f"{loss}@{r_}", "gd")[keep]
-        for m, mshort, sign in pairs:
-            r = spearman_bootstrap(grid.get(m, "gd")[keep], y, n_boot=n_boot, level=level, seed=seed)
-            results.append((r, sign))
-            names.append(f"({short}, {mshort})")
-            parts.append(f"rho({short},{mshort})={_ci(r)}")
-    verdict = _sign_verdict(results)
-    return _record(
-        paper="003", where=where, section=section,
-        claim=f"GD, eta >= {eta_min:g}: the reduction in losses goes with a higher KTA and lower PL alphas "
-              f"[{_READOUT_NAMES[r_]}]",
-        criterion="within-seed Spearman rho(loss, KTA) < 0 and rho(loss, alpha) > 0 for train and test loss, "
-                  "seed-bootstrap CI excluding 0",
-        measured="; ".join(parts), verdict=verdict,
-        cause="" if verdict == "agrees" else _sign_reason(results, names),
-    )
+def wn_schedule_claim(res: Fig8Result, setup: Setup) -> Claim:
+    """App. E.4: with WN and StepLR the spike is controlled (its height over the bulk, ``lambda_max / q90``
+    of W10, falls as gamma grows) while the bulk moves toward a heavy tail (PL_Alpha_Hill of W10 lower
+    with WN than without, at every gamma)."""
+    wn, plain = res.panel("wn_by_steplr_gamma"), res.panel("by_steplr_gamma")
+    gammas = sorted(plain)
+    common = dict(paper="003", where="§5.3, App. E.4", section="gen-fig8", key="wn_schedules",
+                  claim="by employing WN, we can control the presence of the spike while nudging the bulk of the "
+                        "ESD toward an HT distribution with such schedules",
+                  criterion=f"{SPIKE_FALLS.text} (the schedule controls the spike); {HILL_LOWER_WN.text} "
+                            "(the bulk heavier)", threshold=0.0,
+                  setting=setup.deviations(FIG8_FIELDS + ("n", "rho_e", "steplr_gammas")),
+                  uncertainty=_fig8_uncertainty(res, setup))
+    if len(gammas) < 2 or not set(gammas) <= set(wn):
+        return _claim(**common, measured="", verdict="not tested", cause="needs two StepLR gammas or more")
+    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    q90 = np.array([[final_metrics(t)["spike_q90"] for t in wn[g]] for g in gammas])
+    parts = _Parts()
+    steps = seed_mean(np.diff(q90, axis=0), **boot)
+    for j in range(len(gammas) - 1):
+        parts.add_mean(f"q90 step {gammas[j]:g}->{gammas[j + 1]:g}", SPIKE_FALLS, steps, j)
+    for g in gammas:
+        diff = [final_metrics(a)["alpha_hill"] - final_metrics(b)["alpha_hill"] for a, b in zip(wn[g], plain[g])]
+        parts.add_mean(f"Hill(WN) - Hill at gamma={g:g}", HILL_LOWER_WN, seed_mean(np.array(diff), **boot))
+    return _claim(**common, measured=parts.measured, verdict=parts.verdict, cause=parts.cause("App. E.4 table"))
 
 
-def check_adam_benign_band(grid: RunGrid, *, readout: str = "d", eta_max: float = 1.0, n_boot: int = 2000,
-                           level: float = 0.95, seed: int = 0, where: str = "§5.3, Fig. 7",
-                           section: str = "") -> Claim:
-    """FB-Adam at ``eta <= eta_max``: a lower PL_Alpha_Hill goes with a lower test loss.
-
-    Criterion: within-seed Spearman rho(PL_Alpha_Hill, test loss) > 0 over these etas, interval excluding 0.
-    """
-    r_ = check_choice("readout", readout, READOUT_SCALES)
-    keep = grid.etas <= eta_max
-    r = spearman_bootstrap(grid.get("alpha_hill", "adam")[keep], grid.get(f"test_loss@{r_}", "adam")[keep],
-                           n_boot=n_boot, level=level, seed=seed)
-    hill = grid.mean("alpha_hill", "adam")[keep]
-    test = grid.mean(f"test_loss@{r_}", "adam")[keep]
-    means = ", ".join(f"eta={e:g}: Hill {_g(a)}, test {_g(b)}" for e, a, b in zip(grid.etas[keep], hill, test))
-    verdict = _sign_verdict([(r, +1)])
-    return _record(
-        paper="003", where=where, section=section,
-        claim=f"FB-Adam, eta <= {eta_max:g} (benign band): a lower PL_Alpha_Hill goes with a better test loss "
-              f"[{_READOUT_NAMES[r_]}]",
-        criterion="within-seed Spearman rho(PL_Alpha_Hill, test loss) > 0 over these etas, CI excluding 0",
-        measured=f"rho={_ci(r)}; means {means}", verdict=verdict,
-        cause="" if verdict == "agrees" else _sign_reason([(r, +1)], ["(Hill, test)"]),
-    )
+def claims(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> list[Claim]:
+    """The chapter's claim records in the paper's order; the written-readout rows are variants."""
+    out: list[Claim] = []
+    for s in READOUT_SCALES:
+        out += [gd_contrast_claim(fig7.grid, setup, s), adam_correlation_claim(fig7.grid, setup, s),
+                benign_band_claim(fig7.grid, setup, s)]
+    out.append(hill_flat_claim(fig7.grid, setup))
+    out.append(wn_repeat_claim(fig7, setup))
+    out.append(sample_size_claim(fig8, setup))
+    for s in READOUT_SCALES:
+        out += [sample_size_loss_claim(fig8, setup, s), ridge_claim(fig8, setup, s), label_noise_claim(fig8, setup, s),
+                steplr_claim(fig8, setup, s)]
+    out.append(wn_schedule_claim(fig8, setup))
+    return out
 
 
-def check_hill_flat_ks_decreasing(grid: RunGrid, *, eta_min: float = 1.0, eta_max: float = 100.0,
-                                  flat_tol: float = 0.05, where: str = "§5.3, Fig. 7",
-                                  section: str = "") -> Claim:
-    """FB-Adam, ``eta_min <= eta <= eta_max``: PL_Alpha_Hill flat, PL_Alpha_KS decreasing.
-
-    Flat: the range of the seed means is below ``flat_tol`` times their mean.
-    Decreasing: the seed means of PL_Alpha_KS fall strictly from each eta to the next.
-    (No readout enters: the alphas are spectra of W.)
-    """
-    keep = (grid.etas >= eta_min) & (grid.etas <= eta_max)
-    if keep.sum() < 2:
-        raise ValueError("the grid needs at least two learning rates in the range")
-    hill = grid.mean("alpha_hill", "adam")[keep]
-    ks = grid.mean("alpha_ks", "adam")[keep]
-    rel = float(np.ptp(hill) / np.mean(hill))
-    flat = rel < flat_tol
-    decreasing = bool(np.all(np.diff(ks) < 0))
-    verdict = "agrees" if flat and decreasing else ("partly" if flat or decreasing else "disagrees")
-    reason = "" if verdict == "agrees" else ("Hill not flat" if not flat else "") + (
-        ("; " if not flat and not decreasing else "") + ("KS not strictly decreasing" if not decreasing else ""))
-    return _record(
-        paper="003", where=where, section=section,
-        claim=f"FB-Adam, {eta_min:g} <= eta <= {eta_max:g}: PL_Alpha_Hill stays flat while PL_Alpha_KS keeps decreasing",
-        criterion=f"range of mean Hill alpha < {flat_tol:g} x its mean; mean KS alpha strictly decreasing in eta",
-        measured=(f"Hill means {', '.join(_g(v) for v in hill)} (range/mean {rel:.3f}); "
-                  f"KS means {', '.join(_g(v) for v in ks)}"),
-        verdict=verdict, cause=reason,
-    )
+# ----------------------------------------------------------------------------- tables and numbers for the prose
 
 
-def check_sample_size(traj_small: Trajectory, traj_large: Trajectory, *, hill_small: float = 1.8,
-                      hill_large: float = 1.9, tol: float = 0.1, separated: float = 5.0,
-                      absorbed: float = 1.5, where: str = "§5.3, Fig. 8(a)", section: str = "") -> Claim:
-    """PL_Alpha_Hill of ``W_10`` about 1.8 at n=2000 and 1.9 at n=8000; the spike absorbed at n=8000,
-    almost an order of magnitude from the bulk at n=2000.
-
-    Criterion: both Hill alphas within ``tol`` of the paper's and the small-n one lower; on the
-    eigenvalue scale the top eigenvalue of ``WᵀW`` is at least ``separated`` times the 90th
-    percentile of the eigenvalues at the small n (:func:`spike_over_bulk`; 10 would be one full
-    decade on the paper's log10 histogram); at the large n the top singular value is within
-    ``absorbed`` times the second (``s1/s2 < absorbed``: no isolated outlier).
-    """
-    a = final_metrics(traj_small)
-    b = final_metrics(traj_large)
-    n_s, n_l = traj_small.config.n, traj_large.config.n
-    hill_ok = (abs(a["alpha_hill"] - hill_small) <= tol and abs(b["alpha_hill"] - hill_large) <= tol
-               and a["alpha_hill"] < b["alpha_hill"])
-    spike_ok = a["spike_q90"] >= separated and b["sv_ratio"] < absorbed
-    verdict = "agrees" if hill_ok and spike_ok else ("partly" if hill_ok or spike_ok else "disagrees")
-    reason = "" if verdict == "agrees" else ("Hill alphas off" if not hill_ok else "spike part fails")
-    return _record(
-        paper="003", where=where, section=section,
-        claim=(f"PL_Alpha_Hill ~{hill_small:g} at n={n_s} vs ~{hill_large:g} at n={n_l}; at n={n_l} the spike "
-               f"is absorbed by the bulk, at n={n_s} the outlier is almost an order of magnitude from the bulk"),
-        criterion=(f"|Hill - paper| <= {tol:g} and Hill(n={n_s}) < Hill(n={n_l}); lambda_max / 90th percentile "
-                   f"of the eigenvalues >= {separated:g} at n={n_s}; s1/s2 < {absorbed:g} at n={n_l}"),
-        measured=(f"Hill {_g(a['alpha_hill'])} (n={n_s}) vs {_g(b['alpha_hill'])} (n={n_l}); "
-                  f"lambda_max/q90 {_g(a['spike_q90'])} vs {_g(b['spike_q90'])}; "
-                  f"s1/s2 {_g(a['sv_ratio'])} vs {_g(b['sv_ratio'])}"),
-        verdict=verdict, cause=reason,
-    )
+def fig8_table(res: Fig8Result, readout: str = "d") -> pd.DataFrame:
+    """Per panel value: seed means of the train and test loss at step 0 and at the last step, and of the
+    spectral numbers of W10 (PL_Alpha_Hill, PL_Alpha_KS, lambda_max / q90, s1/s2)."""
+    rows = []
+    for panel, label, fmt in (("by_n", "n", "{:d}"), ("by_rho", "rho_e", "{:g}"), ("by_steplr_gamma", "gamma", "{:g}"),
+                              ("wn_by_steplr_gamma", "WN, gamma", "{:g}")):
+        for k, trajs in res.panel(panel).items():
+            fm = [final_metrics(t) for t in trajs]
+            row = {"panel": f"{label} = {fmt.format(k)}"}
+            for m, name in (("train_loss", "train"), ("test_loss", "test")):
+                row[f"{name} 0"] = "" if panel.startswith("wn") else f"{np.mean([_first_recorded(t, f'{m}@{readout}') for t in trajs]):.3g}"
+                row[f"{name} {res.configs[0].base.steps}"] = f"{np.mean([f[f'{m}@{readout}'] for f in fm]):.3g}"
+            row.update({k2: f"{np.mean([f[k1] for f in fm]):.3g}" for k1, k2 in
+                        (("alpha_hill", "Hill"), ("alpha_ks", "KS"), ("spike_q90", "lambda_max/q90"), ("sv_ratio", "s1/s2"))})
+            rows.append(row)
+    for lam, _ in sorted(res.ridge[0].items(), reverse=True):
+        row = {"panel": f"lambda = {lam:g}"}
+        for m, name in (("train_loss", "train"), ("test_loss", "test")):
+            row[f"{name} 0"] = f"{np.mean([c[lam][f'{m}@{readout}'][0] for c in res.ridge]):.3g}"
+            row[f"{name} {res.configs[0].base.steps}"] = f"{np.mean([c[lam][f'{m}@{readout}'][-1] for c in res.ridge]):.3g}"
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
 
 
-def check_ridge(curves: Mapping[float, Mapping[str, np.ndarray]], *, readout: str = "d", balanced: float = 1e-2,
-                where: str = "§5.3, Fig. 8(b)", section: str = "") -> Claim:
-    """lambda = 1e-2 balances test loss and generalization gap (Fig. 8(b), last step).
-
-    Criterion (the paper's sentence): every smaller lambda reaches a lower train and test loss but
-    a larger gap ``test - train`` than ``balanced``.
-    """
-    r_ = check_choice("readout", readout, READOUT_SCALES)
-    if balanced not in curves:
-        raise ValueError(f"curves must contain lambda={balanced:g}")
-    last = {lam: (float(c[f"train_loss@{r_}"][-1]), float(c[f"test_loss@{r_}"][-1])) for lam, c in curves.items()}
-    tr0, te0 = last[balanced]
-    smaller = [lam for lam in curves if lam < balanced]
-    if not smaller:
-        raise ValueError("curves must contain a lambda smaller than the balanced one")
-    lower = [last[l][0] < tr0 and last[l][1] < te0 for l in smaller]
-    wider = [last[l][1] - last[l][0] > te0 - tr0 for l in smaller]
-    verdict = "agrees" if all(lower) and all(wider) else ("partly" if any(lower) or any(wider) else "disagrees")
-    reason = "" if verdict == "agrees" else (
-        f"{sum(lower)} of {len(smaller)} smaller lambdas have both losses lower, {sum(wider)} a larger gap")
-    measured = "; ".join(f"lambda={lam:g}: train {_g(tr)}, test {_g(te)}, gap {_g(te - tr)}"
-                         for lam, (tr, te) in sorted(last.items(), reverse=True))
-    return _record(
-        paper="003", where=where, section=section,
-        claim=f"smaller lambdas give lower losses but larger gaps; lambda={balanced:g} balances them "
-              f"[{_READOUT_NAMES[r_]}]",
-        criterion=f"at the last step each lambda < {balanced:g}: lower train and test loss and a larger test-train gap",
-        measured=measured, verdict=verdict, cause=reason,
-    )
+def setting_numbers(setup: Setup) -> dict[str, str]:
+    """The setting of the run, as the opening paragraph states it."""
+    return {"set_n": str(setup.n), "set_d": str(setup.d), "set_h": str(setup.h), "set_steps": str(setup.steps),
+            "set_seeds": str(setup.seeds), "set_n_etas": str(len(setup.etas)),
+            "set_n_runs": str(2 * len(setup.etas) * setup.seeds), "set_fig8_seeds": str(setup.fig8_seeds),
+            "set_fig8_eta": f"{setup.fig8_eta:g}", "set_rho_e": f"{setup.rho_e:g}", "set_lam": f"{setup.lam:g}",
+            "set_readout": READOUT_NAMES[setup.readout],
+            "set_fig7": ("the paper's" if setup.deviations(FIG7_FIELDS) == PAPER_SETTING
+                         else "a reduced one (" + setup.deviations(FIG7_FIELDS) + ")"),
+            "set_wn": "on" if setup.weight_norm_repeat else "off",
+            "floor": f"{odd_student_floor(setup.rho_e):.3f}",
+            "gd_large_eta": f"{GD_LARGE_ETA:g}", "benign_eta": f"{BENIGN_ETA:g}",
+            "rule_loss_pct": f"{LOSS_IMPROVES.threshold:.0%}"}
 
 
-def check_label_noise(by_rho: Mapping[float, Trajectory], *, readout: str = "d", rho_low: float = 0.3,
-                      rho_high: float = 0.7, ratio: float = 0.5, ratio_tol: float = 0.15,
-                      where: str = "§5.3, Fig. 8(c)", section: str = "") -> Claim:
-    """Losses increase with the label noise; the overlap outliers at ``rho_low`` are about
-    ``ratio`` times those at ``rho_high``.
-
-    Outlier = the largest diagonal entry of ``O(U_{W_10}, U_{M_9})`` (and of the ``V`` version).
-    Criterion: train and test loss at the last step strictly increasing in rho; both
-    outlier ratios within ``ratio +- ratio_tol``.
-    """
-    r_ = check_choice("readout", readout, READOUT_SCALES)
-    rhos = sorted(by_rho)
-    if rho_low not in by_rho or rho_high not in by_rho:
-        raise ValueError(f"by_rho must contain rho_e={rho_low:g} and rho_e={rho_high:g}")
-    fm = {r: final_metrics(by_rho[r]) for r in rhos}
-    tr = np.array([fm[r][f"train_loss@{r_}"] for r in rhos])
-    te = np.array([fm[r][f"test_loss@{r_}"] for r in rhos])
-    increasing = bool(np.all(np.diff(tr) > 0) and np.all(np.diff(te) > 0))
-    u_lo, v_lo = update_overlap_outlier(by_rho[rho_low])
-    u_hi, v_hi = update_overlap_outlier(by_rho[rho_high])
-    ru, rv = u_lo / u_hi, v_lo / v_hi
-    near = abs(ru - ratio) <= ratio_tol and abs(rv - ratio) <= ratio_tol
-    verdict = "agrees" if increasing and near else ("partly" if increasing or near else "disagrees")
-    reason = "" if verdict == "agrees" else ("losses not increasing in rho" if not increasing
-                                             else "overlap ratio outside the band")
-    losses = ", ".join(f"rho={r:g}: {_g(a)}/{_g(b)}" for r, a, b in zip(rhos, tr, te))
-    return _record(
-        paper="003", where=where, section=section,
-        claim=f"larger label noise gives larger losses; overlap outliers at rho={rho_low:g} are ~{ratio:g}x "
-              f"those at rho={rho_high:g} [{_READOUT_NAMES[r_]}]",
-        criterion=f"train and test loss strictly increasing in rho; max diag overlap ratio within {ratio:g} +- {ratio_tol:g}",
-        measured=(f"train/test {losses}; max diag O_U {_g(u_lo)} vs {_g(u_hi)} (ratio {_g(ru)}), "
-                  f"O_V {_g(v_lo)} vs {_g(v_hi)} (ratio {_g(rv)})"),
-        verdict=verdict, cause=reason,
-    )
+def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
+    """Seed means of the GD contrast (eta >= 1000 against the rest) and FB-Adam's alphas, for the prose."""
+    g = res.grid
+    big = g.etas >= GD_LARGE_ETA
+    out = {}
+    for metric, name in (("train_loss@d", "train"), ("test_loss@d", "test"), ("kta@d", "kta"),
+                         ("alpha_hill", "hill"), ("alpha_ks", "ks")):
+        v = g.get(metric, "gd")
+        out[f"gd_{name}_big"] = _g(np.nanmean(v[big])) if big.any() else "n/a"
+        out[f"gd_{name}_rest"] = _g(np.nanmean(v[~big])) if (~big).any() else "n/a"
+    out["adam_hill_first"], out["adam_hill_last"] = _g(g.mean("alpha_hill", "adam")[0]), _g(g.mean("alpha_hill", "adam")[-1])
+    out["adam_ks_first"], out["adam_ks_last"] = _g(g.mean("alpha_ks", "adam")[0]), _g(g.mean("alpha_ks", "adam")[-1])
+    out["eta_first"], out["eta_last"] = f"{g.etas[0]:g}", f"{g.etas[-1]:g}"
+    out["n_diverged"] = str(int(g.diverged.sum()))
+    keep = g.etas <= BENIGN_ETA
+    out["benign_points"] = str(int(keep.sum()))
+    out["benign_step"] = _rank_step(int(keep.sum())) if keep.sum() >= 2 else "n/a"
+    out["gd_big_points"] = str(int(big.sum()))
+    return out
 
 
-# ----------------------------------------------------------------------------- the chapter's claims and figures
-
-
-def chapter_claims(grid: RunGrid, f8: "Fig8Configs", runs: Mapping[TwoLayerConfig, Trajectory],
-                   ridge: Mapping[float, Mapping[str, np.ndarray]], *, n: int, n_boot: int = 2000,
-                   level: float = 0.95) -> list[Claim]:
-    """The chapter's claims, in the order of its table: the Fig. 7 checks under both readouts,
-    then those of Fig. 8 whose settings the parameters include."""
-    boot = dict(n_boot=n_boot, level=level)
-    sec = dict(section="gen-correlations")
-    claims = []
-    for s in ("d", "sqrt_d"):
-        claims += [check_gd_large_eta(grid, readout=s, **boot, **sec),
-                   check_adam_benign_band(grid, readout=s, **boot, **sec)]
-    claims.append(check_hill_flat_ks_decreasing(grid, section="gen-fig7"))
-    if 2000 in f8.by_n and n in f8.by_n:
-        claims.append(check_sample_size(runs[f8.by_n[2000]], runs[f8.by_n[n]], section="gen-fig8"))
-    for s in ("d", "sqrt_d"):
-        if 0.01 in ridge and min(ridge) < 0.01:
-            claims.append(check_ridge(ridge, readout=s, section="gen-fig8"))
-        if 0.3 in f8.by_rho and 0.7 in f8.by_rho:
-            claims.append(check_label_noise({r: runs[c] for r, c in f8.by_rho.items()}, readout=s,
-                                            section="gen-fig8"))
-    return _readout_variants(claims)
-
-
-def print_claims(claims: Sequence[Claim]) -> None:
-    """Each claim with its verdict, criterion and measured numbers, numbered."""
-    for i, c in enumerate(claims, 1):
-        print(f"{i}. [{c.verdict}] {c.claim}\n   test: {c.criterion}\n   measured: {c.measured}\n")
-
-
-def _curves(runs, by, fmt, readout):
-    return {fmt(k): (runs[c].steps, runs[c].metric(f"train_loss@{readout}"), runs[c].metric(f"test_loss@{readout}"))
-            for k, c in by.items()}
-
-
-def _scale_name(s: str) -> str:
-    return "d (figures)" if s == "d" else "sqrt(d) (formula)"
-
-
-def fig7_figure(grid: RunGrid, *, readout: str = "d", title: str | None = None):
-    """Fig. 7 in two rows of two: losses and KTA under the readout convention ``readout``,
-    PL_Alpha_Hill and PL_Alpha_KS against eta; mean +- std over seeds, one colour per optimizer
-    (train solid, test dashed)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    for k, opt in enumerate(grid.optimizers):
-        name = _NAMES.get(opt, opt)
-        for m, ls, mk in (("train", "-", "o"), ("test", "--", "s")):
-            plotting.mean_std_plot(axes[0, 0], grid.etas, grid.get(f"{m}_loss@{readout}", opt).T,
-                                   label=f"{name} {m}", color_index=k, ls=ls, marker=mk)
-        for ax, metric in zip(axes.flat[1:], (f"kta@{readout}", "alpha_hill", "alpha_ks")):
-            plotting.mean_std_plot(ax, grid.etas, grid.get(metric, opt).T, label=name, color_index=k)
-    for ax, lab in zip(axes.flat, ("loss (MSE)", "KTA", "PL_Alpha_Hill", "PL_Alpha_KS")):
-        ax.set_xlabel(r"learning rate $\eta$")
-        ax.set_title(lab)
-    axes[0, 0].legend()
-    axes[0, 1].legend()
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def fig8_figure(f8: "Fig8Configs", runs: Mapping[TwoLayerConfig, Trajectory],
-                ridge: Mapping[float, Mapping[str, np.ndarray]], *, readout: str = "d"):
-    """Fig. 8: train (solid) and test (dashed) loss per step for each panel's settings."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
-    plotting.train_test_curves(axes[0, 0], _curves(runs, f8.by_n, lambda v: f"n={v}", readout),
-                               title="(a) sample size")
-    plotting.train_test_curves(axes[0, 1], {f"λ={k:g}": (c["steps"], c[f"train_loss@{readout}"],
-                                                         c[f"test_loss@{readout}"]) for k, c in ridge.items()},
-                               title="(b) ridge constant")
-    plotting.train_test_curves(axes[1, 0], _curves(runs, f8.by_rho, lambda v: f"ρe={v:g}", readout),
-                               title="(c) label noise")
-    plotting.train_test_curves(axes[1, 1], _curves(runs, f8.by_steplr_gamma, lambda v: f"γ={v:g}", readout),
-                               title="(d) StepLR decay")
-    fig.suptitle(f"Fig. 8: FB-Adam, η={f8.base.eta:g}, readout s={readout}; train solid, test dashed")
-    return fig
-
-
-def sample_size_figure(f8: "Fig8Configs", runs: Mapping[TwoLayerConfig, Trajectory]):
-    """Fig. 8(a) under both readout conventions, side by side."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, s in zip(axes, ("d", "sqrt_d")):
-        plotting.train_test_curves(ax, _curves(runs, f8.by_n, lambda v: f"n={v}", s),
-                                   title=f"(a) sample size, s = {_scale_name(s)}")
-    return fig
-
-
-def alpha_scatter_figure(grid: RunGrid, *, readout: str = "d"):
-    """Test loss against PL_Alpha_KS of every run of the grid, coloured by learning rate."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    eta_of = np.broadcast_to(grid.etas[:, None], grid.get("alpha_ks", grid.optimizers[0]).shape)
-    for k, (opt, mk) in enumerate(zip(grid.optimizers, "os")):
-        plotting.alpha_band_scatter(ax, grid.get("alpha_ks", opt), grid.get(f"test_loss@{readout}", opt), eta_of,
-                                    marker=mk, label=opt, colorbar=k == 0)
-    ax.set_xlabel("PL_Alpha_KS of $W_{10}^T W_{10}$")
-    ax.set_ylabel(f"test loss (s = {readout})")
-    ax.legend()
-    return fig
+def fig8_numbers(res: Fig8Result, setup: Setup) -> dict[str, str]:
+    """The base run's losses under both readouts, the sample-size and StepLR numbers, for the prose."""
+    out = {}
+    base = res.base
+    for s in READOUT_SCALES:
+        for m, name in (("train_loss", "train"), ("test_loss", "test")):
+            out[f"base_{name}0_{s}"] = _g(np.mean([_first_recorded(t, f"{m}@{s}") for t in base]))
+            out[f"base_{name}_last_{s}"] = _g(np.mean([_last(t, f"{m}@{s}") for t in base]))
+            out[f"base_{name}_drop_{s}"] = f"{np.mean(_rel_drop(base, f'{m}@{s}')):.1%}"
+    smaller = {n: t for n, t in res.panel("by_n").items() if n < setup.n}
+    out["test_drops"] = ", ".join(f"{np.mean(_rel_drop(t, 'test_loss@d')):+.1%} at n = {n}" for n, t in smaller.items()) or "n/a"
+    out["rises"] = ", ".join(f"{np.mean([loss_rise(t) for t in ts]):.3g} at gamma = {g:g}"
+                             for g, ts in res.panel("by_steplr_gamma").items())
+    out["floor"] = f"{odd_student_floor(setup.rho_e):.3f}"
+    out["min_test"] = _g(min(np.min(t.metric("test_loss@d")) for trajs in res.panel("by_n").values() for t in trajs))
+    return out

@@ -16,7 +16,9 @@ import pandas as pd
 
 from htlib import dynamics, plotting, spectra
 from htlib.claims import Claim, Criterion
-from htlib.two_layer import READOUT_SCALES, Trajectory, TwoLayerConfig
+from htlib.experiments._setup import SweepSetup, param
+from htlib.sweep import run_sweep
+from htlib.two_layer import READOUT_SCALES, Trajectory, TwoLayerConfig, train
 
 NAMES = {"gd": "GD", "adam": "FB-Adam"}
 ABBREV = {"random-like": "RL", "bleeding-out": "BO", "bulk+spikes": "BS", "bulk-decay": "BD",
@@ -90,39 +92,85 @@ FB-Adam eta = 10 after one step (Fig. 2(d), "seemingly bimodal") is left out: bi
 
 
 @dataclass(frozen=True)
-class SpikeSetup:
-    """The chapter's settings (its parameters cell), from which :func:`chapter_configs` builds every run."""
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once; :func:`chapter_configs` builds every
+    run from them and :func:`run_training` trains them through the one executor option.
 
-    n: int
-    d: int
-    h: int
-    seed: int
-    steps: int
-    eta_gd: float
-    eta_adam: float
-    eta_adam_fig1: float
-    etas_adam_track: tuple[float, ...]
-    etas_gd_track: tuple[float, ...]
-    appA_n: int
-    appA_d: int
-    appA_h: int
-    appA_eta_gd: float
-    appA_eta_adam: float
-    ht_steps: int
-    slow_eta: float
-    slow_budget: int
-    slow_record_every: int
-    etas_review: tuple[float, ...] = (0.001, 0.01, 0.1, 0.5, 1.0, 10.0, 100.0)
-    device: str = "cpu"
-    readout: str = "d"
+    The defaults are paper 003's §4 setting (n = 2000, d = 1000, h = 1500) and App. A's; only the slow run of
+    the review discussion is shorter than the paper's (:data:`PAPER` sets its 30,000 steps).
+
+    Examples
+    --------
+    >>> Setup().slow_budget < PAPER.slow_budget
+    True
+    >>> Setup(steps=1)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'steps' must be an integer ≥ 2; got 1
+    """
+
+    n: int = param(2000, "training (and probe) set size, paper §4", ge=1)
+    d: int = param(1000, "input dimension, paper §4", ge=1)
+    h: int = param(1500, "width of the student, paper §4", ge=1)
+    seed: int = param(0, "seed of the data and of W0", ge=0)
+    steps: int = param(10, "full-batch steps of Figs. 1, 5, 6, 9 and of the phase tracks", ge=2)
+    eta_gd: float = param(2000.0, "GD learning rate of Figs. 1 and 4", gt=0)
+    eta_adam: float = param(1.0, "FB-Adam learning rate of Figs. 4, 5 and 6", gt=0)
+    eta_adam_fig1: float = param(0.5, "FB-Adam learning rate of Fig. 1", gt=0)
+    block: int = param(100, "leading block of the overlap heatmaps", ge=2)
+    etas_adam_track: tuple[float, ...] = param([0.1, 0.5, 1.0], "FB-Adam learning rates traced through the phases",
+                                               gt=0)
+    etas_gd_track: tuple[float, ...] = param([1000.0, 2000.0], "GD learning rates traced through the phases", gt=0)
+    etas_review: tuple[float, ...] = param([0.001, 0.01, 0.1, 0.5, 1.0, 10.0, 100.0],
+                                           "FB-Adam learning rates of the review's three cases", gt=0)
+    appA_n: int = param(4000, "App. A: training set size", ge=1)
+    appA_d: int = param(500, "App. A: input dimension", ge=1)
+    appA_h: int = param(3000, "App. A: width", ge=1)
+    appA_eta_gd: float = param(5000.0, "App. A: GD learning rate (with weight normalization)", gt=0)
+    appA_eta_adam: float = param(3.0, "App. A: FB-Adam learning rate (with weight normalization)", gt=0)
+    ht_steps: int = param(30, "FB-Adam steps at eta_adam, every one recorded: steps to a heavy tail", ge=2)
+    slow_eta: float = param(0.1, "FB-Adam learning rate of the slow run (the review: about 10^4 steps)", gt=0)
+    slow_budget: int = param(100, "steps of the slow run (the review's 10^4 needs 30000)", ge=1)
+    slow_record_every: int = param(20, "the slow run records the ESD every k steps", ge=1)
+    strict_alpha: float = param(4.0, "stricter heavy-tail option: PL_Alpha_KS below this", gt=1)
+    strict_pvalue: float = param(0.01, "... and the top eigenvalue no outlier of the fitted power law at this level",
+                                 ge=0, lt=1)
+    device: str = param("cpu", "torch device of the training", choices=("cpu", "cuda"))
+    readout: str = param("d", "readout convention of the loss figures (d: the published figures')",
+                         choices=("d", "sqrt_d"))
+
+    def rules(self) -> spectra.PhaseRules:
+        """The one spectrum report's thresholds, with this Setup's stricter heavy-tail option."""
+        return spectra.PhaseRules(strict_alpha=self.strict_alpha, strict_pvalue=self.strict_pvalue)
 
 
-def adam_etas(s: SpikeSetup) -> list[float]:
+PAPER = Setup(slow_budget=30_000, slow_record_every=500)
+"""Paper 003's setting: the defaults, with the review discussion's slow run at eta = 0.1 long enough for its
+"about 10^4 steps" to a heavy tail (the steps criterion reads up to 3x that)."""
+
+
+def run_training(setup: Setup) -> dict[tuple, Trajectory]:
+    """Every run of :func:`chapter_configs`, trained through ``setup``'s executor (cached per run).
+
+    Examples
+    --------
+    >>> runs = run_training(Setup(n=32, d=8, h=12, steps=2, ht_steps=2, slow_budget=2, slow_record_every=1,
+    ...                           appA_n=32, appA_d=8, appA_h=12, etas_review=[0.5], executor="serial"))
+    >>> int(runs[("adam", 1.0)].steps[-1])
+    2
+    """
+    configs = chapter_configs(setup)
+    with setup.executor_context() as pool:
+        trained = run_sweep(train, list(configs.values()), executor=pool, desc="training runs")
+    return dict(zip(configs, trained))
+
+
+def adam_etas(s: Setup) -> list[float]:
     """Every FB-Adam learning rate with a ``steps``-step run."""
     return sorted({*s.etas_adam_track, *s.etas_review, s.eta_adam, s.eta_adam_fig1})
 
 
-def chapter_configs(s: SpikeSetup) -> dict[tuple, TwoLayerConfig]:
+def chapter_configs(s: Setup) -> dict[tuple, TwoLayerConfig]:
     """Every run of the chapter, keyed ``("ht", eta_adam)`` (``ht_steps`` FB-Adam steps at ``eta_adam``,
     every step recorded: steps to a heavy tail), ``("slow", slow_eta)`` (``slow_budget`` steps recorded
     every ``slow_record_every``), ``("appA", opt)`` (App. A, weight normalization), ``("adam", eta)`` /
