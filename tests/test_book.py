@@ -263,7 +263,6 @@ def test_no_cell_prints_a_bare_string(path):
             if o.output_type == "execute_result"
             and re.fullmatch(r"'[^']*'|\"[^\"]*\"", o.get("data", {}).get("text/plain", "").strip())]
     assert not bare, f"{path.name}: cells {bare} print a bare string"
-    assert not bare, f"{path.name}: cells {bare} print a bare string"
 
 
 def test_strip_for_commit_drops_glued_figure_images_and_keeps_the_glue_name():

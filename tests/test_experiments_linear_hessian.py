@@ -140,6 +140,12 @@ def test_dip_is_relative_to_the_series_own_range():
     assert not lh.series_dip([5.0, 4.0, 3.0, 2.0])["dip"]  # monotone
     assert not lh.series_dip([5.0, 4.0, 3.0, 3.0001])["dip"]  # a rise of 1e-4 of the range is no dip
     (rec,) = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((_fake_run(trace, norm),) * 2, ("a", "b")))
+    # both layers move by the same amounts (the conservation law of gradient flow): the test cannot fail
+    assert rec.verdict == "not tested" and "cannot fail" in rec.cause
+    # layers that break the conservation law make it a test again
+    broken = {**_fake_run(trace, norm), "layer_sq_norms": np.column_stack([np.asarray(norm) * w for w in (0.2, 0.8)])}
+    assert lh.conservation_drift(broken["layer_sq_norms"]) > lh.CONSERVED_DRIFT
+    (rec,) = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((broken,) * 2, ("a", "b")))
     assert rec.verdict == "agrees"
     # the changes correlate, the trace dips, the norm does not: "partly", with a cause
     flat = [10.0, 10.01, 10.009, 11.509, 12.909]
@@ -149,11 +155,12 @@ def test_dip_is_relative_to_the_series_own_range():
     assert rec.verdict == "partly" and "same epochs" in rec.cause
 
 
-def _fig12_run(closed, ggn, numeric, rank=5):
+def _fig12_run(closed, ggn, numeric, rank=5, ols=0.2):
     ep = np.array([0, 10])
     return {"epochs": ep, "loss": np.linspace(1.0, 0.2, 11), "numeric": numeric, "ggn": ggn, "closed_I": closed,
             "closed_P": ggn, "spec_norms2": np.array([[1.0, 0.5], [1.2, 0.6]]), "spec_norm2_P": np.array([0.9, 1.0]),
-            "blank_share": np.array([0.1, 0.1]), "ols_loss": 0.15, "rank": rank}
+            "blank_share": np.array([0.1, 0.1]), "ols_loss": ols, "zero_loss": 1.0, "lr": np.full(11, 1e-3),
+            "lr_max": 1e-3, "rank": rank}
 
 
 def test_fig1_claim_measures_the_closed_form_not_the_ggn():
@@ -168,7 +175,32 @@ def test_fig1_claim_measures_the_closed_form_not_the_ggn():
     bad = _fig12_run(numeric * 1.2, ggn, numeric)
     rec = lh.claims_fig12(lh.Setup(dataset="digits"), lh.Fig12({"rowspace": bad, "rank": bad}, 2))[0]
     assert rec.verdict != "agrees" and rec.threshold == lh.CRITERIA["fig1"].threshold
+    # the same gaps on a run that stopped 0.05 of the zero map's loss above its OLS loss: not a minimum
+    far = _fig12_run(closed, ggn, numeric, ols=0.15)
+    recs = lh.claims_fig12(lh.Setup(dataset="digits"), lh.Fig12({"rowspace": far, "rank": far}, 2))
+    counted = [r for r in recs if not r.variant_of]
+    assert [r.key for r in counted] == ["fig1", "fig2"] and all(r.verdict == "inconclusive" for r in counted)
+    assert all("OLS loss" in r.cause for r in counted)
 
+
+def test_fig5_travel_counts_decreases_and_fig8_straddle_is_inconclusive():
+    assert lh.position_decreases([0.0, 0.05, 0.5, 0.9, 1.0]) == 0
+    assert lh.position_decreases([0.0, 0.5, 0.4, 1.0]) == 1
+    with pytest.raises(ValueError, match="positions"):
+        lh.position_decreases([0.5])
+    crit = lh.CRITERIA["fig8"]  # the 30-subset range of the slopes straddles the threshold: no verdict either way
+    assert crit.judge(-0.07, (-0.112, -0.046)) == "inconclusive"
+    with pytest.raises(Exception, match="subsets"):
+        lh.Setup(dataset="digits", seeds=5, subsets=3)
+
+
+def test_convergence_table_prints_small_rates_and_the_plateau():
+    r = {"loss": np.r_[np.linspace(1.0, 0.5, 9), 0.5 - 1e-9], "lr": np.r_[np.full(5, 1e-2), np.full(5, 1e-17)],
+         "lr_max": 1e-2, "ols_loss": 0.1, "zero_loss": 1.0}
+    c = lh.convergence(r)
+    assert c["tail_epochs"] == 2 and c["tail_drop"] == pytest.approx(0.0625 + 1e-9)
+    tab = lh.convergence_table([r], ["a"], ["run"])
+    assert tab.loc["a", "lr_end"] == "1e-17" and not c["converged"] and c["stalled"]
 
 def test_row_space_whitening_is_rank_whitening_rotated():
     Xr, Y, lab = lh.prepare_data("digits", 400, None, whitening="rowspace", seed=3)
