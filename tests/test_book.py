@@ -275,3 +275,14 @@ def test_strip_for_commit_drops_glued_figure_images_and_keeps_the_glue_name():
     (out,) = book.strip_for_commit(nb).cells[0].outputs
     assert "application/papermill.record/image/png" not in out["data"]
     assert out["metadata"]["scrapbook"]["name"] == "fig-a"
+
+
+def test_no_chapter_glues_a_name_twice():
+    """The strict book build fails on a glue name stored by two outputs of one notebook (mystnb.glue)."""
+    for path in book.chapters():
+        nb = nbformat.read(str(path), as_version=4)
+        names = [o.get("metadata", {}).get("scrapbook", {}).get("name") for c in nb.cells if c.cell_type == "code"
+                 for o in c.get("outputs", [])]
+        names = [n for n in names if n]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        assert not dupes, f"{path.name}: glued twice: {dupes}"

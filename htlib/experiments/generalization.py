@@ -1008,6 +1008,5 @@ def fig8_numbers(res: Fig8Result, setup: Setup) -> dict[str, str]:
     out["test_drops"] = ", ".join(f"{np.mean(_rel_drop(t, 'test_loss@d')):+.1%} at n = {n}" for n, t in smaller.items()) or "n/a"
     out["rises"] = ", ".join(f"{np.mean([loss_rise(t) for t in ts]):.3g} at gamma = {g:g}"
                              for g, ts in res.panel("by_steplr_gamma").items())
-    out["floor"] = f"{odd_student_floor(setup.rho_e):.3f}"
     out["min_test"] = _g(min(np.min(t.metric("test_loss@d")) for trajs in res.panel("by_n").values() for t in trajs))
     return out
