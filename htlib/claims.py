@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
 __all__ = [
+    "reduced_claim", "combine_verdicts",
     "Claim",
     "Criterion",
     "check_records",
@@ -338,6 +339,44 @@ class Claim:
         if verdict == "inconclusive" and not cause and interval is not None:
             cause = criterion.straddle_cause(interval)
         return cls(criterion=criterion, measured=measured, verdict=verdict, cause=cause, **fields_)
+
+
+def reduced_claim(**fields) -> Claim:
+    """A :class:`Claim` built from ``fields``, where a "disagrees" measured outside the paper's setting (and
+    not a variant, and without a ``reduction_check``) becomes "inconclusive": no measurement shows that the
+    reduction does not explain it.
+
+    Examples
+    --------
+    >>> reduced_claim(paper="003", where="§4", claim="c", criterion="x < 1", measured="x = 2",
+    ...               verdict="disagrees", setting="seeds = 2", cause="x = 2").verdict
+    'inconclusive'
+    """
+    if (fields.get("verdict") == "disagrees" and fields.get("setting") != PAPER_SETTING
+            and not fields.get("variant_of") and not fields.get("reduction_check")):
+        fields["verdict"] = "inconclusive"
+        fields["cause"] = (f"measured at a reduced setting ({fields['setting']}), which may explain it: "
+                           + fields.get("cause", ""))
+    return Claim(**fields)
+
+
+def combine_verdicts(verdicts: Sequence[str]) -> str:
+    """The verdict of a compound criterion: "partly" when some parts hold and others fail, "inconclusive"
+    when no part fails (or none holds) but some cannot be decided.
+
+    Examples
+    --------
+    >>> combine_verdicts(["agrees", "disagrees"]), combine_verdicts(["agrees", "inconclusive"])
+    ('partly', 'inconclusive')
+    """
+    v = set(verdicts)
+    if v == {"agrees"}:
+        return "agrees"
+    if v == {"disagrees"}:
+        return "disagrees"
+    if {"agrees", "disagrees"} <= v:
+        return "partly"
+    return "inconclusive"
 
 
 def check_records(claims: Sequence[Claim]) -> None:

@@ -29,6 +29,7 @@ import torch
 from htlib import cache, dynamics
 from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING, Claim, Criterion
+from htlib.claims import combine_verdicts as _combine, reduced_claim as _claim
 from htlib.generalization import RankCorrelation, SeedMean, final_metrics, seed_mean, spearman_bootstrap
 from htlib.experiments._setup import SweepSetup, param
 from htlib.sweep import run_sweep
@@ -469,28 +470,6 @@ def odd_student_floor(rho_e: float, nodes: int = 80) -> float:
 
 
 
-def _claim(**fields) -> Claim:
-    """A :class:`Claim`, where a "disagrees" measured outside the paper's setting (and not a variant) becomes
-    "inconclusive": no measurement of the chapter shows that the reduction does not explain it."""
-    if (fields.get("verdict") == "disagrees" and fields.get("setting") != PAPER_SETTING
-            and not fields.get("variant_of") and not fields.get("reduction_check")):
-        fields["verdict"] = "inconclusive"
-        fields["cause"] = (f"measured at a reduced setting ({fields['setting']}), which may explain it: "
-                           + fields.get("cause", ""))
-    return Claim(**fields)
-
-
-def _combine(verdicts: Sequence[str]) -> str:
-    """The verdict of a compound criterion: "partly" when some parts hold and others fail, "inconclusive"
-    when no part fails (or none holds) but some cannot be decided."""
-    v = set(verdicts)
-    if v == {"agrees"}:
-        return "agrees"
-    if v == {"disagrees"}:
-        return "disagrees"
-    if {"agrees", "disagrees"} <= v:
-        return "partly"
-    return "inconclusive"
 
 
 def _g(x: float) -> str:

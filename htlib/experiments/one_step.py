@@ -26,6 +26,7 @@ import torch
 from htlib import spectra
 from htlib._checks import check_choice
 from htlib.claims import PAPER_SETTING, Claim, Criterion
+from htlib.claims import combine_verdicts as _combine, reduced_claim as _claim
 from htlib.generalization import SeedMean, seed_mean
 from htlib.experiments._setup import SweepSetup, param
 from htlib.sweep import run_sweep
@@ -544,28 +545,6 @@ def sign_table(res: ScalingResult) -> pd.DataFrame:
 
 
 
-def _claim(**fields) -> Claim:
-    """A :class:`Claim`, where a "disagrees" measured outside the paper's setting (and not a variant) becomes
-    "inconclusive": no measurement of the chapter shows that the reduction does not explain it."""
-    if (fields.get("verdict") == "disagrees" and fields.get("setting") != PAPER_SETTING
-            and not fields.get("variant_of") and not fields.get("reduction_check")):
-        fields["verdict"] = "inconclusive"
-        fields["cause"] = (f"measured at a reduced setting ({fields['setting']}), which may explain it: "
-                           + fields.get("cause", ""))
-    return Claim(**fields)
-
-
-def _combine(verdicts: Sequence[str]) -> str:
-    """The verdict of a compound criterion: "partly" when some parts hold and others fail, "inconclusive"
-    when no part fails (or none holds) but some cannot be decided."""
-    v = set(verdicts)
-    if v == {"agrees"}:
-        return "agrees"
-    if v == {"disagrees"}:
-        return "disagrees"
-    if {"agrees", "disagrees"} <= v:
-        return "partly"
-    return "inconclusive"
 
 
 def _ci(v: float, ci: tuple[float, float], fmt: str = ".3g") -> str:
