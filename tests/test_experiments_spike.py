@@ -14,7 +14,7 @@ from htlib.claims import Claim, check_records
 from htlib.experiments import spike
 from htlib.two_layer import train
 
-SETUP = spike.Setup(executor="serial", n=64, d=16, h=24, seed=0, steps=3, eta_gd=50.0, eta_adam=0.5, eta_adam_fig1=0.2,
+SETUP = spike.Setup(executor="serial", n=64, d=16, h=24, seed=0, block=16, steps=3, eta_gd=50.0, eta_adam=0.5, eta_adam_fig1=0.2,
                      etas_adam_track=(0.2, 0.5), etas_gd_track=(50.0,), appA_n=64, appA_d=16, appA_h=24,
                      appA_eta_gd=50.0, appA_eta_adam=0.3, ht_steps=5, slow_eta=0.1, slow_budget=6,
                      slow_record_every=3, etas_review=(0.001, 0.5, 20.0))

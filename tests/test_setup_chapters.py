@@ -111,6 +111,15 @@ SMALLEST = {
                     "sweep_rows": [5, 6]},  # two different sizes for the slope
     "phases": {"h": 60, "d": 60, "seed": 0, "confusion_seeds": 1, "small_h": 60, "small_d": 60,
                "small_seeds": 1, "bins": 10, "workers": 1},
+    "spike_to_heavy_tail": {"n": 1, "d": 10, "h": 10, "steps": 2, "block": 2, "etas_adam_track": [0.1],
+                            "etas_gd_track": [1000.0], "etas_review": [0.5], "appA_n": 1, "appA_d": 10,
+                            "appA_h": 10, "ht_steps": 2, "slow_budget": 1, "slow_record_every": 1, "workers": 1},
+}
+
+REFUSED_BELOW = {  # one step under a declared minimum, or past a cross-field rule, per chapter
+    "mp_baseline": (("d", 6), ("gamma_rows", 4), ("sweep_rows", [5, 5]), ("gammas", [0.5])),
+    "phases": (("d", 61), ("small_d", 61), ("small_h", 59)),
+    "spike_to_heavy_tail": (("d", 9), ("h", 9), ("appA_d", 9), ("block", 11), ("steps", 1)),
 }
 
 
@@ -123,14 +132,9 @@ def test_the_smallest_setting_is_valid_and_at_the_declared_minima(stem):
         if spec.name in values and spec.scalar is int and not spec.is_list and spec.meta.ge is not None:
             assert values[spec.name] == spec.meta.ge, f"{stem}.{spec.name}: not its declared minimum"
     assert s.differs_from_default()
-    if stem == "mp_baseline":
-        for name, value in (("d", 6), ("gamma_rows", 4), ("sweep_rows", [5, 5]), ("gammas", [0.5])):
-            with pytest.raises(ParameterError, match=f"parameter '{'d' if name == 'd' else name}'"):
-                s.replace(**{name: value})
-    else:
-        for name, value in (("d", 61), ("small_d", 61), ("small_h", 59)):
-            with pytest.raises(ParameterError, match=f"parameter '{name}'"):
-                s.replace(**{name: value})
+    for name, value in REFUSED_BELOW[stem]:
+        with pytest.raises(ParameterError, match=f"parameter '{name}'"):
+            s.replace(**{name: value})
 
 
 def _rerun(stem: str, overrides: dict, out_dir: Path, cache: Path) -> tuple[Path, subprocess.CompletedProcess]:

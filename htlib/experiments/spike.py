@@ -16,7 +16,7 @@ import pandas as pd
 
 from htlib import dynamics, plotting, spectra
 from htlib.claims import Claim, Criterion
-from htlib.experiments._setup import SweepSetup, param
+from htlib.experiments._setup import ParameterError, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import READOUT_SCALES, Trajectory, TwoLayerConfig, train
 
@@ -91,6 +91,12 @@ LABELLED_TRAINING: dict[str, LabelledRun] = {
 FB-Adam eta = 10 after one step (Fig. 2(d), "seemingly bimodal") is left out: bimodal is none of the 5+1 shapes."""
 
 
+MIN_WIDTH = 10
+"""Fewest rows and columns of a trained layer: the spectrum report fits a power law to at least
+``spectra.MIN_POSITIVE`` (5) eigenvalues above its floor, and a square 5 x 5 Gaussian matrix has fewer for 1 seed
+in 40 (its smallest eigenvalues sit near 0); at 6-12 no seed of 40 failed, and the chapter runs at 10 x 10."""
+
+
 @dataclass(frozen=True)
 class Setup(SweepSetup):
     """The chapter's parameters (its ``parameters`` cell), validated once; :func:`chapter_configs` builds every
@@ -107,25 +113,29 @@ class Setup(SweepSetup):
     Traceback (most recent call last):
     ...
     htlib.experiments._setup.ParameterError: parameter 'steps' must be an integer ≥ 2; got 1
+    >>> Setup(d=50)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'block' must be ≤ min(d, h) = 50; got 100
     """
 
     n: int = param(2000, "training (and probe) set size, paper §4", ge=1)
-    d: int = param(1000, "input dimension, paper §4", ge=1)
-    h: int = param(1500, "width of the student, paper §4", ge=1)
+    d: int = param(1000, "input dimension, paper §4", ge=MIN_WIDTH)
+    h: int = param(1500, "width of the student, paper §4", ge=MIN_WIDTH)
     seed: int = param(0, "seed of the data and of W0", ge=0)
     steps: int = param(10, "full-batch steps of Figs. 1, 5, 6, 9 and of the phase tracks", ge=2)
     eta_gd: float = param(2000.0, "GD learning rate of Figs. 1 and 4", gt=0)
     eta_adam: float = param(1.0, "FB-Adam learning rate of Figs. 4, 5 and 6", gt=0)
     eta_adam_fig1: float = param(0.5, "FB-Adam learning rate of Fig. 1", gt=0)
-    block: int = param(100, "leading block of the overlap heatmaps", ge=2)
+    block: int = param(100, "leading block of the overlap heatmaps (needs block ≤ min(d, h))", ge=2)
     etas_adam_track: tuple[float, ...] = param([0.1, 0.5, 1.0], "FB-Adam learning rates traced through the phases",
                                                gt=0)
     etas_gd_track: tuple[float, ...] = param([1000.0, 2000.0], "GD learning rates traced through the phases", gt=0)
     etas_review: tuple[float, ...] = param([0.001, 0.01, 0.1, 0.5, 1.0, 10.0, 100.0],
                                            "FB-Adam learning rates of the review's three cases", gt=0)
     appA_n: int = param(4000, "App. A: training set size", ge=1)
-    appA_d: int = param(500, "App. A: input dimension", ge=1)
-    appA_h: int = param(3000, "App. A: width", ge=1)
+    appA_d: int = param(500, "App. A: input dimension", ge=MIN_WIDTH)
+    appA_h: int = param(3000, "App. A: width", ge=MIN_WIDTH)
     appA_eta_gd: float = param(5000.0, "App. A: GD learning rate (with weight normalization)", gt=0)
     appA_eta_adam: float = param(3.0, "App. A: FB-Adam learning rate (with weight normalization)", gt=0)
     ht_steps: int = param(30, "FB-Adam steps at eta_adam, every one recorded: steps to a heavy tail", ge=2)
@@ -138,6 +148,10 @@ class Setup(SweepSetup):
     device: str = param("cpu", "torch device of the training", choices=("cpu", "cuda"))
     readout: str = param("d", "readout convention of the loss figures (d: the published figures')",
                          choices=("d", "sqrt_d"))
+
+    def _check(self) -> None:
+        if self.block > min(self.d, self.h):
+            raise ParameterError(f"parameter 'block' must be ≤ min(d, h) = {min(self.d, self.h)}; got {self.block}")
 
     def rules(self) -> spectra.PhaseRules:
         """The one spectrum report's thresholds, with this Setup's stricter heavy-tail option."""
@@ -154,8 +168,8 @@ def run_training(setup: Setup) -> dict[tuple, Trajectory]:
 
     Examples
     --------
-    >>> runs = run_training(Setup(n=32, d=8, h=12, steps=2, ht_steps=2, slow_budget=2, slow_record_every=1,
-    ...                           appA_n=32, appA_d=8, appA_h=12, etas_review=[0.5], executor="serial"))
+    >>> runs = run_training(Setup(n=32, d=10, h=12, block=10, steps=2, ht_steps=2, slow_budget=2, slow_record_every=1,
+    ...                           appA_n=32, appA_d=10, appA_h=12, etas_review=[0.5], executor="serial"))
     >>> int(runs[("adam", 1.0)].steps[-1])
     2
     """
