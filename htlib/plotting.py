@@ -8,7 +8,7 @@ Tables come from :func:`table`: fixed precision per column, shown whole.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -374,14 +374,15 @@ def mp_overlay(
 
 
 def phase_evidence(ax: plt.Axes, eigs: np.ndarray, report, *, scale: float = 1.0, bins: int = 80,
-                   log: bool | None = None, title: str | None = None) -> plt.Axes:
+                   log: bool | None = None, title: str | None = None, legend: bool = True) -> plt.Axes:
     """Draw the evidence of a :class:`htlib.spectra.SpectrumReport` on its ESD.
 
     The non-zero part of ``eigs`` (the spectrum the report was computed on, divided by ``scale``) as a
     density histogram, the fitted MP density with its edge ``lambda_plus`` (dotted), the outlier
     threshold ``lambda_plus + 4 s_TW`` (dashed), the outliers as ticks on the axis (attached tail and
     detached spikes in two colours) and, for a heavy tail, the power-law fit.  ``log`` defaults to a
-    log-log view when the top eigenvalue exceeds ``3 lambda_plus``.
+    log-log view when the top eigenvalue exceeds ``3 lambda_plus``.  ``legend=False`` leaves the key to a
+    figure-level legend (:func:`figure_legend`), so that it covers no panel's data.
     """
     from htlib.spectra import TW_MARGIN
 
@@ -402,5 +403,22 @@ def phase_evidence(ax: plt.Axes, eigs: np.ndarray, report, *, scale: float = 1.0
     if report.phase == "heavy-tailed":
         power_law_line(ax, nz, report.alpha, report.xmin / scale)
     ax.set_title(title or report.phase, fontsize=11)
-    ax.legend(loc="upper right", fontsize=8)
+    if legend:
+        ax.legend(loc="upper right", fontsize=8)
     return ax
+
+
+def figure_legend(fig: plt.Figure, axes, *, ncol: int = 3, rename: dict[str, str] | None = None) -> None:
+    """One legend below the panels of ``fig``: every distinct label of ``axes`` once, in order of appearance.
+
+    ``rename`` maps a label's prefix to the text shown (panels whose labels carry a fitted value, such as
+    ``MP, sigma^2=0.98``, share one entry).
+    """
+    seen: dict[str, Any] = {}
+    for ax in np.ravel(axes):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            for prefix, text in (rename or {}).items():
+                if label.startswith(prefix):
+                    label = text
+            seen.setdefault(label, handle)
+    fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=ncol, fontsize=9)

@@ -92,6 +92,21 @@ PAPER = Setup()
 """The papers' setting: the defaults (W0 at paper 003's 1500 x 1000; the rest has no paper scale)."""
 
 
+def size_phrase(setup: Setup) -> str:
+    """Where the chapter's ``W0`` stands against the paper's: for the prose.
+
+    Examples
+    --------
+    >>> size_phrase(PAPER)
+    "the paper's size, 1500 × 1000"
+    >>> size_phrase(Setup(h=300, d=200))
+    "300 × 200 (the paper's size is 1500 × 1000)"
+    """
+    size = f"{setup.h} × {setup.d}"
+    paper = f"{PAPER.h} × {PAPER.d}"
+    return f"the paper's size, {size}" if size == paper else f"{size} (the paper's size is {paper})"
+
+
 # --------------------------------------------------------------------------- W0 at the paper's size
 
 
@@ -111,13 +126,14 @@ def w0_figure(eigs: np.ndarray, c: MPComparison, *, bins: int = 80):
     import matplotlib.pyplot as plt
 
     x = np.linspace(max(c.lambda_minus * 0.5, 1e-6), c.lambda_plus * 1.1, 800)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
     for ax, log in zip(axes, (False, True)):
         plotting.esd_hist(ax, eigs, bins=bins, log=log, label=r"ESD of $W_0^\top W_0/h$")
         ax.plot(x, spectra.mp_density(x, c.gamma), color=plotting.color(1), lw=2, label="MP density")
         for edge in (c.lambda_minus, c.lambda_plus):
             ax.axvline(edge, color=plotting.color(2), ls=":", lw=1.5)
-        ax.set_title(("log-log view" if log else "linear view") + f", h={c.p}, d={c.q}")
+        ax.set_title("log-log view" if log else "linear view")
+        ax.set_xlabel(r"eigenvalue $\lambda$")
     axes[0].legend()
     return fig
 
@@ -160,9 +176,10 @@ def gamma_figure(panels: Sequence[GammaPanel], *, bins: int = 80):
     """At most three panels a row: each ESD on its MP density."""
     import matplotlib.pyplot as plt
 
-    ncols = min(3, len(panels))
+    ncols = 2 if len(panels) == 4 else min(3, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.6 * nrows), squeeze=False)
+    # At most 8 inches wide: the book's text column shows 8 inches at full size.
+    fig, axes = plt.subplots(nrows, ncols, figsize=(8 * ncols / 3, 2.6 * nrows), squeeze=False, layout="constrained")
     for ax, p in zip(axes.flat, panels):
         plotting.esd_hist(ax, p.eigs, bins=bins)
         plotting.mp_overlay(ax, p.comparison.gamma, edge=False, label="MP")
@@ -208,7 +225,9 @@ def size_figure(sw: SizeSweep):
     """KS distance and ``|lambda_max - lambda_+|`` against h (log-log), every seed, with reference rates."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    from matplotlib.ticker import NullFormatter
+
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
     raw = sw.raw
     for j in range(raw.ks_distance.shape[1]):
         axes[0].plot(raw.p, raw.ks_distance[:, j], "o", color=plotting.color(0), alpha=0.5)
@@ -221,6 +240,9 @@ def size_figure(sw: SizeSweep):
                  label=r"$\propto h^{-2/3}$ (Tracy–Widom)")
     for ax, title in zip(axes, ("KS distance of the ESD to MP", r"$|\lambda_{\max} - \lambda_+|$")):
         ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("rows h"); ax.set_title(title); ax.legend()
+        # A log axis over less than a decade labels its minor ticks, and they collide: label the sizes.
+        ax.set_xticks(raw.p, [str(p) for p in raw.p])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     return fig
 
 

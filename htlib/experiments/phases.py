@@ -240,10 +240,12 @@ def examples_figure(examples: dict[str, PhaseResult], *, bins: int = 80):
     """The six examples in two rows of three, each with the evidence of its report."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 3, figsize=(12, 7.5))
+    # 8 inches: the book's text column shows the figure at full size; one key below the panels.
+    fig, axes = plt.subplots(2, 3, figsize=(8, 5.8), layout="constrained")
     for ax, (phase, res) in zip(axes.flat, examples.items()):
-        plotting.phase_evidence(ax, res.eigs, res.report, scale=res.scale, bins=bins,
-                                title=f"{EXAMPLES[phase]}: {res.report.phase}")
+        plotting.phase_evidence(ax, res.eigs, res.report, scale=res.scale, bins=bins, legend=False,
+                                title=f"{EXAMPLES[phase]}:\n{res.report.phase}")
+    plotting.figure_legend(fig, axes, rename={"MP": "fitted MP density"})
     return fig
 
 
