@@ -110,11 +110,11 @@ def test_hessian_at_ends_measures_only_first_and_last():
 # ---------------------------------------------------------------------------------------------
 
 
-def _fake_run(trace, norm, epochs=None):
+def _fake_run(trace, norm, epochs=None, layers=2):
     n = len(trace)
     return {"ggn_trace": np.asarray(trace, float), "sq_norm": np.asarray(norm, float), "hutch": np.asarray(trace, float),
             "hutch_se": np.ones(n), "epochs": np.arange(n) if epochs is None else np.asarray(epochs),
-            "layer_sq_norms": np.column_stack([np.asarray(norm, float) / 2] * 2)}
+            "layer_sq_norms": np.column_stack([np.asarray(norm, float) / layers] * layers)}
 
 
 def test_constant_series_makes_fig3_inconclusive_not_disagrees():
@@ -123,8 +123,8 @@ def test_constant_series_makes_fig3_inconclusive_not_disagrees():
         warnings.simplefilter("error")  # no RuntimeWarning from np.corrcoef either
         st = lh.trace_norm_agreement(np.ones(6), np.arange(1.0, 7.0))
     assert np.isnan(st["corr_diff"]) and np.isnan(st["corr_level"]) and not st["dip_trace"]
-    fig3 = lh.Fig3((_fake_run(np.ones(6), np.arange(1.0, 7.0)), _fake_run(np.arange(1.0, 7.0), np.arange(2.0, 8.0))),
-                   ("a", "b"))
+    fig3 = lh.Fig3((_fake_run(np.ones(6), np.arange(1.0, 7.0), layers=4),
+                    _fake_run(np.arange(1.0, 7.0), np.arange(2.0, 8.0), layers=4)), ("a", "b"))
     (rec,) = lh.claims_fig3(lh.Setup(dataset="digits"), fig3)
     assert rec.verdict == "inconclusive" and "constant" in rec.cause
 
@@ -140,8 +140,16 @@ def test_dip_is_relative_to_the_series_own_range():
     assert not lh.series_dip([5.0, 4.0, 3.0, 2.0])["dip"]  # monotone
     assert not lh.series_dip([5.0, 4.0, 3.0, 3.0001])["dip"]  # a rise of 1e-4 of the range is no dip
     (rec,) = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((_fake_run(trace, norm),) * 2, ("a", "b")))
-    # both layers move by the same amounts (the conservation law of gradient flow): the test cannot fail
-    assert rec.verdict == "not tested" and "cannot fail" in rec.cause
+    # two layers moving by the same amounts (the conservation law of gradient flow): the test cannot fail
+    assert rec.verdict == "not tested" and "cannot fail" in rec.cause and rec.key == "fig3"
+    # beside a four-layer run (not forced by the law) the verdict is the deep run's, the two-layer one a check
+    two, four = _fake_run(trace, norm), _fake_run(trace, norm, layers=4)
+    rec, check = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((two, four), ("2", "4")))
+    assert rec.key == "fig3" and rec.verdict == "agrees" and "4:" in rec.measured and "2:" not in rec.measured
+    assert check.variant_of == "fig3" and check.verdict == "not tested" and "cannot fail" in check.cause
+    anti = _fake_run(trace, [-t for t in norm[::-1]], layers=4)  # changes of the opposite sign: the deep run fails
+    rec = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((two, anti), ("2", "4")))[0]
+    assert rec.verdict != "agrees" and "do not correlate" in rec.cause
     # layers that break the conservation law make it a test again
     broken = {**_fake_run(trace, norm), "layer_sq_norms": np.column_stack([np.asarray(norm) * w for w in (0.2, 0.8)])}
     assert lh.conservation_drift(broken["layer_sq_norms"]) > lh.CONSERVED_DRIFT
@@ -151,7 +159,8 @@ def test_dip_is_relative_to_the_series_own_range():
     flat = [10.0, 10.01, 10.009, 11.509, 12.909]
     st = lh.trace_norm_agreement(trace, flat)
     assert st["corr_diff"] > 0.9 and st["dip_trace"] and not st["dip_norm"]
-    (rec,) = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((_fake_run(trace, flat), _fake_run(trace, norm)), ("a", "b")))
+    (rec,) = lh.claims_fig3(lh.Setup(dataset="digits"), lh.Fig3((_fake_run(trace, flat, layers=4),
+                                                               _fake_run(trace, norm, layers=4)), ("a", "b")))
     assert rec.verdict == "partly" and "same epochs" in rec.cause
 
 
@@ -192,6 +201,52 @@ def test_fig5_travel_counts_decreases_and_fig8_straddle_is_inconclusive():
     assert crit.judge(-0.07, (-0.112, -0.046)) == "inconclusive"
     with pytest.raises(Exception, match="subsets"):
         lh.Setup(dataset="digits", seeds=5, subsets=3)
+
+
+def test_mode_excess_partitions_the_excess_loss_computed_directly():
+    rng = np.random.default_rng(3)
+    X = _rank_deficient(rng)
+    Y = lin.one_hot(rng.integers(0, 4, X.shape[0]), 4)
+    n = X.shape[0]
+    W_ols = np.linalg.lstsq(X, Y, rcond=None)[0].T  # an independent route: least squares on the raw features
+    loss = lambda W: 0.5 * np.sum((X @ W.T - Y) ** 2) / n
+    W = W_ols + 0.3 * rng.standard_normal(W_ols.shape)
+    m = lh.mode_excess(W, X, Y)
+    assert abs(m["excess"].sum() - (loss(W) - loss(W_ols)) / loss(np.zeros_like(W))) < 1e-10
+    full = lh.mode_excess(W_ols, X, Y)
+    assert np.allclose(full["captured"], 1.0) and np.all(full["excess"] < 1e-12)
+    # the OLS map with its smallest mode removed: all the excess in that mode, nothing captured there
+    _, sx, Vx = np.linalg.svd(X, full_matrices=False)
+    keep = sx > 1e-10 * sx[0]
+    U = np.linalg.svd(W_ols @ Vx[keep].T * (sx[keep] / np.sqrt(n)), full_matrices=False)[0]  # W_ols C^(1/2), row space
+    lost = W_ols - np.outer(U[:, -1], U[:, -1]) @ W_ols
+    m = lh.mode_excess(lost, X, Y)
+    assert m["excess"][-1] > 0.99 * m["excess"].sum() and abs(m["captured"][-1]) < 1e-8
+
+
+def test_fig8_is_judged_on_a_seeded_bootstrap_ci_of_the_median():
+    rng = np.random.default_rng(0)
+    wide = rng.normal(-0.07, 0.02, 30)  # a spread whose range straddles -0.1, around a median well inside
+    assert wide.min() < -0.1 and lh.median_ci(wide, seed=1) == lh.median_ci(wide, seed=1)
+    lo, hi = lh.median_ci(wide, seed=1)
+    assert -0.1 < lo < np.median(wide) < hi < 0.1
+    assert lh.CRITERIA["fig8"].judge(float(np.median(wide)), (lo, hi)) == "agrees"
+    with pytest.raises(ValueError, match="values"):
+        lh.median_ci([1.0])
+
+
+def test_converged_epochs_is_validated_and_zero_judges_the_paper_schedule_run():
+    with pytest.raises(Exception, match="converged_epochs"):
+        lh.Setup(dataset="digits", converged_epochs=3, measure_points=5)
+    assert lh.Setup(dataset="digits", converged_epochs=0).converged_epochs == 0
+    numeric = np.array([[2.0, 1.0], [1.6, 0.8]])
+    closed = numeric * np.array([[1.3], [1.05]])
+    far, near = _fig12_run(closed, numeric, numeric, ols=0.15), _fig12_run(closed, numeric, numeric)
+    recs = lh.claims_fig12(lh.Setup(dataset="digits"), lh.Fig12({"rowspace": far, "rank": far, "converged": near}, 2))
+    counted = {r.key: r for r in recs if not r.variant_of}
+    assert counted["fig1"].verdict == "agrees" and "held at eta_max" in counted["fig1"].setting
+    paper_schedule = [r for r in recs if r.variant_of == "fig1" and "paper's schedule" in r.claim]
+    assert len(paper_schedule) == 1 and paper_schedule[0].verdict == "inconclusive"
 
 
 def test_convergence_table_prints_small_rates_and_the_plateau():
