@@ -505,7 +505,10 @@ def test_claims_follow_the_rules():
     recs = {c.key: c for c in ch.claims(res, q_err=1e-12, check_kappas=(1.0,), sup_cdf=(0.1, 0.01, 0.001),
                                         mp_kappas=(1, 10, 100), n_match=6, n_phases=6)}
     assert recs["lenet-250"].verdict == "agrees"
-    assert recs["lenet-100"].verdict == "inconclusive" and "reduced setting" in recs["lenet-100"].cause
+    lc = recs["lenet-100"].cause
+    assert recs["lenet-100"].verdict == "inconclusive" and "is 20 over a seed range [18.9, 21.1]" in lc
+    # delta 21 >= MP_DELTA: the cause says the chapter's own MP rule is met
+    assert "meets the chapter's own MP rule" in lc
     # the cause names the reduction and the parameter that removes it
     assert "2,000 training images instead of 4,000 (n_train=4000 in PAPER" in recs["lenet-100"].cause
     assert recs["lenet-falls"].verdict == "agrees"
@@ -550,32 +553,62 @@ def test_l1_variant_is_judged_against_the_noise_band():
     assert recs["lenet-250-l1"].verdict == "agrees"
 
 
-def _ntk(model, ks, mp_ks, *, n=1000, n_zero=0, acc=1.0):
+def _ntk(model, kss, mp_ks, *, n=1000, zeros=(0, 0, 0), acc=1.0, gamma=0.1):
+    # one KS per cut-off of (1e-9, 1e-6, 1e-4); every null is 100 values spread over [0.015, 0.025]
     from htlib.experiments.htmp import NTKFit
     from htlib.htmp import InverseFit
 
-    return NTKFit(model, np.ones(n), acc, acc, 100, InverseFit(0.2, 0.1, 1.0, ks, mp_ks, 0.7, n, n_zero))
+    fits = tuple(InverseFit(0.2, gamma, 1.0, ks, mp_ks, 0.7, n - z, z) for ks, z in zip(kss, zeros))
+    null = np.linspace(0.015, 0.025, 100)
+    return NTKFit(model, np.ones(n), acc, acc, 100, fits[0], (1e-9, 1e-6, 1e-4), fits, (null,) * len(fits), null,
+                  (0.05, 0.1, 0.3))
 
 
-def test_ntk_claims_are_per_model_and_read_the_ks_spread():
+def test_ntk_claims_read_a_bootstrap_null_and_the_cut_off():
     from dataclasses import replace
 
     from htlib.experiments import htmp as ch
 
     res = replace(_batch([_fit("lenet", 100, 0, 10.0)]),
-                  ntk=[_ntk("logistic", 0.227, 0.721, n=731, n_zero=269), _ntk("lenet", 0.0206, 0.053)])
+                  ntk=[_ntk("logistic", (0.238, 0.078, 0.017), 0.7, zeros=(415, 442, 631), gamma=0.5),
+                       _ntk("lenet", (0.0206, 0.0206, 0.0076), 0.053, gamma=0.05)])
     recs = {c.key: c for c in ch.ntk_claims(res)}
-    assert set(recs) == {"ntk-logistic", "ntk-logistic-mp", "ntk-lenet", "ntk-lenet-mp"}
-    assert recs["ntk-lenet"].verdict == "agrees"  # 0.0206 +- 0.0165 lies below 0.05
-    # 0.053 +- 0.0165 straddles 0.05: inside the KS noise, never "disagrees"
-    assert recs["ntk-lenet-mp"].verdict == "inconclusive" and "sampling spread" in recs["ntk-lenet-mp"].cause
-    assert recs["ntk-lenet-mp"].variant_of == "ntk-lenet" and not recs["ntk-lenet"].variant_of
-    # logistic: far above the threshold, but on MNIST its NTK is the pixel Gram: inconclusive, the cause measured
+    assert set(recs) == {f"ntk-{m}{v}" for m in ("logistic", "lenet") for v in ("", "-mp", "-rtol1e-06", "-rtol0.0001")}
+    # LeNet: 0.0206 has 44 of the 100 null values at or above it (p 0.45): not rejected at any cut-off
+    le = recs["ntk-lenet"]
+    assert le.verdict == "agrees" and "44 of 100 at least as large" in le.measured
+    assert "gamma at the smallest of the grid" in le.measured  # 0.05 of (0.05, 0.1, 0.3): said, not hidden
+    # the inverse MP law (0.053, above every null value): rejected, p 1/101 with interval below 0.05
+    mp = recs["ntk-lenet-mp"]
+    assert mp.verdict == "disagrees" and mp.variant_of == "ntk-lenet" and "0 of 100" in mp.cause and "rejected" in mp.cause
+    # logistic: rejected at 1e-9 and 1e-6, not at 1e-4: the verdict depends on the cut-off
     lg = recs["ntk-logistic"]
-    assert lg.verdict == "inconclusive" and "269 of 1000 eigenvalues zero" in lg.cause and "0.227" in lg.cause
+    assert lg.verdict == "inconclusive" and "depends on the zero-eigenvalue cut-off" in lg.cause
+    assert "KS 0.238" in lg.cause and "KS 0.017" in lg.cause and "at rtol 0.0001" in lg.cause
+    assert recs["ntk-logistic-rtol0.0001"].verdict == "agrees"
+    assert recs["ntk-logistic-rtol1e-06"].verdict == "disagrees"
+    # a law rejected at every cut-off outside the paper's setting: inconclusive, the values in the cause
+    res2 = replace(res, ntk=[_ntk("lenet", (0.05, 0.05, 0.05), 0.3)])
+    r = {c.key: c for c in ch.ntk_claims(res2)}["ntk-lenet"]
+    assert r.verdict == "inconclusive" and "rejects the inverse HTMP law at every cut-off" in r.cause and "KS 0.05" in r.cause
     # an untrained net cannot test the claim
-    res = replace(res, ntk=[_ntk("lenet", 0.01, 0.3, acc=0.5)])
-    assert {c.key: c for c in ch.ntk_claims(res)}["ntk-lenet"].verdict == "inconclusive"
+    res3 = replace(res, ntk=[_ntk("lenet", (0.01,) * 3, 0.3, acc=0.5)])
+    assert {c.key: c for c in ch.ntk_claims(res3)}["ntk-lenet"].verdict == "inconclusive"
+
+
+def test_ks_null_is_below_the_kolmogorov_law_for_a_fitted_law():
+    # a KS against a law fitted to the same sample is smaller than against the true law (Lilliefors):
+    # the bootstrap null's mean lies below the Kolmogorov mean E[K]/sqrt(n), and the draws are seeded
+    from scipy import stats
+
+    from htlib.experiments.htmp import ks_null
+
+    n = 400
+    mp = ks_null(math.inf, 0.5, n, reps=40, seed=3)
+    assert mp.mean() < 0.8 * stats.kstwobign.mean() / math.sqrt(n)
+    np.testing.assert_array_equal(mp, ks_null(math.inf, 0.5, n, reps=40, seed=3))
+    h = ks_null(2.0, 0.5, n, reps=4, seed=1)
+    assert h.shape == (4,) and np.all((h > 0) & (h < stats.kstwobign.mean() / math.sqrt(n)))
 
 
 def test_mp_claim_and_straddling_ranges():
