@@ -294,3 +294,16 @@ def test_run_sweep_on_dask_local_cluster_matches_serial_and_resumes(cache_tmp):
 class _NoExecutor(cf.Executor):
     def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
         raise AssertionError("a cached config was recomputed")
+
+
+def test_a_part_missing_only_the_books_level_is_inconclusive():
+    parts = exp._Parts()
+    parts.add("train drop", exp.LOSS_IMPROVES, 0.15, (0.11, 0.2))
+    parts.add("test drop", exp.LOSS_IMPROVES, 0.039, (0.0389, 0.0391), book_level=True)
+    assert parts.verdict == "inconclusive" and "misses only the book's level" in parts.cause("t")
+    strict = exp._Parts()
+    strict.add("test drop", exp.LOSS_IMPROVES, 0.039, (0.0389, 0.0391))
+    assert strict.verdict == "disagrees" and "needs >= 0.05" in strict.cause("t")
+    band = exp._Parts()
+    band.add("ratio", exp.OVERLAP_RATIO, 0.7, (0.6, 0.8))
+    assert "straddles in [0.35, 0.65]" in band.cause("t")

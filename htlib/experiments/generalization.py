@@ -491,13 +491,21 @@ class _Parts:
 
     def __init__(self) -> None:
         self.items: list[tuple[str, Criterion, float, tuple[float, float], str]] = []
+        self.level_misses: set[int] = set()
 
-    def add(self, name: str, crit: Criterion, value: float, interval: tuple[float, float]) -> None:
-        self.items.append((name, crit, float(value), interval, crit.judge(value, interval)))
+    def add(self, name: str, crit: Criterion, value: float, interval: tuple[float, float], *,
+            book_level: bool = False) -> None:
+        """``book_level``: the threshold is the book's and the paper states none, so missing it makes the
+        part inconclusive, not a disagreement (as the one-step chapter's rules)."""
+        verdict = crit.judge(value, interval)
+        if book_level and verdict == "disagrees":
+            verdict = "inconclusive"
+            self.level_misses.add(len(self.items))
+        self.items.append((name, crit, float(value), interval, verdict))
 
-    def add_mean(self, name: str, crit: Criterion, stat: SeedInterval, index=()) -> None:
+    def add_mean(self, name: str, crit: Criterion, stat: SeedInterval, index=(), *, book_level: bool = False) -> None:
         v, ci = stat.at(index)
-        self.add(name, crit, v, ci)
+        self.add(name, crit, v, ci, book_level=book_level)
 
     def add_rho(self, name: str, crit: Criterion, r: RankCorrelation) -> None:
         self.add(name, crit, r.rho, (r.low, r.high))
@@ -513,11 +521,19 @@ class _Parts:
     def cause(self, where: str, prefix: str = "") -> str:
         if self.verdict == "agrees":
             return ""
-        bad = [f"{name} {_ci(v, ci)} (needs {c.op} {c.threshold if c.op != 'in' else list(c.threshold)})"
-               for name, c, v, ci, verdict in self.items if verdict == "disagrees"]
-        wide = [f"{name} {_ci(v, ci)} straddles {c.op} {c.threshold if c.op != 'in' else list(c.threshold)}"
-                for name, c, v, ci, verdict in self.items if verdict == "inconclusive"]
+        def thr(c: Criterion) -> str:
+            return f"[{c.threshold[0]:g}, {c.threshold[1]:g}]" if c.op == "in" else f"{c.threshold:g}"
+
+        rows = list(enumerate(self.items))
+        bad = [f"{name} {_ci(v, ci)} (needs {c.op} {thr(c)})" for _, (name, c, v, ci, verdict) in rows
+               if verdict == "disagrees"]
+        level = [f"{name} {_ci(v, ci)} (book's level {c.op} {thr(c)})" for k, (name, c, v, ci, verdict) in rows
+                 if k in self.level_misses]
+        wide = [f"{name} {_ci(v, ci)} straddles {c.op} {thr(c)}" for k, (name, c, v, ci, verdict) in rows
+                if verdict == "inconclusive" and k not in self.level_misses]
         text = "; ".join(p for p in ("fails: " + ", ".join(bad) if bad else "",
+                                     "misses only the book's level, the paper states none: " + ", ".join(level)
+                                     if level else "",
                                      "interval straddles: " + ", ".join(wide) if wide else "") if p)
         return f"{prefix}{text} ({where})"
 
@@ -797,7 +813,8 @@ def sample_size_loss_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim
     boot = dict(level=setup.ci_level)
     parts = _Parts()
     for m, name in (("train_loss", "train"), ("test_loss", "test")):
-        parts.add_mean(f"{name} drop (n={setup.n})", LOSS_IMPROVES, seed_interval(_rel_drop(by_n[setup.n], f"{m}@{readout}"), **boot))
+        parts.add_mean(f"{name} drop (n={setup.n})", LOSS_IMPROVES, seed_interval(_rel_drop(by_n[setup.n], f"{m}@{readout}"), **boot),
+                       book_level=True)
     for n in smaller:
         parts.add_mean(f"train drop (n={n})", POSITIVE, seed_interval(_rel_drop(by_n[n], f"train_loss@{readout}"), **boot))
         parts.add_mean(f"test drop (n={n})", NEGATIVE, seed_interval(_rel_drop(by_n[n], f"test_loss@{readout}"), **boot))
