@@ -264,3 +264,27 @@ def test_every_executed_chapter_follows_the_claim_rules():
         records = cl.read_claims(chapter)  # constructing each record re-checks the per-record rules
         if records:
             cl.check_records(records)
+
+
+def test_seed_interval_is_the_student_t_interval_and_covers_with_two_seeds():
+    import numpy as np
+
+    from htlib.claims import Criterion, seed_interval, seed_interval_text
+
+    # Hand-derived: x = 1, 2, 3 has mean 2, s = 1, and t(2 dof, 0.975) = 4.302652729911275 (tables: 4.303).
+    m = seed_interval([1.0, 2.0, 3.0])
+    v, (low, high) = m.at(())
+    assert (v, low, high) == pytest.approx((2.0, 2.0 - 4.302652729911275 / 3 ** 0.5, 2.0 + 4.302652729911275 / 3 ** 0.5))
+    # A diverged run (NaN) is left out; one finite seed gives no interval (judged inconclusive).
+    one = seed_interval([[4.0, np.nan], [np.nan, np.nan]])
+    assert one.n_seeds.tolist() == [1, 0] and np.isnan(one.low).all() and one.mean[0] == 4.0
+    assert Criterion("x", ">", 0.0).judge(*one.at(0)) == "inconclusive"
+    # Coverage with 2 normal seeds: the t-interval keeps ~95%, the two seeds' range covers only ~50%.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20000, 2))
+    t = seed_interval(x)
+    assert np.mean((t.low <= 0) & (0 <= t.high)) == pytest.approx(0.95, abs=0.01)
+    assert np.mean((x.min(1) <= 0) & (0 <= x.max(1))) == pytest.approx(0.5, abs=0.02)
+    assert "1 degree of freedom" in seed_interval_text(2, 0.95)
+    with pytest.raises(ValueError, match="level"):
+        seed_interval([1.0, 2.0], level=1.5)

@@ -142,6 +142,25 @@ def test_correlation_table_and_claims_on_synthetic_grid():
         gen.correlation_table(grid, eta_min=1e6)
 
 
+def test_benign_band_is_inconclusive_when_the_hill_values_it_ranks_are_similar():
+    grid = _synthetic_grid()
+    hill = grid.values["alpha_hill"].copy()
+    small = grid.etas < 1.0
+    hill[:, small] = 2.45 + 0.003 * np.arange(small.sum())[None, :, None]  # three values within 5%: "similar"
+    tied = dataclasses.replace(grid, values={**grid.values, "alpha_hill": hill})
+    c = exp.benign_band_claim(tied, exp.Setup(executor="serial"), "d")
+    assert c.verdict == "inconclusive" and "2 distinct Hill levels" in c.cause and "2.45" in c.measured
+    assert exp.similar_groups(np.array([2.45, 2.45, 2.44, 1.93]), 0.05) == [[3], [2, 0, 1]]
+
+
+def test_seed_intervals_of_the_claims_are_student_t():
+    grid = _synthetic_grid(seeds=2)
+    c = exp.gd_contrast_claim(grid, exp.Setup(executor="serial"), "d")
+    assert "Student-t" in c.uncertainty and "1 degree of freedom" in c.uncertainty
+    rho = exp.within_seed_rho(grid.get("alpha_ks", "adam"), grid.get("test_loss@d", "adam"))
+    assert rho.shape == (2,) and np.all(rho > 0.9)
+
+
 def test_compound_verdicts():
     assert exp._combine(["agrees", "agrees"]) == "agrees"
     assert exp._combine(["agrees", "disagrees"]) == "partly"
@@ -239,7 +258,8 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     by_key = {c.key: c for c in records}
     assert by_key["gd_contrast_wn"].verdict == "not tested" and "weight_norm_repeat" in by_key["gd_contrast_wn"].cause
     assert by_key["sample_hill"].verdict == "not tested"  # needs n = 8000
-    assert "ratio" in by_key["noise"].measured and "ratio" not in by_key["noise_sqrt_d"].measured
+    # the overlaps do not depend on the readout, but both records judge them (a straddle is inconclusive in both)
+    assert "O_U ratio" in by_key["noise"].measured and "O_U ratio" in by_key["noise_sqrt_d"].measured
     table = exp.fig8_table(fig8)
     assert {"n = 32", "WN, gamma = 1", "lambda = 0.001"} <= set(table["panel"])
     numbers = {**exp.setting_numbers(setup), **exp.fig7_numbers(fig7, setup), **exp.fig8_numbers(fig8, setup)}
@@ -274,3 +294,16 @@ def test_run_sweep_on_dask_local_cluster_matches_serial_and_resumes(cache_tmp):
 class _NoExecutor(cf.Executor):
     def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
         raise AssertionError("a cached config was recomputed")
+
+
+def test_a_part_missing_only_the_books_level_is_inconclusive():
+    parts = exp._Parts()
+    parts.add("train drop", exp.LOSS_IMPROVES, 0.15, (0.11, 0.2))
+    parts.add("test drop", exp.LOSS_IMPROVES, 0.039, (0.0389, 0.0391), book_level=True)
+    assert parts.verdict == "inconclusive" and "misses only the book's level" in parts.cause("t")
+    strict = exp._Parts()
+    strict.add("test drop", exp.LOSS_IMPROVES, 0.039, (0.0389, 0.0391))
+    assert strict.verdict == "disagrees" and "needs >= 0.05" in strict.cause("t")
+    band = exp._Parts()
+    band.add("ratio", exp.OVERLAP_RATIO, 0.7, (0.6, 0.8))
+    assert "straddles in [0.35, 0.65]" in band.cause("t")

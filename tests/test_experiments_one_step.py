@@ -16,8 +16,7 @@ from htlib.experiments import one_step as ch
 from htlib.two_layer import RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data
 
 TINY = dict(n=64, d=20, h=30, n_test=16, etas=(0.1, 1.0, 2000.0), seeds=2, fig2_gd_etas=(2000.0,),
-            fig2_adam_etas=(0.1, 10.0), scaling_h=12, scaling_ds=(16, 32, 64), scaling_seeds=2, n_boot=200,
-            executor="serial")
+            fig2_adam_etas=(0.1, 10.0), scaling_h=12, scaling_ds=(16, 32, 64), scaling_seeds=2, executor="serial")
 
 
 @pytest.fixture
@@ -111,15 +110,20 @@ def test_threshold_claim_agrees_only_at_the_papers_eta():
     res = _fig3({"lambda_max": ratio, "sim": [0.0, 0.0, 0.0, 0.5], "kta@d": [1, 1, 1, 1.2],
                  "train_loss@d": [1, 1, 1, 0.9], "test_loss@d": [1, 1, 1, 0.97]}, init)
     kw = dict(where="§4.1", claim="c", setting="paper")
-    spike = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=200), 2000.0, **kw)
+    spike = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 2000.0, **kw)
     assert spike.verdict == "agrees" and "first grid eta 2000" in spike.measured
-    early = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=200), 1.0, **kw)
-    assert early.verdict == "disagrees" and "first meets it at eta = 2000" in early.cause
-    kta = ch.threshold_claim(ch.threshold_check(res, "kta", "gd", n_boot=200), 2000.0, **kw)
-    assert kta.verdict == "disagrees" and "no grid eta meets it" in kta.cause  # 1.2 < 1.5
-    loss = ch.threshold_check(res, "loss", "gd", n_boot=200)
-    assert loss.stat.mean[-1] == pytest.approx(0.03)  # the smaller of the two drops
-    missing = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=200), 3000.0, **kw)
+    # The paper states no level for a rule: missing the book's level is inconclusive, never disagrees.
+    early = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 1.0, **kw)
+    assert early.verdict == "inconclusive" and "first meets it at eta = 2000" in early.cause
+    assert "no level" in early.cause
+    kta = ch.threshold_claim(ch.threshold_check(res, "kta", "gd"), 2000.0, **kw)
+    assert kta.verdict == "agrees"  # 1.2 > 1.1, the level the spike rule uses too
+    assert ch.RULES["kta"].threshold == ch.RULES["spike"].threshold == ch.RISE
+    loss_chk = ch.threshold_check(res, "loss", "gd")
+    assert loss_chk.stat.mean[-1] == pytest.approx(0.03)  # the smaller of the two drops
+    loss = ch.threshold_claim(loss_chk, 2000.0, **kw)  # 3% < 5%, but a drop above 0 at 2000
+    assert loss.verdict == "inconclusive" and "first holds at eta = 2000" in loss.cause
+    missing = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 3000.0, **kw)
     assert missing.verdict == "not tested"
 
 
@@ -130,9 +134,23 @@ def test_threshold_claim_is_inconclusive_when_the_seed_interval_straddles_the_ru
     values = {"lambda_max": spread, "sim": [0, 0, 0, 0],
               "kta@d": [1, 1, 1, 1], "train_loss@d": [1, 1, 1, 1], "test_loss@d": [1, 1, 1, 1]}
     res = _fig3(values, init)
-    c = ch.threshold_claim(ch.threshold_check(res, "spike", "gd", n_boot=500), 2000.0, where="w", claim="c",
+    c = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 2000.0, where="w", claim="c",
                            setting="paper")
     assert c.verdict == "inconclusive" and "straddles" in c.cause
+
+
+def test_corollary_fit_divides_out_the_finite_size_form():
+    # eta_2 sqrt(h) = (1 + sqrt(h/d)) / kappa exactly: raw exponent negative, residual exponent 0.
+    h, ds = 250, np.repeat([250.0, 1000.0, 4000.0], 2)
+    seeds = np.tile([0, 1], 3)
+    form = np.array([ch.finite_size_form("eta_2", h, int(d)) for d in ds])
+    assert form == pytest.approx(1 + np.sqrt(h / ds))
+    y = form / 0.8 * (1 + 1e-3 * np.array([1, -1, -1, 1, 1, -1]))
+    x = ch.residual_exponents(ds, seeds, y, form)
+    assert x == pytest.approx([0.0, 0.0], abs=2e-3)
+    assert ch.fit_exponent(ds, y).slope < -0.1  # what the old band read as the corollary's exponent
+    with pytest.raises(ValueError, match="key"):
+        ch.finite_size_form("eta_x", h, 10)
 
 
 def test_esd_modes_tell_a_bimodal_log_spectrum_from_marchenko_pastur():

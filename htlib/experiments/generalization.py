@@ -24,13 +24,14 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 import torch
 
 from htlib import cache, dynamics
 from htlib._checks import check_int
-from htlib.claims import PAPER_SETTING, Claim, Criterion
+from htlib.claims import PAPER_SETTING, Claim, Criterion, SeedInterval, seed_interval, seed_interval_text
 from htlib.claims import combine_verdicts as _combine, reduced_claim as _claim
-from htlib.generalization import RankCorrelation, SeedMean, final_metrics, seed_mean, spearman_bootstrap
+from htlib.generalization import RankCorrelation, final_metrics
 from htlib.experiments._setup import SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
@@ -78,7 +79,8 @@ class Setup(SweepSetup):
     lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
     rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
     steplr_gammas: tuple[float, ...] = param([0.2, 0.4, 0.6, 0.8], "Fig. 8(d) StepLR decay factors", gt=0, le=1)
-    n_boot: int = param(2000, "bootstrap replicates of each interval", ge=100, le=100_000)
+    n_boot: int = param(2000, "bootstrap replicates of the rank-correlation table and the Hill-range interval",
+                        ge=100, le=100_000)
     ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
     readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
 
@@ -489,13 +491,21 @@ class _Parts:
 
     def __init__(self) -> None:
         self.items: list[tuple[str, Criterion, float, tuple[float, float], str]] = []
+        self.level_misses: set[int] = set()
 
-    def add(self, name: str, crit: Criterion, value: float, interval: tuple[float, float]) -> None:
-        self.items.append((name, crit, float(value), interval, crit.judge(value, interval)))
+    def add(self, name: str, crit: Criterion, value: float, interval: tuple[float, float], *,
+            book_level: bool = False) -> None:
+        """``book_level``: the threshold is the book's and the paper states none, so missing it makes the
+        part inconclusive, not a disagreement (as the one-step chapter's rules)."""
+        verdict = crit.judge(value, interval)
+        if book_level and verdict == "disagrees":
+            verdict = "inconclusive"
+            self.level_misses.add(len(self.items))
+        self.items.append((name, crit, float(value), interval, verdict))
 
-    def add_mean(self, name: str, crit: Criterion, stat: SeedMean, index=()) -> None:
+    def add_mean(self, name: str, crit: Criterion, stat: SeedInterval, index=(), *, book_level: bool = False) -> None:
         v, ci = stat.at(index)
-        self.add(name, crit, v, ci)
+        self.add(name, crit, v, ci, book_level=book_level)
 
     def add_rho(self, name: str, crit: Criterion, r: RankCorrelation) -> None:
         self.add(name, crit, r.rho, (r.low, r.high))
@@ -511,11 +521,19 @@ class _Parts:
     def cause(self, where: str, prefix: str = "") -> str:
         if self.verdict == "agrees":
             return ""
-        bad = [f"{name} {_ci(v, ci)} (needs {c.op} {c.threshold if c.op != 'in' else list(c.threshold)})"
-               for name, c, v, ci, verdict in self.items if verdict == "disagrees"]
-        wide = [f"{name} {_ci(v, ci)} straddles {c.op} {c.threshold if c.op != 'in' else list(c.threshold)}"
-                for name, c, v, ci, verdict in self.items if verdict == "inconclusive"]
+        def thr(c: Criterion) -> str:
+            return f"[{c.threshold[0]:g}, {c.threshold[1]:g}]" if c.op == "in" else f"{c.threshold:g}"
+
+        rows = list(enumerate(self.items))
+        bad = [f"{name} {_ci(v, ci)} (needs {c.op} {thr(c)})" for _, (name, c, v, ci, verdict) in rows
+               if verdict == "disagrees"]
+        level = [f"{name} {_ci(v, ci)} (book's level {c.op} {thr(c)})" for k, (name, c, v, ci, verdict) in rows
+                 if k in self.level_misses]
+        wide = [f"{name} {_ci(v, ci)} straddles {c.op} {thr(c)}" for k, (name, c, v, ci, verdict) in rows
+                if verdict == "inconclusive" and k not in self.level_misses]
         text = "; ".join(p for p in ("fails: " + ", ".join(bad) if bad else "",
+                                     "misses only the book's level, the paper states none: " + ", ".join(level)
+                                     if level else "",
                                      "interval straddles: " + ", ".join(wide) if wide else "") if p)
         return f"{prefix}{text} ({where})"
 
@@ -577,7 +595,7 @@ def gd_contrast_claim(grid: RunGrid, setup: Setup, readout: str, *, where: str =
                   threshold=0.0,
                   setting=_readout_setting(setup.deviations(FIG7_FIELDS), readout)
                   + ("; weight normalization before each step" if weight_norm else ""),
-                  uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap of the mean contrast")
+                  uncertainty=seed_interval_text(grid.seeds.size, setup.ci_level).replace("seed mean", "seed-mean contrast"))
     if big.all() or not big.any():
         return _claim(**common, measured="", verdict="not tested",
                      cause="the grid etas needs learning rates on both sides of 1000")
@@ -586,8 +604,7 @@ def gd_contrast_claim(grid: RunGrid, setup: Setup, readout: str, *, where: str =
                                (f"kta@{readout}", "KTA", POSITIVE), ("alpha_hill", "Hill", NEGATIVE),
                                ("alpha_ks", "KS", NEGATIVE)):
         v = grid.get(metric, "gd")
-        parts.add_mean(name, crit, seed_mean(np.nanmean(v[big], 0) - np.nanmean(v[~big], 0), n_boot=setup.n_boot,
-                                             level=setup.ci_level))
+        parts.add_mean(name, crit, seed_interval(np.nanmean(v[big], 0) - np.nanmean(v[~big], 0), level=setup.ci_level))
     return _claim(**common, measured=parts.measured, verdict=parts.verdict,
                  cause=parts.cause("Fig. 7 table", _readout_prefix(readout)))
 
@@ -595,39 +612,92 @@ def gd_contrast_claim(grid: RunGrid, setup: Setup, readout: str, *, where: str =
 def adam_correlation_claim(grid: RunGrid, setup: Setup, readout: str) -> Claim:
     """§5.3, FB-Adam "a similar correlation between the training loss, KTA, PL_Alpha_Hill and PL_Alpha_KS":
     within-seed Spearman over the grid of the train loss with KTA (< 0) and with each alpha (> 0)."""
-    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
     y = grid.get(f"train_loss@{readout}", "adam")
     parts = _Parts()
-    parts.add_rho("rho(train, KTA)", RHO_NEG, spearman_bootstrap(grid.get(f"kta@{readout}", "adam"), y, **boot))
-    parts.add_rho("rho(train, Hill)", RHO_POS, spearman_bootstrap(grid.get("alpha_hill", "adam"), y, **boot))
-    parts.add_rho("rho(train, KS)", RHO_POS, spearman_bootstrap(grid.get("alpha_ks", "adam"), y, **boot))
+    for name, crit, metric in (("rho(train, KTA)", RHO_NEG, f"kta@{readout}"), ("rho(train, Hill)", RHO_POS, "alpha_hill"),
+                               ("rho(train, KS)", RHO_POS, "alpha_ks")):
+        parts.add_mean(name, crit, seed_interval(within_seed_rho(grid.get(metric, "adam"), y), level=setup.ci_level))
     return _claim(paper="003", where="§5.3, Fig. 7", section="gen-fig7", **_variant("adam_corr", readout),
                  claim="FB-Adam shows a similar correlation between the training loss, KTA, PL_Alpha_Hill and PL_Alpha_KS",
                  criterion=f"within-seed Spearman over the {grid.etas.size} grid etas: rho(train, KTA) < 0, "
                            "rho(train, Hill) > 0, rho(train, KS) > 0, each interval excluding 0",
                  threshold=0.0, setting=_readout_setting(setup.deviations(FIG7_FIELDS), readout),
-                 uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap of the mean rho",
+                 uncertainty=seed_interval_text(grid.seeds.size, setup.ci_level).replace("seed mean", "seed-mean rho"),
                  measured=parts.measured, verdict=parts.verdict,
                  cause=parts.cause("Fig. 7 table", _readout_prefix(readout)))
 
 
+def within_seed_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of ``x`` and ``y`` across the cells (first axis) of each seed (last axis); NaN for a
+    seed with fewer than 3 finite pairs or a constant variable.
+
+    Examples
+    --------
+    >>> within_seed_rho(np.array([[1.0, 1], [2, 3], [3, 2]]), np.array([[1.0, 1], [2, 2], [3, 3]])).tolist()
+    [1.0, 0.5]
+    """
+    out = []
+    for s in range(x.shape[-1]):
+        a, b = x[:, s], y[:, s]
+        ok = np.isfinite(a) & np.isfinite(b)
+        if ok.sum() < 3 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0:
+            out.append(np.nan)
+        else:
+            out.append(scipy.stats.spearmanr(a[ok], b[ok]).statistic)
+    return np.array(out, dtype=float)
+
+
+def similar_groups(values: np.ndarray, tol: float) -> list[list[int]]:
+    """Indices of ``values`` grouped into runs whose members lie within ``tol`` (relative) of the run's
+    smallest value, in ascending order: values the flat-band rule (:data:`HILL_FLAT`) calls similar.
+
+    Examples
+    --------
+    >>> similar_groups(np.array([2.45, 2.45, 2.44, 1.93]), 0.05)
+    [[3], [2, 0, 1]]
+    """
+    order = np.argsort(values, kind="stable")
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and values[i] <= values[groups[-1][0]] * (1 + tol):
+            groups[-1].append(int(i))
+        else:
+            groups.append([int(i)])
+    return groups
+
+
 def benign_band_claim(grid: RunGrid, setup: Setup, readout: str) -> Claim:
-    """FB-Adam, ``eta <= 1``: a lower PL_Alpha_Hill goes with a lower test loss (within-seed Spearman > 0)."""
+    """FB-Adam, ``eta <= 1``: a lower PL_Alpha_Hill goes with a lower test loss (within-seed Spearman > 0).
+
+    A Spearman ranks every point, but points whose seed-mean Hill values the flat-band rule calls
+    similar (within :data:`HILL_FLAT`'s tolerance, :func:`similar_groups`) carry no order: with fewer
+    than 3 groups the rank correlation is at most one contrast, and the claim is inconclusive."""
     keep = grid.etas <= BENIGN_ETA
     common = dict(paper="003", where="§5.3, Fig. 7", section="gen-fig7", **_variant("benign", readout),
                   claim="FB-Adam, benign eta <= 1: a decrease in PL_Alpha_Hill leads to better test performance",
                   criterion=RHO_POS.text.replace("rho", "rho(PL_Alpha_Hill, test loss) over the grid etas <= 1") +
                   ", interval excluding 0", threshold=0.0,
                   setting=_readout_setting(setup.deviations(FIG7_FIELDS), readout),
-                  uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap of the mean rho; a "
-                              f"{int(keep.sum())}-point Spearman moves in steps of {_rank_step(int(keep.sum()))}")
+                  uncertainty=seed_interval_text(grid.seeds.size, setup.ci_level).replace("seed mean", "seed-mean rho")
+                              + f"; a {int(keep.sum())}-point Spearman moves in steps of {_rank_step(int(keep.sum()))}")
     if keep.sum() < 3:
         return _claim(**common, measured="", verdict="not tested", cause="fewer than 3 grid etas <= 1")
+    hill = grid.get("alpha_hill", "adam")[keep]
     parts = _Parts()
-    parts.add_rho("rho(Hill, test)", RHO_POS, spearman_bootstrap(grid.get("alpha_hill", "adam")[keep],
-                                                                 grid.get(f"test_loss@{readout}", "adam")[keep],
-                                                                 n_boot=setup.n_boot, level=setup.ci_level))
-    return _claim(**common, measured=parts.measured, verdict=parts.verdict,
+    parts.add_mean("rho(Hill, test)", RHO_POS, seed_interval(within_seed_rho(hill, grid.get(f"test_loss@{readout}", "adam")[keep]),
+                                                            level=setup.ci_level))
+    means, etas = np.nanmean(hill, axis=1), grid.etas[keep]
+    groups = similar_groups(means, HILL_FLAT.threshold)
+    hills = ", ".join(f"{m:.3g}" for m in means)
+    measured = f"{parts.measured}; seed-mean Hill at eta = {', '.join(f'{e:g}' for e in etas)}: {hills}"
+    if len(groups) < 3:
+        similar = max(groups, key=len)
+        return _claim(**common, measured=measured, verdict="inconclusive",
+                      cause=(f"{_readout_prefix(readout)}Hill at eta = {', '.join(f'{etas[i]:g}' for i in sorted(similar))} is "
+                             f"{', '.join(f'{means[i]:.3g}' for i in sorted(similar))}, within {HILL_FLAT.threshold:.0%} of each "
+                             f"other (the flat-band rule's 'similar'): the {int(keep.sum())}-point Spearman ranks "
+                             f"{len(groups)} distinct Hill levels, at most one contrast (Fig. 7 table)"))
+    return _claim(**common, measured=measured, verdict=parts.verdict,
                  cause=parts.cause("Fig. 7 table", _readout_prefix(readout)))
 
 
@@ -645,7 +715,9 @@ def hill_flat_claim(grid: RunGrid, setup: Setup) -> Claim:
                   criterion=f"{HILL_FLAT.text} (seed bootstrap); each step of the "
                             "seed-mean PL_Alpha_KS between consecutive grid etas < 0",
                   threshold=HILL_FLAT.threshold, setting=setup.deviations(FIG7_FIELDS),
-                  uncertainty=f"{grid.seeds.size} seeds; {setup.ci_level:.0%} seed bootstrap")
+                  uncertainty=(f"{grid.seeds.size} seeds; Hill range/mean: {setup.ci_level:.0%} percentile bootstrap "
+                               f"over seeds (not a mean); KS steps: "
+                               + seed_interval_text(grid.seeds.size, setup.ci_level).split("; ", 1)[1]))
     if keep.sum() < 2:
         return _claim(**common, measured="", verdict="not tested", cause="fewer than 2 grid etas in [1, 100]")
     hill = grid.get("alpha_hill", "adam")[keep]
@@ -659,7 +731,7 @@ def hill_flat_claim(grid: RunGrid, setup: Setup) -> Claim:
     parts = _Parts()
     parts.add("Hill range/mean", HILL_FLAT, np.ptp(m) / m.mean(), tuple(np.percentile(reps, [tail, 100 - tail])))
     ks = grid.get("alpha_ks", "adam")[keep]
-    steps = seed_mean(np.diff(ks, axis=0), n_boot=setup.n_boot, level=setup.ci_level)
+    steps = seed_interval(np.diff(ks, axis=0), level=setup.ci_level)
     etas = grid.etas[keep]
     for j in range(etas.size - 1):
         parts.add_mean(f"KS({etas[j + 1]:g}) - KS({etas[j]:g})", NEGATIVE, steps, j)
@@ -703,23 +775,21 @@ def sample_size_claim(res: Fig8Result, setup: Setup) -> Claim:
     if SAMPLE_SIZE_N not in by_n or n_big not in by_n or n_big != 8000:
         return _claim(**common, measured="", verdict="not tested", cause="needs n = 8000 and ns to contain 2000 and 8000")
     fm = {n: [final_metrics(t) for t in by_n[n]] for n in (SAMPLE_SIZE_N, n_big)}
-    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    boot = dict(level=setup.ci_level)
     col = {n: {k: np.array([m[k] for m in fm[n]]) for k in ("alpha_hill", "spike_q90", "sv_ratio")} for n in fm}
     parts = _Parts()
     for n in (SAMPLE_SIZE_N, n_big):
         p = HILL_PAPER[n]
         parts.add_mean(f"Hill(n={n})", Criterion(f"Hill(n={n})", "in", (p - HILL_TOL, p + HILL_TOL)),
-                       seed_mean(col[n]["alpha_hill"], **boot))
-    parts.add_mean("Hill difference", NEGATIVE, seed_mean(col[SAMPLE_SIZE_N]["alpha_hill"] - col[n_big]["alpha_hill"], **boot))
-    parts.add_mean(f"lambda_max/q90(n={SAMPLE_SIZE_N})", SPIKE_SEPARATED, seed_mean(col[SAMPLE_SIZE_N]["spike_q90"], **boot))
-    parts.add_mean(f"s1/s2(n={n_big})", SPIKE_ABSORBED, seed_mean(col[n_big]["sv_ratio"], **boot))
+                       seed_interval(col[n]["alpha_hill"], **boot))
+    parts.add_mean("Hill difference", NEGATIVE, seed_interval(col[SAMPLE_SIZE_N]["alpha_hill"] - col[n_big]["alpha_hill"], **boot))
+    parts.add_mean(f"lambda_max/q90(n={SAMPLE_SIZE_N})", SPIKE_SEPARATED, seed_interval(col[SAMPLE_SIZE_N]["spike_q90"], **boot))
+    parts.add_mean(f"s1/s2(n={n_big})", SPIKE_ABSORBED, seed_interval(col[n_big]["sv_ratio"], **boot))
     return _claim(**common, measured=parts.measured, verdict=parts.verdict, cause=parts.cause("Fig. 8 table"))
 
 
 def _fig8_uncertainty(res: Fig8Result, setup: Setup) -> str:
-    s = res.seeds
-    extra = " (with 2 seeds: their range)" if s == 2 else ""
-    return f"{s} seeds; {setup.ci_level:.0%} seed bootstrap of the mean{extra}"
+    return seed_interval_text(res.seeds, setup.ci_level)
 
 
 def _rel_drop(trajs: Sequence[Trajectory], metric: str) -> np.ndarray:
@@ -740,13 +810,14 @@ def sample_size_loss_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim
                   uncertainty=_fig8_uncertainty(res, setup))
     if setup.n not in by_n or not smaller:
         return _claim(**common, measured="", verdict="not tested", cause="ns must contain n and a smaller size")
-    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    boot = dict(level=setup.ci_level)
     parts = _Parts()
     for m, name in (("train_loss", "train"), ("test_loss", "test")):
-        parts.add_mean(f"{name} drop (n={setup.n})", LOSS_IMPROVES, seed_mean(_rel_drop(by_n[setup.n], f"{m}@{readout}"), **boot))
+        parts.add_mean(f"{name} drop (n={setup.n})", LOSS_IMPROVES, seed_interval(_rel_drop(by_n[setup.n], f"{m}@{readout}"), **boot),
+                       book_level=True)
     for n in smaller:
-        parts.add_mean(f"train drop (n={n})", POSITIVE, seed_mean(_rel_drop(by_n[n], f"train_loss@{readout}"), **boot))
-        parts.add_mean(f"test drop (n={n})", NEGATIVE, seed_mean(_rel_drop(by_n[n], f"test_loss@{readout}"), **boot))
+        parts.add_mean(f"train drop (n={n})", POSITIVE, seed_interval(_rel_drop(by_n[n], f"train_loss@{readout}"), **boot))
+        parts.add_mean(f"test drop (n={n})", NEGATIVE, seed_interval(_rel_drop(by_n[n], f"test_loss@{readout}"), **boot))
     return _claim(**common, measured=parts.measured, verdict=parts.verdict,
                  cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
 
@@ -764,7 +835,7 @@ def ridge_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
                   uncertainty=_fig8_uncertainty(res, setup))
     if LAM_BALANCED not in res.ridge[0] or not smaller:
         return _claim(**common, measured="", verdict="not tested", cause="lams must contain 0.01 and a smaller value")
-    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    boot = dict(level=setup.ci_level)
 
     def last(lam, m):
         return np.array([c[lam][f"{m}@{readout}"][-1] for c in res.ridge])
@@ -773,9 +844,9 @@ def ridge_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
     parts = _Parts()
     for lam in sorted(smaller, reverse=True):
         tr, te = last(lam, "train_loss"), last(lam, "test_loss")
-        parts.add_mean(f"lambda={lam:g}: train", NEGATIVE, seed_mean(tr - tr0, **boot))
-        parts.add_mean(f"test", NEGATIVE, seed_mean(te - te0, **boot))
-        parts.add_mean(f"gap", POSITIVE, seed_mean((te - tr) - (te0 - tr0), **boot))
+        parts.add_mean(f"lambda={lam:g}: train", NEGATIVE, seed_interval(tr - tr0, **boot))
+        parts.add_mean(f"test", NEGATIVE, seed_interval(te - te0, **boot))
+        parts.add_mean(f"gap", POSITIVE, seed_interval((te - tr) - (te0 - tr0), **boot))
     return _claim(**common, measured=parts.measured, verdict=parts.verdict,
                  cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
 
@@ -796,18 +867,18 @@ def label_noise_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
                   uncertainty=_fig8_uncertainty(res, setup))
     if RHO_LOW not in by_rho or RHO_HIGH not in by_rho or len(rhos) < 2:
         return _claim(**common, measured="", verdict="not tested", cause="rhos must contain 0.3 and 0.7")
-    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    boot = dict(level=setup.ci_level)
     parts = _Parts()
     for m, name in (("train_loss", "train"), ("test_loss", "test")):
         v = np.array([[_last(t, f"{m}@{readout}") for t in by_rho[r]] for r in rhos])
-        steps = seed_mean(np.diff(v, axis=0), **boot)
+        steps = seed_interval(np.diff(v, axis=0), **boot)
         parts.add(f"smallest {name} step", POSITIVE, *min((steps.at(j) for j in range(len(rhos) - 1)),
                                                           key=lambda p: p[1][0]))
     lo = np.array([update_overlap_outlier(t) for t in by_rho[RHO_LOW]])
     hi = np.array([update_overlap_outlier(t) for t in by_rho[RHO_HIGH]])
-    if readout == "d":  # the overlaps do not depend on the readout: measured once
-        for k, name in enumerate(("O_U ratio", "O_V ratio")):
-            parts.add_mean(name, OVERLAP_RATIO, seed_mean(lo[:, k] / hi[:, k], **boot))
+    # The overlaps do not depend on the readout, but they are part of the claim: both records judge them.
+    for k, name in enumerate(("O_U ratio", "O_V ratio")):
+        parts.add_mean(name, OVERLAP_RATIO, seed_interval(lo[:, k] / hi[:, k], **boot))
     return _claim(**common, measured=parts.measured, verdict=parts.verdict,
                  cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
 
@@ -858,7 +929,7 @@ def steplr_claim(res: Fig8Result, setup: Setup, readout: str) -> Claim:
     rise = {g: np.array([loss_rise(t, readout) for t in by_g[g]]) for g in (*STEPLR_FAST, *STEPLR_SLOW)}
     margin = np.min([rise[g] for g in STEPLR_SLOW], axis=0) - np.max([rise[g] for g in STEPLR_FAST], axis=0)
     parts = _Parts()
-    parts.add_mean("slow - fast", INSTABILITY, seed_mean(margin, n_boot=setup.n_boot, level=setup.ci_level))
+    parts.add_mean("slow - fast", INSTABILITY, seed_interval(margin, level=setup.ci_level))
     rises = ", ".join(f"gamma={g:g}: {rise[g].mean():.3g}" for g in rise)
     return _claim(**common, measured=f"rise (seed mean) {rises}; {parts.measured}", verdict=parts.verdict,
                   cause=parts.cause("Fig. 8 table", _readout_prefix(readout)))
@@ -883,15 +954,15 @@ def wn_schedule_claim(res: Fig8Result, setup: Setup) -> Claim:
                   uncertainty=_fig8_uncertainty(res, setup))
     if len(gammas) < 2 or not set(gammas) <= set(wn):
         return _claim(**common, measured="", verdict="not tested", cause="needs two StepLR gammas or more")
-    boot = dict(n_boot=setup.n_boot, level=setup.ci_level)
+    boot = dict(level=setup.ci_level)
     q90 = np.array([[final_metrics(t)["spike_q90"] for t in wn[g]] for g in gammas])
     parts = _Parts()
-    steps = seed_mean(np.diff(q90, axis=0), **boot)
+    steps = seed_interval(np.diff(q90, axis=0), **boot)
     for j in range(len(gammas) - 1):
         parts.add_mean(f"q90 step {gammas[j]:g}->{gammas[j + 1]:g}", SPIKE_FALLS, steps, j)
     for g in gammas:
         diff = [final_metrics(a)["alpha_hill"] - final_metrics(b)["alpha_hill"] for a, b in zip(wn[g], plain[g])]
-        parts.add_mean(f"Hill(WN) - Hill at gamma={g:g}", HILL_LOWER_WN, seed_mean(np.array(diff), **boot))
+        parts.add_mean(f"Hill(WN) - Hill at gamma={g:g}", HILL_LOWER_WN, seed_interval(np.array(diff), **boot))
     return _claim(**common, measured=parts.measured, verdict=parts.verdict, cause=parts.cause("App. E.4 table"))
 
 
@@ -950,7 +1021,11 @@ def setting_numbers(setup: Setup) -> dict[str, str]:
             "set_wn": "on" if setup.weight_norm_repeat else "off",
             "floor": f"{odd_student_floor(setup.rho_e):.3f}",
             "gd_large_eta": f"{GD_LARGE_ETA:g}", "benign_eta": f"{BENIGN_ETA:g}",
-            "rule_loss_pct": f"{LOSS_IMPROVES.threshold:.0%}"}
+            "rule_loss_pct": f"{LOSS_IMPROVES.threshold:.0%}", "set_ci": f"{setup.ci_level:.0%}",
+            "set_dof": str(setup.seeds - 1), "set_fig8_dof": str(setup.fig8_seeds - 1),
+            "set_fig8_t": (f"{scipy.stats.t.ppf(0.5 + setup.ci_level / 2, setup.fig8_seeds - 1):.3g}"
+                           if setup.fig8_seeds >= 2 else "undefined"),
+            "hill_similar_pct": f"{HILL_FLAT.threshold:.0%}"}
 
 
 def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
@@ -971,6 +1046,13 @@ def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
     out["benign_points"] = str(int(keep.sum()))
     out["benign_step"] = _rank_step(int(keep.sum())) if keep.sum() >= 2 else "n/a"
     out["gd_big_points"] = str(int(big.sum()))
+    # PL_Alpha_KS where W has barely left W0: FB-Adam's two smallest grid etas, with the seeds' range.
+    ks, hill = g.get("alpha_ks", "adam"), g.get("alpha_hill", "adam")
+    for k in range(min(2, g.etas.size)):
+        out[f"frag_eta{k}"] = f"{g.etas[k]:g}"
+        out[f"frag_ks{k}"] = _g(np.nanmean(ks[k]))
+        out[f"frag_ks{k}_range"] = f"{np.nanmin(ks[k]):.3g}-{np.nanmax(ks[k]):.3g}"
+        out[f"frag_hill{k}"] = _g(np.nanmean(hill[k]))
     return out
 
 
