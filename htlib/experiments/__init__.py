@@ -25,6 +25,6 @@ Why a subpackage of ``htlib`` and not, say, a ``book/_code`` folder or one modul
   claims; paper 003 alone feeds four chapters, so modules per paper would mix their parameters.
 """
 
-from htlib.experiments._setup import INT_MAX, ParameterError, ParameterSpec, SetupBase, SweepSetup, param
+from htlib.experiments._setup import INT_MAX, MIN_WIDTH, ParameterError, ParameterSpec, SetupBase, SweepSetup, param
 
-__all__ = ["INT_MAX", "ParameterError", "ParameterSpec", "SetupBase", "SweepSetup", "param"]
+__all__ = ["INT_MAX", "MIN_WIDTH", "ParameterError", "ParameterSpec", "SetupBase", "SweepSetup", "param"]

@@ -32,7 +32,7 @@ from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING, Claim, Criterion, SeedInterval, seed_interval, seed_interval_text
 from htlib.claims import combine_verdicts as _combine, reduced_claim as _claim
 from htlib.generalization import RankCorrelation, final_metrics
-from htlib.experiments._setup import SweepSetup, param
+from htlib.experiments._setup import MIN_WIDTH, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
                              restrict_recording, ridge_losses, run_grid, train)
@@ -64,8 +64,8 @@ class Setup(SweepSetup):
     """
 
     n: int = param(8000, "training and probe-set size of Fig. 7 and the base of Fig. 8", ge=1, le=100_000)
-    d: int = param(1000, "input dimension", ge=1, le=20_000)
-    h: int = param(1500, "width of the student", ge=1, le=20_000)
+    d: int = param(1000, "input dimension", ge=MIN_WIDTH, le=20_000)
+    h: int = param(1500, "width of the student", ge=MIN_WIDTH, le=20_000)
     n_test: int = param(200, "test-set size", ge=1, le=100_000)
     rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
     lam: float = param(0.01, "ridge constant of the readout", gt=0)
@@ -702,8 +702,8 @@ def benign_band_claim(grid: RunGrid, setup: Setup, readout: str) -> Claim:
 
 
 def _rank_step(k: int) -> str:
-    """The spacing of the values a Spearman rho of ``k`` untied points can take: 12 / (k^3 - k)."""
-    return f"{12 / (k ** 3 - k):.2g}"
+    """The spacing of the values a Spearman rho of ``k`` untied points can take: 12 / (k^3 - k) (none below 2)."""
+    return f"{12 / (k ** 3 - k):.2g}" if k >= 2 else "none (no rank correlation of fewer than 2 points)"
 
 
 def hill_flat_claim(grid: RunGrid, setup: Setup) -> Claim:

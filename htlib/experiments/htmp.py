@@ -26,7 +26,7 @@ import pandas as pd
 from htlib import htmp, plotting, spectra
 from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING, Claim, Criterion
-from htlib.experiments._setup import ParameterError, SweepSetup, param
+from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, param
 from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
 from htlib.sweep import run_sweep
 
@@ -151,8 +151,9 @@ class Setup(SweepSetup):
     phase_n: int = param(600, "size of the 5+1 phase spectra", ge=10, le=20_000)
     phase_gamma: float = param(0.5, "aspect ratio of the 5+1 phase spectra", gt=0, lt=1)
     traj_n: int = param(1000, "two-layer run: training set size (the spike chapter: 2000)", ge=1)
-    traj_d: int = param(500, "two-layer run: input dimension (the spike chapter: 1000)", ge=1)
-    traj_h: int = param(750, "two-layer run: width (the spike chapter: 1500)", ge=1)
+    traj_d: int = param(500, "two-layer run: input dimension (the spike chapter: 1000; needs traj_d < traj_h)",
+                        ge=MIN_WIDTH)
+    traj_h: int = param(750, "two-layer run: width (the spike chapter: 1500)", ge=MIN_WIDTH + 1)
     traj_steps: int = param(10, "two-layer run: FB-Adam steps", ge=2)
     traj_eta: float = param(1.0, "two-layer run: FB-Adam learning rate", gt=0)
     ntk_models: tuple[str, ...] = param(("logistic", "lenet"), "models whose NTK spectrum is fitted",
@@ -168,6 +169,13 @@ class Setup(SweepSetup):
     ntk_boot: int = param(100, "NTK fits: parametric-bootstrap replicates of each KS null", ge=10, le=10_000)
 
     def _check(self) -> None:
+        if self.traj_d >= self.traj_h:  # the HTMP fit of the two-layer run's W needs gamma = d/h < 1
+            raise ParameterError(f"parameter 'traj_d' must be < traj_h = {self.traj_h}; got {self.traj_d}")
+        side = 3 if self.dataset == "mnist5k" else 4  # the last feature map is side x side (as in _fc1_shape)
+        cols = int(self.alex_widths[2]) * side * side
+        if cols < MIN_WIDTH:
+            raise ParameterError(f"parameter 'alex_widths' must give MiniAlexNet's FC1 at least {MIN_WIDTH} columns "
+                                 f"(its last width times {side * side}); got {list(self.alex_widths)}")
         if self.dataset == "mnist5k":
             for name in ("n_train", "alex_n_train", "ntk_n"):
                 if getattr(self, name) > 4999:

@@ -768,7 +768,7 @@ class Setup(SweepSetup):
     depths: tuple[int, ...] = param((1, 2, 3, 4, 6, 8, 12), "depths of Fig. 6 (middle)", ge=1)
     sigma_xs: tuple[float, ...] = param((1.0, 3.0, 10.0), "feature scales of Fig. 6 (middle)", gt=0)
     aniso_ts: tuple[float, ...] = param((0.0, 0.25, 0.5, 0.75, 0.9, 1.0), "raw-to-whitened interpolation, Fig. 5",
-                                        ge=0.0, le=1.0)
+                                        ge=0.0, le=1.0, min_len=2)
     seed: int = param(0, "base seed", ge=0)
 
     def _check(self) -> None:

@@ -27,7 +27,7 @@ from htlib import spectra
 from htlib._checks import check_choice
 from htlib.claims import PAPER_SETTING, Claim, Criterion, SeedInterval, seed_interval, seed_interval_text
 from htlib.claims import combine_verdicts as _combine, reduced_claim as _claim
-from htlib.experiments._setup import SweepSetup, param
+from htlib.experiments._setup import MIN_WIDTH, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import (ADAM_BETAS, READOUT_SCALES, AdamState, RunGrid, Trajectory, TwoLayerConfig,
                              adam_direction, full_batch_gradient, init_weights, make_data, run_grid,
@@ -61,8 +61,8 @@ class Setup(SweepSetup):
     """
 
     n: int = param(2000, "train-set and probe-set size", ge=1, le=100_000)
-    d: int = param(1000, "input dimension", ge=1, le=20_000)
-    h: int = param(1500, "hidden width", ge=1, le=20_000)
+    d: int = param(1000, "input dimension", ge=MIN_WIDTH, le=20_000)
+    h: int = param(1500, "hidden width", ge=MIN_WIDTH, le=20_000)
     n_test: int = param(200, "test-set size", ge=1, le=100_000)
     rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
     lam: float = param(0.01, "ridge constant of the readout", gt=0)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from htlib import dynamics, plotting, spectra
 from htlib.claims import Claim, Criterion
-from htlib.experiments._setup import ParameterError, SweepSetup, param
+from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import READOUT_SCALES, Trajectory, TwoLayerConfig, train
 
@@ -89,12 +89,6 @@ LABELLED_TRAINING: dict[str, LabelledRun] = {
 """The paper's own training spectra as a labelled set of the phase rules (seed-0 ESDs in
 ``tests/fixtures/paper003_spectra.npz``, written by ``tests/fixtures/make_paper003_spectra.py``).
 FB-Adam eta = 10 after one step (Fig. 2(d), "seemingly bimodal") is left out: bimodal is none of the 5+1 shapes."""
-
-
-MIN_WIDTH = 10
-"""Fewest rows and columns of a trained layer: the spectrum report fits a power law to at least
-``spectra.MIN_POSITIVE`` (5) eigenvalues above its floor, and a square 5 x 5 Gaussian matrix has fewer for 1 seed
-in 40 (its smallest eigenvalues sit near 0); at 6-12 no seed of 40 failed, and the chapter runs at 10 x 10."""
 
 
 @dataclass(frozen=True)
