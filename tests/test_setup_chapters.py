@@ -116,7 +116,7 @@ SMALLEST = {
                             "appA_h": 10, "ht_steps": 2, "slow_budget": 1, "slow_record_every": 1, "workers": 1},
     "one_step_adam": {"n": 1, "d": 10, "h": 10, "n_test": 1, "etas": [0.1], "seeds": 2, "fig2_gd_etas": [0.1],
                       "fig2_adam_etas": [0.1], "scaling_h": 8, "scaling_ds": [8, 9, 10], "scaling_seeds": 1,
-                      "n_boot": 100, "workers": 1},
+                      "workers": 1},
     "generalization": {"n": 1, "d": 10, "h": 10, "n_test": 1, "steps": 1, "etas": [0.1], "seeds": 2, "fig8_seeds": 1,
                        "ns": [1], "lams": [0.1], "rhos": [0.1], "steplr_gammas": [0.2], "n_boot": 100, "workers": 1},
     "htmp": {"kappas": [0.5], "gammas": [0.5], "check_kappas": [0.5], "mp_kappas": [2.0], "sampler_ns": [2],
