@@ -149,6 +149,8 @@ def _page_text(html_path: Path) -> str:
 
     body = re.sub(r"<(script|style)\b.*?</\1>", " ", html_path.read_text(encoding="utf-8"), flags=re.S)
     text = _html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
+    # Sphinx's smartquotes turn a glued "paper's" into "paper’s" on the page.
+    text = text.translate(str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'}))
     return re.sub(r" ([,.;:)])", r"\1", text)
 
 
