@@ -100,6 +100,11 @@ def _delta(kappa: float, gamma: float) -> float:
 
 
 # ----------------------------------------------------------------------------- the chapter's parameters
+def _feature_side(dataset: str) -> int:
+    """Side of MiniAlexNet's last feature map: 3 on 28 x 28 MNIST, 4 on 32 x 32 CIFAR-10."""
+    return 3 if dataset == "mnist5k" else 4
+
+
 @dataclass(frozen=True)
 class Setup(SweepSetup):
     """The chapter's parameters (its ``parameters`` cell), validated once.
@@ -171,7 +176,7 @@ class Setup(SweepSetup):
     def _check(self) -> None:
         if self.traj_d >= self.traj_h:  # the HTMP fit of the two-layer run's W needs gamma = d/h < 1
             raise ParameterError(f"parameter 'traj_d' must be < traj_h = {self.traj_h}; got {self.traj_d}")
-        side = 3 if self.dataset == "mnist5k" else 4  # the last feature map is side x side (as in _fc1_shape)
+        side = _feature_side(self.dataset)
         cols = int(self.alex_widths[2]) * side * side
         if cols < MIN_WIDTH:
             raise ParameterError(f"parameter 'alex_widths' must give MiniAlexNet's FC1 at least {MIN_WIDTH} columns "
@@ -250,7 +255,7 @@ class Setup(SweepSetup):
             bits.append("max-pool (the group's public code: average-pool)")
         else:
             bits.append(f"conv widths {'/'.join(str(int(w)) for w in self.alex_widths)} (the paper gives none); "
-                        f"FC1 1000 x {int(self.alex_widths[2]) * 9 if self.dataset == 'mnist5k' else int(self.alex_widths[2]) * 16}")
+                        f"FC1 1000 x {int(self.alex_widths[2]) * _feature_side(self.dataset) ** 2}")
         bits.append("one scalar mean/std normalization (the public code: per channel)")
         return "; ".join(bits)
 
@@ -493,7 +498,7 @@ class BatchResult:
 def _fc1_shape(setup: Setup, model: str) -> tuple[int, int]:
     if model == "lenet":
         return 120, 400
-    s = 3 if setup.dataset == "mnist5k" else 4
+    s = _feature_side(setup.dataset)
     return 1000, int(setup.alex_widths[2]) * s * s
 
 
