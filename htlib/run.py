@@ -22,8 +22,9 @@ folder inside ``book/``, a file that is not a chapter notebook and a Dask schedu
 answer.  ``--dry-run`` checks all of that and computes nothing.  The run goes to
 ``runs/<chapter>-<hash of parameters>.ipynb`` plus an ``.html`` page rendered by a one-page
 Jupyter Book build of the book's own configuration (so glued numbers, citations and math
-render as in the book; its asset folders sit beside it);
-nothing is ever written into ``book/``.  A failed run keeps its partial
+render as in the book; its asset folders sit beside it), which opens with a note of the parameters that
+differ from the book's, the code version and the date (:func:`rerun_banner`); nothing is ever written
+into ``book/``.  A failed run keeps its partial
 notebook, says where it is and why it failed.
 """
 
@@ -49,7 +50,8 @@ from htlib.experiments._setup import ParameterError, SetupBase
 
 __all__ = [
     "Parameter", "ParameterError", "RunFailed", "chapter_setup", "declared_parameters", "read_parameters", "validate",
-    "check_overrides", "check_output_dir", "preflight", "output_path", "run_chapter", "render_html", "main",
+    "check_overrides", "check_output_dir", "preflight", "output_path", "rerun_banner", "add_banner", "run_chapter",
+    "render_html", "main",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -294,6 +296,12 @@ class Declaration:
         param = (self.cell or {}).get(name)
         return param is not None and isinstance(param.default, str)
 
+    def defaults(self) -> dict[str, Any]:
+        """Every declared parameter's default, as the literal a parameters cell holds."""
+        if self.setup is not None:
+            return self.setup().literals()
+        return {name: param.default for name, param in (self.cell or {}).items()}
+
     def parse_cli(self, name: str, text: str) -> Any:
         """A ``-p NAME VALUE`` value: a Python literal, strings verbatim."""
         return _parse_cli_value(text, self.is_str(name))
@@ -423,6 +431,41 @@ def failure_reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0][:500]}" if text else type(err).__name__
 
 
+def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any = None) -> str:
+    """The note a rerun's page opens with: the parameters that differ from the book's, the code version
+    and the date, so that a reader never takes a rerun for the book's page.
+
+    Examples
+    --------
+    >>> text = rerun_banner("book/phases.ipynb", {"h": 400, "seed": 0})
+    >>> "`h = 400`" in text and "seed" not in text  # seed 0 is the default: not a difference
+    True
+    """
+    import datetime as _dt
+
+    from htlib.book import version
+
+    decl = declared_parameters(notebook)
+    defaults = decl.defaults()
+    changed = [f"`{k} = {v!r}`" for k, v in overrides.items() if defaults.get(k) != v]
+    when = when or _dt.datetime.now(_dt.timezone.utc)
+    differs = ("Parameters that differ from the book's defaults: " + ", ".join(changed) + "."
+               if changed else "It uses the book's default parameters.")
+    return ("```{admonition} A rerun, not the book's page\n:class: important\n"
+            f"This page was executed by `python -m htlib.run` on {when:%Y-%m-%d at %H:%M} UTC with htlib version "
+            f"`{version(REPO_ROOT)}`. {differs} Every number, table, figure and verdict on it is this rerun's own; "
+            "the conventions and the bibliography it links to are copied beside it, and links to other chapters "
+            "show as plain text.\n```")
+
+
+def add_banner(path: str | Path, text: str) -> None:
+    """Insert ``text`` as a markdown cell after the executed notebook's title cell (in place)."""
+    nb = nbformat.read(str(path), as_version=4)
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+    nb.cells.insert(first + 1, nbformat.v4.new_markdown_cell(text, metadata={"tags": ["htlib-rerun-banner"]}))
+    nbformat.write(nb, str(path))
+
+
 def run_chapter(
     notebook: str | Path,
     overrides: dict[str, Any],
@@ -458,6 +501,7 @@ def run_chapter(
         raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; the partial notebook is {out}"
                         + (f" (kernel log: {log})" if log.exists() and log.stat().st_size else "")) from err
     log.unlink(missing_ok=True)
+    add_banner(out, rerun_banner(notebook, clean))
     if html:
         try:
             render_html(out)
@@ -493,14 +537,19 @@ def _page_config() -> dict[str, Any]:
     return config
 
 
+_PAGES_BESIDE = ("conventions", "bibliography")
+"""Text pages of the book rendered beside a rerun, so that its links to them resolve."""
+
+
 def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     """Render an executed notebook to ``<notebook>.html`` with a one-page build of the book's configuration.
 
     Plain nbconvert leaves myst-nb's ``{glue}`` roles, ``{cite}`` and ``{ref}`` as raw markup: the
     prose of a rerun would not state its own numbers.  This runs Jupyter Book (Sphinx + myst-nb, the
     book's own configuration, execution off) on a temporary one-page book holding the notebook and
-    the bibliography, then copies the page and its asset folders (``_static``, ``_images``,
-    ``_sources``, ...) next to the notebook.  Links to other chapters of the book stay plain text.
+    the book's text pages it links to (:data:`_PAGES_BESIDE`: the conventions and the bibliography), then
+    copies the pages and their asset folders (``_static``, ``_images``, ``_sources``, ...) next to the
+    notebook.  Links to other chapters of the book stay plain text.
     """
     import shutil
     import subprocess
@@ -516,11 +565,12 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         root = Path(tmp)
         shutil.copy2(notebook, root / notebook.name)
         toc: dict[str, Any] = {"format": "jb-book", "root": notebook.stem}
-        for extra in ("references.bib", "bibliography.md"):
+        for extra in ("references.bib", *(f"{page}.md" for page in _PAGES_BESIDE)):
             if (REPO_ROOT / "book" / extra).exists():
                 shutil.copy2(REPO_ROOT / "book" / extra, root / extra)
-        if (root / "bibliography.md").exists():
-            toc["chapters"] = [{"file": "bibliography"}]
+        pages = [page for page in _PAGES_BESIDE if (root / f"{page}.md").exists()]
+        if pages:
+            toc["chapters"] = [{"file": page} for page in pages]
         config = _page_config()
         if (root / "references.bib").exists():
             config["bibtex_bibfiles"] = ["references.bib"]
@@ -537,7 +587,7 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         for item in html_dir.iterdir():
             if item.is_dir() and item.name.startswith("_"):
                 shutil.copytree(item, target.parent / item.name, dirs_exist_ok=True)
-        for name in (page.name, "bibliography.html"):
+        for name in (page.name, *(f"{p}.html" for p in pages)):
             if (html_dir / name).exists():
                 shutil.copy2(html_dir / name, target.parent / name)
     return target

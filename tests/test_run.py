@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from htlib import run
+from htlib import book, run
 
 PARAMS = '''\
 n = 2000                 # training-set size [>= 1]
@@ -182,6 +182,9 @@ def test_rerun_html_states_the_new_numbers_not_glue_markup(tmp_path):
         text = _page_text(nb_path.with_suffix(".html"))
         assert f"The product is {expected}, for a criterion" in text
         assert stale not in text and "{glue" not in text and "glue:text" not in text
+        assert "A rerun, not the book's page" in text
+        assert ("Parameters that differ from the book's defaults: scale = 3.0." in text) == bool(args)
+        assert ("It uses the book's default parameters." in text) != bool(args)
     assert (out_dir / "_static").is_dir()  # the page's assets sit beside it
 
 
@@ -198,6 +201,21 @@ def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
     assert "{glue" not in text and "glue:text" not in text
     for name, value in _pasted_glue(nb_path).items():  # empty until the chapter glues its prose
         assert value.strip("'\"") in text, f"glued {name}={value} not in the rendered rerun"
+    assert "Parameters that differ from the book's defaults: seed = 1, sweep_seeds = 1, sweep_rows = [250, 500]." \
+        in text and f"htlib version {book.version()}" in text
+    # Its links to the conventions page resolve to the copy beside it.
+    html = nb_path.with_suffix(".html").read_text(encoding="utf-8")
+    assert 'href="conventions.html#' in html and (tmp_path / "conventions.html").exists()
+
+
+def test_the_banner_names_only_what_differs_and_says_when_nothing_does():
+    import datetime as dt
+
+    chapter = Path(__file__).resolve().parent.parent / "book" / "phases.ipynb"
+    when = dt.datetime(2026, 12, 1, 20, 30, tzinfo=dt.timezone.utc)
+    text = run.rerun_banner(chapter, {"h": 400, "seed": 0}, when=when)
+    assert "`h = 400`." in text and "seed" not in text and "2026-12-01 at 20:30 UTC" in text
+    assert "It uses the book's default parameters." in run.rerun_banner(chapter, {"seed": 0}, when=when)
 
 
 # --- what a rerun refuses, it refuses in the dry run too, with its reason ----------------------
