@@ -139,3 +139,32 @@ def test_confusion_and_claims_on_a_small_size(tmp_path, monkeypatch):
     assert claims[0].measured == f"{g[0]} of {g[1]}"
     assert all(c.setting.startswith("synthetic matrices") for c in claims)
     assert all((c.cause == "") == (c.verdict == "agrees") for c in claims)
+    # Every undecidable family appears with its size, the reason and this run's measurement; nothing typed
+    # of another size.
+    und = P.undecidable_table(conf)
+    assert list(und.columns) == ["size", "accepted", "why", "measured at this size", "labels"]
+    assert len(und) == conf.n_undecidable and set(und["size"]) == {"150 x 100"}
+    assert not any(s in " ".join(map(str, und.values.ravel())) for s in ("1500 x 1000", "300 x 200"))
+    missed = [n for n, ok in conf.ok.items() if not ok]
+    text = P.reliability(conf)
+    assert (text == "every family of the set gets an accepted label") == (not missed)
+    assert all(n in text for n in missed)
+
+
+def test_predicted_outlier_position_matches_a_simulated_spike():
+    """The BBP prediction in Tracy-Widom widths against the top eigenvalue of planted rank-one signals
+    (independent of the formula: eigvalsh of the drawn matrices; the top eigenvalue fluctuates by
+    O(1/sqrt(h)) around the prediction, a few widths at this size)."""
+    h, d = 1500, 1000
+    g = d / h
+    width = S.tracy_widom_scale(h, d)
+    for theta in (1.4, 2.0):
+        tops = [_esd(R.labelled_matrix(f"rank1-{theta}", h, d, seed=s), h)[-1] for s in range(3)]
+        measured = (np.mean(tops) - S.mp_edges(g)[1]) / width
+        predicted = P.predicted_outlier_tw(theta, h, d)
+        assert abs(measured - predicted) < 0.1 * predicted + 3, (theta, measured, predicted)
+    assert np.isnan(P.predicted_outlier_tw(0.8, h, d))  # below gamma**(1/4) = 0.904: no outlier
+
+
+def test_count_phrase_reads_right_at_any_count():
+    assert [P.count_phrase(n, "outlier") for n in (0, 1, 2)] == ["no outlier", "1 outlier", "2 outliers"]

@@ -144,10 +144,14 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tiny_chapter.ipynb"
 
 
 def _page_text(html_path: Path) -> str:
+    return _page_text_of(html_path.read_text(encoding="utf-8"))
+
+
+def _page_text_of(page: str) -> str:
     import html as _html
     import re
 
-    body = re.sub(r"<(script|style)\b.*?</\1>", " ", html_path.read_text(encoding="utf-8"), flags=re.S)
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
     text = _html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
     # Sphinx's smartquotes turn a glued "paper's" into "paper’s" on the page.
     text = text.translate(str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'}))
@@ -315,3 +319,30 @@ def test_a_failed_run_says_why(chapter, tmp_path):
                            "--no-html"], capture_output=True, text=True)
     assert proc.returncode == 1 and "RuntimeError: diverged at step 3" in proc.stderr
     assert "TCP without encryption" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_rerun_at_other_sizes_keeps_no_typed_size_of_the_defaults(tmp_path):
+    """The phases chapter rerun at other sizes: no size, rank or count of the default run survives in its
+    rendered prose and tables (the parameters cell shows the declared defaults as `h: int = 1500`, a form
+    that none of these patterns matches)."""
+    import re
+
+    from htlib.experiments import phases
+
+    chapter = Path(__file__).resolve().parent.parent / "book" / "phases.ipynb"
+    small = dict(h=400, d=200, small_h=120, small_d=60, small_seeds=1)
+    args = [a for k, v in small.items() for a in ("-p", k, str(v))]
+    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), *args, "--output-dir", str(tmp_path)],
+                          capture_output=True, text=True, env={**os.environ, "TQDM_DISABLE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (nb_path,) = tmp_path.glob("phases-*.ipynb")
+    # A glued number renders as its own element: "rank-{glue}" reads "rank- 20" in the page's text.
+    text = re.sub(r"- (\d)", r"-\1", _page_text(nb_path.with_suffix(".html")))
+    d = phases.Setup()
+    stale = [f"{d.h} x {d.d}", f"{d.h} × {d.d}", f"{d.h}×{d.d}", f"{d.small_h} x {d.small_d}",
+             f"{d.small_h} × {d.small_d}", f"rank-{d.d // 10}"]
+    found = [s for s in stale if s in text]
+    assert not found, f"typed sizes of the default run in the rerun at {small}: {found}"
+    for s in ("400 x 200", "120 x 60", f"rank-{small['d'] // 10}", "Parameters that differ from the book's defaults"):
+        assert s in text, s

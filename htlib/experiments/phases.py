@@ -25,7 +25,8 @@ from htlib.sweep import run_sweep
 __all__ = ["Setup", "PAPER", "MIN_SIZE", "EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "PhaseCase", "PhaseResult", "run_phase_case",
            "confusion_counts", "run_examples", "run_confusions", "examples_table", "evidence_table", "reasons_table",
            "metrics_table", "examples_figure", "Confusion", "confusion", "confusion_table",
-           "undecidable_table", "FamilyRates", "family_rates", "chapter_claims"]
+           "LARGE", "PLANTED_THETAS", "predicted_outlier_tw", "boundary_evidence", "undecidable_table",
+           "count_phrase", "reliability", "example_numbers", "size_numbers", "FamilyRates", "family_rates", "chapter_claims"]
 
 MIN_SIZE = 60
 """Fewest rows and columns a labelled matrix can have: the ``rank60`` family plants a rank-60 signal."""
@@ -76,13 +77,13 @@ EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", 
 SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", "collapse")
 """Column names of the confusion table, in the order of :data:`htlib.spectra.PHASES`."""
 
-_BBP = "the outlier of theta = 1.0 is predicted 1.8 s_TW past the edge at 1500 x 1000, inside the 4 s_TW margin"
-_MU4 = ("tail index mu > 4: the top eigenvalue stays within the Tracy-Widom window of the edge at this size "
-        "(asymptotically the ESD is MP), so Martin & Mahoney's finite-size bulk-decay is not visible")
-_MU24 = ("tail index mu in (2, 4) with finite variance: the bulk is MP and only 1.5-5% of the eigenvalues leave it, "
-         "in a tail whose exponent is 3.4-6.4 (tail alpha, seeds 0-3), on Martin & Mahoney's alpha = 4 boundary "
-         "between heavy-tailed and bulk-decay (the same at 750 x 500 and 3000 x 2000); its top eigenvalues come "
-         "from single large entries and the spacing test can detach them as spikes")
+_BBP = ("just above the BBP threshold: its outlier is predicted a few s_TW past the edge, at the 4 s_TW outlier "
+        "margin")
+_MU4 = ("tail index mu > 4: at finite size the top eigenvalue stays near the Tracy-Widom window of the edge "
+        "(asymptotically the ESD is MP), so Martin & Mahoney's finite-size bulk-decay need not be visible")
+_MU24 = ("tail index mu in (2, 4) with finite variance: the bulk is MP and only a few percent of the eigenvalues leave "
+         "it, in a tail whose exponent sits near Martin & Mahoney's alpha = 4 boundary between heavy-tailed and "
+         "bulk-decay; its top eigenvalues come from single large entries and the spacing test can detach them as spikes")
 
 EXPECTED_PHASES: dict[str, PhaseResult] = {
     "gaussian": {"label": "random-like"},
@@ -90,16 +91,16 @@ EXPECTED_PHASES: dict[str, PhaseResult] = {
     "rank1-0.8": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
     "rank1-1.0": {"label": "random-like", "undecidable": ("random-like", "bleeding-out"), "why": _BBP},
     "rank1-1.1": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes", "random-like"),
-                  "why": "the outlier sits 7-14 s_TW past the edge, on the 10 s_TW separation boundary "
-                         "(300 x 200: 2-3 s_TW, inside the margin)"},
+                  "why": "its outlier is predicted near the 10 s_TW separation boundary (at small sizes inside the "
+                         "4 s_TW margin)"},
     "rank1-1.4": {"label": "bulk+spikes", "small": ("bleeding-out",),
-                  "why_small": "at 300 x 200 the outlier is predicted 12.6 s_TW past the edge, near the 10 s_TW boundary"},
+                  "why_small": "at small sizes its outlier is predicted near the 10 s_TW separation boundary"},
     "rank1-2.0": {"label": "bulk+spikes"},
     "rank1-4.0": {"label": "bulk+spikes"},
     "bleed": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes"), "small": ("random-like",),
-              "why": "the theta = 1.15 outlier is predicted 10.6 s_TW past the edge and 3.6 s_TW above the next one: "
-                     "on the 10 s_TW separation boundary it can stand apart as a spike",
-              "why_small": "at 300 x 200 the four outliers sit 3-10 s_TW past the edge, some inside the margin"},
+              "why": "the theta = 1.15 outlier is predicted near the 10 s_TW separation boundary, a few s_TW above "
+                     "the next one: it can stand apart as a spike",
+              "why_small": "at small sizes some of the four outliers are predicted inside the 4 s_TW margin"},
     "rank5": {"label": "bulk+spikes"},
     "rank15": {"label": "bulk+spikes"},
     "rank60": {"label": "bulk+spikes"},
@@ -114,27 +115,31 @@ EXPECTED_PHASES: dict[str, PhaseResult] = {
                    "why": _MU24 + "; the theta = 3 spike sits inside that tail"},
     "profile": {"label": "bulk-decay", "small": ("random-like", "bleeding-out"),
                 "why": "finite moments, but the MP law with a single sigma^2 does not hold: the edge is deformed and "
-                       "decays into 5-10 outliers reaching 1.1 lambda_+",
-                "why_small": "at 300 x 200 the deformation stays within a few s_TW of the edge"},
+                       "decays into a few outliers just past lambda_+",
+                "why_small": "at small sizes the deformation stays within a few s_TW of the edge"},
     "zeros5": {"label": "random-like", "why": "5% zeros is below the 10% rank-collapse share; MP holds on the rest"},
     "zeros20": {"label": "rank-collapse"},
     "zeros50": {"label": "rank-collapse"},
     "collapse": {"label": "rank-collapse", "why": "90% of the eigenvalues sit on a 1e-2 noise floor"},
 }
 """Martin & Mahoney's label of every labelled case, with the labels an honest classifier may return
-where the case is undecidable at 1500 x 1000 (``"undecidable"``) or only at 300 x 200 (``"small"``),
-and the reason."""
+where the case is undecidable at the large size (``"undecidable"``) or only below it (``"small"``), and
+the reason (without sizes: :func:`boundary_evidence` measures each case at the size of a run).  The
+allowances were found at :data:`LARGE` and at 300 x 200."""
+
+LARGE = (1500, 1000)
+"""The size from which on (``h * d`` at least as large) only the large-size allowances apply."""
 
 
 def expected_phases(name: str, h: int, d: int) -> tuple[str, ...]:
     """Labels accepted for case ``name`` at size ``h x d``: the taxonomy's label, or the undecidable set.
 
-    ``h * d >= 1500 * 1000`` uses the large-size entry; smaller sizes add the ``"small"`` allowances.
+    ``h * d >= LARGE[0] * LARGE[1]`` uses the large-size entry; smaller sizes add the ``"small"`` allowances.
     """
     check_choice("name", name, tuple(EXPECTED_PHASES))
     e = EXPECTED_PHASES[name]
     allowed = tuple(e.get("undecidable", (e["label"],)))
-    if h * d < 1500 * 1000:
+    if h * d < LARGE[0] * LARGE[1]:
         allowed = tuple(dict.fromkeys(allowed + tuple(e.get("small", ()))))
     return allowed
 
@@ -227,6 +232,39 @@ METRIC_KEYS: tuple[str, ...] = ("alpha", "alpha_hill", "alpha_weighted", "log_sp
                                 "log_norm", "mp_edge_ratio", "mp_outliers")
 
 
+def example_numbers(examples: dict[str, PhaseResult]) -> dict[str, str]:
+    """The numbers and labels the chapter's reading of the six examples states, formatted for its prose."""
+    rep = {p: res.report for p, res in examples.items()}
+    spikes, heavy, decay, collapse = (rep[p] for p in ("bulk+spikes", "heavy-tailed", "bulk-decay", "rank-collapse"))
+    return {
+        "ex_spikes_gap": f"{spikes.bulk_gap_tw:.0f}", "ex_spikes_label": spikes.phase,
+        "ex_spikes_outliers": count_phrase(spikes.num_outliers, "eigenvalue"),
+        "ex_heavy_reach": f"{heavy.tail_reach:.3g}", "ex_heavy_gap": f"{heavy.bulk_gap_tw:.1f}",
+        "ex_heavy_tail_alpha": f"{heavy.tail_alpha:.2f}", "ex_heavy_alpha": f"{heavy.alpha:.2f}",
+        "ex_heavy_strict": "yes" if heavy.heavy_tailed_strict else "no",
+        "ex_decay_reach": f"{decay.tail_reach:.3g}", "ex_decay_label": decay.phase,
+        "ex_decay_outliers": count_phrase(decay.num_outliers, "eigenvalue"),
+        # The signal's rank, measured: the eigenvalues above the noise floor.
+        "collapse_rank": f"{collapse.n - collapse.n_zero:d}", "ex_collapse_zeros": f"{collapse.zero_fraction:.0%}",
+    }
+
+
+def size_numbers(big: "Confusion", small: "Confusion") -> dict[str, str]:
+    """The size-dependent numbers of the chapter's prose on where the labels become reliable: each size,
+    its Tracy-Widom width relative to the MP edge (``sigma2 = 1``), the predicted positions of the weak
+    rank-one signals the prose names, the widths a 10% spread of the edge spans, and how the labelled
+    set fares (:func:`reliability`)."""
+    out = {}
+    for key, conf in (("big", big), ("small", small)):
+        width = spectra.tracy_widom_scale(conf.h, conf.d) / spectra.mp_edges(conf.d / conf.h)[1]
+        out |= {f"tw_size_{key}": f"{conf.h} x {conf.d}", f"tw_frac_{key}": f"{width:.1%}",
+                f"{key}_reliability": reliability(conf)}
+    out["tenth_widths"] = f"{0.1 / (spectra.tracy_widom_scale(big.h, big.d) / spectra.mp_edges(big.d / big.h)[1]):.0f}"
+    out["z1_big"] = f"{predicted_outlier_tw(1.0, big.h, big.d):.1f}"
+    out["z14_small"] = f"{predicted_outlier_tw(1.4, small.h, small.d):.1f}"
+    return out
+
+
 def metrics_table(examples: dict[str, PhaseResult]):
     """:func:`htlib.spectra.report_metrics` of each example, on the raw ESD of ``WᵀW``."""
     rows = []
@@ -301,15 +339,90 @@ def confusion_table(conf: Confusion):
     return plotting.table(rows, ["case", "expected", *SHORT_PHASES, "ok"], index="case")
 
 
-def undecidable_table():
-    """The families with several accepted labels, at both sizes or only at the small one, and why."""
+PLANTED_THETAS: dict[str, tuple[float, ...]] = {"rank1-1.0": (1.0,), "rank1-1.1": (1.1,), "rank1-1.4": (1.4,),
+                                                "bleed": (1.0, 1.05, 1.1, 1.15)}
+"""The signal strengths of the boundary families whose outliers have a closed-form position."""
+
+
+def predicted_outlier_tw(theta: float, h: int, d: int) -> float:
+    """Where the outlier of a rank-one signal of strength ``theta`` is predicted, in Tracy-Widom widths
+    past the MP edge of an ``h x d`` Gaussian matrix (``sigma2 = 1``); nan below the BBP threshold.
+
+    The outlier of ``G + sqrt(h) theta u vᵀ`` in the ESD of ``WᵀW/h`` sits at
+    ``(1 + theta²)(gamma + theta²)/theta²`` for ``theta > gamma**(1/4)`` (Baik, Ben Arous and Péché).
+
+    Examples
+    --------
+    >>> round(predicted_outlier_tw(1.0, 1500, 1000), 2)
+    1.86
+    >>> predicted_outlier_tw(0.5, 1500, 1000)
+    nan
+    """
+    g = d / h
+    if theta <= g ** 0.25:
+        return float("nan")
+    spike = (1 + theta ** 2) * (g + theta ** 2) / theta ** 2
+    return float((spike - spectra.mp_edges(g)[1]) / spectra.tracy_widom_scale(h, d))
+
+
+def _span(values: Sequence[float], fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
+
+
+def boundary_evidence(name: str, conf: Confusion) -> str:
+    """What the run measured (and, for planted signals, what theory predicts) for case ``name`` at the
+    confusion's size: the numbers that put it on a boundary."""
+    reps = conf.reports[name]
+    parts = []
+    if name in PLANTED_THETAS:
+        z = [predicted_outlier_tw(t, conf.h, conf.d) for t in PLANTED_THETAS[name]]
+        parts.append("outlier(s) predicted " + ", ".join("below BBP" if np.isnan(x) else f"{x:.1f}" for x in z)
+                     + " s_TW past the edge")
+    parts.append(f"top eigenvalue {_span([r.edge_margin_tw for r in reps], '.1f')} s_TW from the edge")
+    counts = [r.num_outliers for r in reps]
+    parts.append(count_phrase(counts[0], "outlier") if len(set(counts)) == 1 else f"{_span(counts, 'd')} outliers")
+    if any(r.tail_size for r in reps) and any(np.isfinite(r.tail_alpha) for r in reps):
+        parts.append(f"tail alpha {_span([r.tail_alpha for r in reps if np.isfinite(r.tail_alpha)], '.1f')}")
+    return ", ".join(parts) + f" ({len(reps)} seed{'s' if len(reps) != 1 else ''})"
+
+
+def undecidable_table(*confs: Confusion):
+    """The families with several accepted labels at each confusion's size: the accepted labels, why, what
+    the run measured there (:func:`boundary_evidence`) and the labels it gave."""
     rows = []
-    for n, e in EXPECTED_PHASES.items():
-        if "undecidable" in e:
-            rows.append((n, "both sizes", "/".join(e["undecidable"]), e["why"]))
-        if "small" in e:
-            rows.append((n, "small size", "also " + "/".join(e["small"]), e.get("why_small", e.get("why"))))
-    return plotting.table(rows, ["case", "where", "accepted", "why"], index="case")
+    for conf in confs:
+        for n in conf.labels:
+            allowed = expected_phases(n, conf.h, conf.d)
+            if len(allowed) < 2:
+                continue
+            e = EXPECTED_PHASES[n]
+            small = conf.h * conf.d < LARGE[0] * LARGE[1] and "small" in e
+            why = "; ".join(w for w in (e.get("why") if "undecidable" in e else "",
+                                        e.get("why_small") if small else "") if w)
+            labels = ", ".join(f"{lab} ({k})" for lab, k in zip(*np.unique(conf.labels[n], return_counts=True)))
+            rows.append((n, f"{conf.h} x {conf.d}", "/".join(allowed), why, boundary_evidence(n, conf), labels))
+    return plotting.table(rows, ["case", "size", "accepted", "why", "measured at this size", "labels"], index="case")
+
+
+def count_phrase(n: int, noun: str) -> str:
+    """``"1 outlier"``, ``"5 outliers"``, ``"no outlier"``: a count that reads right at any value.
+
+    Examples
+    --------
+    >>> count_phrase(1, "outlier"), count_phrase(5, "outlier"), count_phrase(0, "outlier")
+    ('1 outlier', '5 outliers', 'no outlier')
+    """
+    return f"no {noun}" if n == 0 else f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def reliability(conf: Confusion) -> str:
+    """One clause on how the labelled set fares at the confusion's size, from its labels."""
+    missed = [n for n, ok in conf.ok.items() if not ok]
+    if not missed:
+        return "every family of the set gets an accepted label"
+    return (f"{len(missed)} of {len(conf.ok)} families get a label outside their accepted set ("
+            + "; ".join(f"{n} labelled {'/'.join(sorted(set(conf.labels[n])))}" for n in missed) + ")")
 
 
 # --------------------------------------------------------------------------- claims
@@ -329,6 +442,8 @@ class FamilyRates:
     mu4: tuple[int, int, str]
     collapse: tuple[int, int, str]
     alpha_of: dict[str, float]
+    tail_alpha_span: str = ""
+    mu4_margin_span: str = ""
     h: int = 1500
     d: int = 1000
     seeds: int = 1
@@ -350,6 +465,9 @@ def family_rates(big: Confusion) -> FamilyRates:
         mu4=_rate(["t6", "pareto5"], "bulk-decay", lab),
         collapse=_rate(["zeros20", "zeros50", "collapse"], "rank-collapse", lab),
         alpha_of={n: float(np.median([r.alpha for r in big.reports[n]])) for n in ("t1.5", "pareto1", "t3", "pareto2.5")},
+        tail_alpha_span=_span([r.tail_alpha for n in ("t3", "pareto2.5") for r in big.reports[n]
+                               if np.isfinite(r.tail_alpha)] or [float("nan")], ".1f"),
+        mu4_margin_span=_span([r.edge_margin_tw for n in ("t6", "pareto5") for r in big.reports[n]], ".1f"),
         h=big.h, d=big.d, seeds=len(next(iter(lab.values()))),
     )
 
@@ -402,7 +520,7 @@ def chapter_claims(rates: FamilyRates) -> list[Claim]:
               setting=setting, uncertainty=seeds,
               cause="" if alpha_ok else "the KS-chosen xmin lands near the MP edge, where a mu in (2, 4) tail of "
               "this size is still steep (the alpha column of the confusion table); the exponent of the tail "
-              "itself (the label's tail alpha) is 4-6 at this size too", section="phases-confusion"),
+              f"itself (the label's tail alpha) is {rates.tail_alpha_span} at this size", section="phases-confusion"),
         Claim("MM21", "§3, Table 1", "mu < 2: very heavy-tailed, alpha = 1 + mu/2",
               f"PL_Alpha_KS within {tail:g} of 1 + mu/2 for t(1.5) (1.75) and Pareto 1 (1.5)",
               f"t(1.5): {a['t1.5']:.2f}, Pareto 1: {a['pareto1']:.2f}", "agrees" if very_ok else "partly",
@@ -411,9 +529,9 @@ def chapter_claims(rates: FamilyRates) -> list[Claim]:
               "from 1 + mu/2 (the alpha column of the confusion table)", section="phases-confusion"),
         Claim("MM21", "§3, Table 1", "entries with tail index mu > 4 give a bulk-decay ESD at finite size",
               "t(6) and Pareto 5 labelled bulk-decay", f(rates.mu4), _all(rates.mu4), setting=setting,
-              cause="" if rates.mu4[0] == rates.mu4[1] else "the top eigenvalue stays inside the Tracy-Widom window "
-              f"({rates.mu4[2]}): at this size (and asymptotically) the ESD is MP, which the undecidable-cases "
-              "table lists", section="phases-confusion"),
+              cause="" if rates.mu4[0] == rates.mu4[1] else "the top eigenvalue stays "
+              f"{rates.mu4_margin_span} s_TW from the edge ({rates.mu4[2]}): at this size (and asymptotically) the "
+              "ESD is MP, which the undecidable-cases table lists", section="phases-confusion"),
         rate_claim("§5, rank collapse", "rank collapse: a large mass of the ESD at (or near) zero",
                    "20%, 50% zeros and rank d/10 above a 1e-2 noise floor labelled rank-collapse", rates.collapse),
     ]
