@@ -4,7 +4,8 @@ Needs ``_build/html`` (``make book``) and Debian's ``chromium``; ``make test-boo
 provides both.  For every page in the table of contents (at 1400 px, the width readers
 use) it checks that the page loads without console errors, that every image is present
 and non-empty, that every figure renders at least ``MIN_FIGURE_HEIGHT`` px tall (all
-sizes are written to ``_build/screenshots/figure-sizes.txt``), that MathJax has typeset
+sizes are written to ``_build/screenshots/figure-sizes.txt``), that every image is a numbered
+figure with a caption and a meaningful alt text, shown at no less than 90% of its pixels, that MathJax has typeset
 the math, that no internal link is broken, that no page mentions an outside working
 document ("REFERENCE") or shows a broken citation, and that the download button offers
 the page's source; it saves a screenshot of each page under ``_build/screenshots/``.
@@ -38,6 +39,7 @@ SHOTS = ROOT / "_build" / "screenshots"
 
 VIEWPORT = {"width": 1400, "height": 900}
 MIN_FIGURE_HEIGHT = 250  # px: shorter figures are thin strips with unreadable labels at this width
+MIN_FIGURE_SCALE = 0.9  # a figure of at most 8 in at the book's 100 dpi fits the text column unshrunk
 
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -163,6 +165,23 @@ def test_page(server, browser, page_path):
             log.write(f"{page_path}\tfigure {k}\t{fig['w']} x {fig['h']} px\t{fig['src'].rsplit('/', 1)[-1]}\n")
     short = [f"figure {k}: {f['w']} x {f['h']} px" for k, f in enumerate(figures, 1) if f["h"] < MIN_FIGURE_HEIGHT]
     assert not short, f"{page_path}: figures shorter than {MIN_FIGURE_HEIGHT} px at {VIEWPORT['width']} px: {short}"
+
+    # Figures as a paper has them: every image of a chapter is a numbered figure with a caption and a
+    # meaningful alt text, and is not shrunk below MIN_FIGURE_SCALE of its pixels (its 9 pt fonts stay 9 pt).
+    captioned = page.evaluate(
+        "() => Array.from(document.querySelectorAll('main img')).map(i => { const f = i.closest('figure');"
+        " const c = f && f.querySelector('figcaption'); const r = i.getBoundingClientRect();"
+        " return {src: (i.currentSrc || i.src).split('/').pop(), alt: i.getAttribute('alt') || '',"
+        " number: c ? (c.querySelector('.caption-number') || {textContent: ''}).textContent.trim() : '',"
+        " caption: c ? (c.querySelector('.caption-text') || c).textContent.trim() : '',"
+        " scale: i.naturalWidth ? r.width / i.naturalWidth : 0}; })"
+    )
+    for k, fig in enumerate(captioned, 1):
+        where = f"{page_path}: image {k} ({fig['src']})"
+        assert fig["number"].startswith("Fig."), f"{where} is not a numbered figure"
+        assert len(fig["caption"]) >= 20, f"{where} has no caption"
+        assert len(fig["alt"].split()) >= 4 and not fig["alt"].endswith(".png"), f"{where}: alt text {fig['alt']!r}"
+        assert fig["scale"] >= MIN_FIGURE_SCALE, f"{where} is shrunk to {fig['scale']:.0%} of its pixels"
 
     # Self-contained pages (code included) and working citations (prose: code and outputs left out).
     everything = page.evaluate("() => (document.querySelector('main') || document.body).textContent")
