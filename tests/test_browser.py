@@ -9,8 +9,8 @@ figure with a caption and a meaningful alt text, shown at no less than 90% of it
 the math, that no internal link is broken, that no page mentions an outside working
 document ("REFERENCE") or shows a broken citation, and that the download button offers
 the page's source; it saves a screenshot of each page under ``_build/screenshots/``.
-The scoreboard must show one row per claim stored in the chapters, and the landing
-page the same counts.
+No cell shows a bare quoted string.  The scoreboard must show one row per claim stored in the
+chapters, with cells that wrap inside the text column, and the landing page the same counts.
 """
 
 from __future__ import annotations
@@ -183,6 +183,13 @@ def test_page(server, browser, page_path):
         assert len(fig["alt"].split()) >= 4 and not fig["alt"].endswith(".png"), f"{where}: alt text {fig['alt']!r}"
         assert fig["scale"] >= MIN_FIGURE_SCALE, f"{where} is shrunk to {fig['scale']:.0%} of its pixels"
 
+    # No stray outputs: a cell whose result is a bare quoted string (a value that should have been glued).
+    bare = page.evaluate(
+        r"""() => Array.from(document.querySelectorAll('.cell_output .output.text_plain, .cell_output pre'))
+            .map(e => e.textContent.trim()).filter(t => /^(['"]).*\1$/s.test(t))"""
+    )
+    assert not bare, f"{page_path}: bare-string outputs {bare[:3]}"
+
     # Self-contained pages (code included) and working citations (prose: code and outputs left out).
     everything = page.evaluate("() => (document.querySelector('main') || document.body).textContent")
     assert "REFERENCE" not in everything, f"{page_path}: mentions an outside working document"
@@ -253,6 +260,17 @@ def test_scoreboard_has_one_row_per_claim_and_the_landing_page_its_counts(server
     )
     shown_papers = [p for p in claims.SCOREBOARD_ORDER if stored[p]]
     assert rows == [stored[p] for p in shown_papers], f"scoreboard rows {rows}, stored claims {stored}"
+    # Cells wrap: no table is wider than the text column, and no cell clips its text.
+    clipped = page.evaluate(
+        "() => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {"
+        " const box = t.parentElement.getBoundingClientRect().width;"
+        " if (t.getBoundingClientRect().width > box + 1) out.push(`table ${k + 1} wider than its column`);"
+        " t.querySelectorAll('td').forEach(c => { const st = getComputedStyle(c);"
+        " if (c.scrollWidth > c.clientWidth + 1 || ['nowrap', 'pre'].includes(st.whiteSpace))"
+        " out.push(`table ${k + 1}: a cell does not wrap: ${c.innerText.slice(0, 40)}`); }); });"
+        " return out; }"
+    )
+    assert not clipped, f"scoreboard: {clipped[:5]}"
     links = page.evaluate(
         "() => Array.from(document.querySelectorAll('.htlib-paper td a')).map(a => a.getAttribute('href'))"
     )
