@@ -54,7 +54,7 @@ def test_tables_and_claims_on_tiny_runs():
     spread = spike.spread_summaries(late, block=8)
     labels = ["FB-Adam eta=0.5", "GD eta=50"]
     tracks = [dynamics.phase_track(runs[k].steps, runs[k].esd, h=h, d=d, rules=rules) for k in (("adam", 0.5), ("gd", 50.0))]
-    ev = spike.evidence_table(labels[0], tracks[0])
+    ev = spike.evidence_table(labels[0], tracks[0], runs[("adam", 0.5)], h=h, d=d, rules=rules)
     assert list(ev.index) == [str(t) for t in range(SETUP.steps + 1)]
     assert ev.iloc[0]["phase"] == tracks[0].phase[0]
     steps = spike.steps_table({0.5: runs[("ht", 0.5)], 0.1: runs[("slow", 0.1)]}, h=h, d=d, rules=rules)
@@ -65,7 +65,8 @@ def test_tables_and_claims_on_tiny_runs():
     claims = spike.chapter_claims(one_step=one_step, late_runs=late_runs, late=late, spread=spread,
                                   app_a={o: runs[("appA", o)] for o in ("gd", "adam")}, fig1=fig1, labels=labels,
                                   tracks=tracks, ht_run=runs[("ht", 0.5)], slow_run=runs[("slow", 0.1)], review=review,
-                                  block=8, h=h, d=d, rules=rules, readout="d")
+                                  block=8, h=h, d=d, rules=rules, readout="d",
+                                  track_runs=[runs[("adam", 0.5)], runs[("gd", 50.0)]])
     assert all(isinstance(c, Claim) for c in claims)
     check_records(claims)
     steps_claims = [c for c in claims if "needs about 10 steps" in c.claim]
@@ -91,3 +92,68 @@ def test_labelled_training_covers_the_done_when_cases():
     assert cases["FB-Adam eta=1, 1 step"].labels == ("bulk+spikes", "bleeding-out")
     assert cases["FB-Adam eta=0.5, 10 steps"].labels == ("heavy-tailed",)
     assert {c.t for c in cases.values()} == {0, 1, 10}
+
+
+# ----------------------------------------------------------------------------- the tail-shape check
+
+
+def test_power_law_vs_exponential_matches_the_closed_form_and_picks_the_sampled_shape():
+    rng = np.random.default_rng(5)
+    x = 2.0 * (1.0 + rng.pareto(1.5, 3000))  # a power law p(x) ~ x^-2.5 above xmin = 2
+    r, p = spike.power_law_vs_exponential(x, 2.0)
+    a = 1.0 + x.size / np.sum(np.log(x / 2.0))  # both MLEs and log-likelihoods written out by hand
+    lam = 1.0 / np.mean(x - 2.0)
+    ll_pl = np.sum(np.log((a - 1.0) / 2.0) - a * np.log(x / 2.0))
+    ll_exp = np.sum(np.log(lam) - lam * (x - 2.0))
+    assert r == pytest.approx(ll_pl - ll_exp, rel=1e-9)
+    assert r > 0 and p < 0.01
+    r, p = spike.power_law_vs_exponential(2.0 + rng.exponential(3.0, 3000), 2.0)
+    assert r < 0 and p < 0.01
+
+
+def _eigs(W):
+    return np.linalg.eigvalsh(W.T @ W)
+
+
+def test_one_spike_above_a_gaussian_bulk_is_not_a_heavy_tail():
+    """MP Wishart plus one rank-one spike: the report sees the spike, and without lambda_1 nothing is left of a tail."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((1500, 1000))
+    X += 4.0 * np.outer(rng.standard_normal(1500), rng.standard_normal(1000)) / np.sqrt(1000)
+    s = spike.tail_shape(_eigs(X), h=1500, d=1000)
+    assert s.label == "bulk+spikes" and s.label_without_top == "random-like"
+    assert not s.heavy and s.ratio < 0
+
+
+@pytest.mark.parametrize("family", ["student-t nu=2", "pareto mu=2"])
+def test_a_matrix_of_heavy_tailed_entries_passes_the_tail_shape_check(family):
+    rng = np.random.default_rng(1)
+    if family.startswith("student"):
+        W = rng.standard_t(2.0, (1500, 1000))
+    else:
+        W = rng.pareto(2.0, (1500, 1000)) * rng.choice([-1.0, 1.0], (1500, 1000))
+    s = spike.tail_shape(_eigs(W), h=1500, d=1000)
+    assert s.heavy and s.shape == "power law", s
+
+
+def test_a_heavy_label_resting_on_lambda_1_alone_is_refused():
+    """A spectrum whose only far eigenvalue is lambda_1: an MP bulk with a decaying edge and one huge spike."""
+    rng = np.random.default_rng(2)
+    e = np.sort(_eigs(rng.standard_normal((1500, 1000))))
+    e[-1] *= 200.0  # one eigenvalue far out: whatever the label says, removing it leaves an MP-like bulk
+    s = spike.tail_shape(e, h=1500, d=1000)
+    assert s.label_without_top in ("random-like", "bleeding-out") and not s.heavy
+
+
+class _Track:
+    def __init__(self, phase, ks):
+        self.steps, self.phase, self.alpha_ks = np.arange(len(phase)), tuple(phase), np.asarray(ks, dtype=float)
+
+
+@pytest.mark.parametrize(("ks", "bridged", "decay"), [
+    ([9.5, 5.0, 4.5, 3.0], True, [2]),       # the bulk+spikes step itself does not count as the bridge
+    ([9.5, 5.0, 8.0, 3.0], False, []),       # straight from MP-like values to the heavy range
+    ([9.5, 5.0, 4.5, 4.2], None, [])])       # never below 4: the run does not decide
+def test_bridge_reading_reads_the_exponent_between_the_spike_and_the_heavy_range(ks, bridged, decay):
+    r = spike.bridge_reading(_Track(["random-like", "bulk+spikes", "bulk+spikes", "bulk+spikes"], ks), heavy_alpha=4.0)
+    assert r["bridged"] is bridged and r["decay"] == decay
