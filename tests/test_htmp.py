@@ -511,6 +511,7 @@ def test_claims_follow_the_rules():
     assert "meets the chapter's own MP rule" in lc
     # the cause names the reduction and the parameter that removes it
     assert "2,000 training images instead of 4,000 (n_train=4000 in PAPER" in recs["lenet-100"].cause
+    assert lc.index("is 20 over") < lc.index("2,000 training images")  # the measurement first
     assert recs["lenet-falls"].verdict == "agrees"
     for b in (1000, 800, 250, 100):
         assert recs[f"minialexnet-{b}"].verdict == "inconclusive"
@@ -564,36 +565,111 @@ def _ntk(model, kss, mp_ks, *, n=1000, zeros=(0, 0, 0), acc=1.0, gamma=0.1):
                   (0.05, 0.1, 0.3))
 
 
-def test_ntk_claims_read_a_bootstrap_null_and_the_cut_off():
+def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
     from dataclasses import replace
 
     from htlib.experiments import htmp as ch
 
+    # the null: 100 values spread over [0.015, 0.025], standard deviation 0.00292
+    sd = float(np.std(np.linspace(0.015, 0.025, 100)))
     res = replace(_batch([_fit("lenet", 100, 0, 10.0)]),
-                  ntk=[_ntk("logistic", (0.238, 0.078, 0.017), 0.7, zeros=(415, 442, 631), gamma=0.5),
-                       _ntk("lenet", (0.0206, 0.0206, 0.0076), 0.053, gamma=0.05)])
+                  ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326, gamma=0.1),
+                       _ntk("lenet", (0.0198, 0.0198, 0.0076), 0.053, gamma=0.05)])
     recs = {c.key: c for c in ch.ntk_claims(res)}
-    assert set(recs) == {f"ntk-{m}{v}" for m in ("logistic", "lenet") for v in ("", "-mp", "-rtol1e-06", "-rtol0.0001")}
-    # LeNet: 0.0206 has 44 of the 100 null values at or above it (p 0.45): not rejected at any cut-off
+    assert set(recs) == {f"ntk-{m}{v}" for m in ("logistic", "lenet")
+                         for v in ("", "-boot", "-mp", "-rtol1e-06", "-rtol0.0001")}
+    # LeNet: 0.0198 / 0.053 = 0.374, interval over the cut-offs [(0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053]
     le = recs["ntk-lenet"]
-    assert le.verdict == "agrees" and "44 of 100 at least as large" in le.measured
-    assert "gamma at the smallest of the grid" in le.measured  # 0.05 of (0.05, 0.1, 0.3): said, not hidden
-    # the inverse MP law (0.053, above every null value): rejected, p 1/101 with interval below 0.05
-    mp = recs["ntk-lenet-mp"]
-    assert mp.verdict == "disagrees" and mp.variant_of == "ntk-lenet" and "0 of 100" in mp.cause and "rejected" in mp.cause
-    # logistic: rejected at 1e-9 and 1e-6, not at 1e-4: the verdict depends on the cut-off
+    assert le.verdict == "agrees" and le.criterion == ch.NTK_TAIL.text
+    val, itv, _ = ch.ntk_ratio(res.ntk[1])
+    assert val == pytest.approx(0.0198 / 0.053)
+    assert itv == pytest.approx(((0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053))
+    assert "gamma 0.05 at the lowest value of the grid" in le.measured
+    # logistic: 0.0163 / 0.0326 = 0.5 +- 0.09 straddles the threshold: inconclusive with the ratios in the cause
     lg = recs["ntk-logistic"]
-    assert lg.verdict == "inconclusive" and "depends on the zero-eigenvalue cut-off" in lg.cause
-    assert "KS 0.238" in lg.cause and "KS 0.017" in lg.cause and "at rtol 0.0001" in lg.cause
-    assert recs["ntk-logistic-rtol0.0001"].verdict == "agrees"
-    assert recs["ntk-logistic-rtol1e-06"].verdict == "disagrees"
-    # a law rejected at every cut-off outside the paper's setting: inconclusive, the values in the cause
-    res2 = replace(res, ntk=[_ntk("lenet", (0.05, 0.05, 0.05), 0.3)])
-    r = {c.key: c for c in ch.ntk_claims(res2)}["ntk-lenet"]
-    assert r.verdict == "inconclusive" and "rejects the inverse HTMP law at every cut-off" in r.cause and "KS 0.05" in r.cause
+    assert lg.verdict == "inconclusive" and "straddles 0.5" in lg.cause and "0.0163 / 0.0326" in lg.cause
+    # the bootstrap reading is a variant, inconclusive: gamma at the grid's edge; at rtol 1e-4 the KS 0.0076
+    # lies below all 100 draws (p = 1)
+    bt = recs["ntk-lenet-boot"]
+    assert bt.variant_of == "ntk-lenet" and bt.verdict == "inconclusive" and "corner of its search" in bt.cause
+    r4 = recs["ntk-lenet-rtol0.0001"]
+    assert r4.verdict == "inconclusive" and "below all 100 null draws (p = 1)" in r4.cause
+    # logistic at gamma 0.1, inside the grid (0.05, 0.1, 0.3), KS 0.0163 inside the null: the bootstrap decides
+    assert recs["ntk-logistic-boot"].verdict == "agrees"
+    # the MP contrast rejects (0.053 above every draw: p <= 1/101) and is labelled as a contrast
+    mp = recs["ntk-lenet-mp"]
+    assert mp.verdict == "disagrees" and mp.claim.startswith("CONTRAST") and "p <= 0.0099" in mp.cause
+    # a ratio beyond the threshold outside the paper's setting: inconclusive, the ratio in the cause
+    r = {c.key: c for c in ch.ntk_claims(replace(res, ntk=[_ntk("lenet", (0.05,) * 3, 0.06)]))}["ntk-lenet"]
+    assert r.verdict == "inconclusive" and "exceeds 0.5" in r.cause and "0.05 / 0.06" in r.cause
     # an untrained net cannot test the claim
     res3 = replace(res, ntk=[_ntk("lenet", (0.01,) * 3, 0.3, acc=0.5)])
     assert {c.key: c for c in ch.ntk_claims(res3)}["ntk-lenet"].verdict == "inconclusive"
+
+
+def test_wishart_calibration_makes_the_bootstrap_inconclusive():
+    from dataclasses import replace
+
+    from htlib.experiments import htmp as ch
+
+    # a noise spectrum whose MP KS (1e-4) lies below every i.i.d. draw: the null is shown too wide
+    noise = replace(_fit("noise", 0, 0, math.inf, acc=math.nan, gamma=0.5), eigs=np.ones(100), mp_ks=1e-4)
+    res = replace(_batch([_fit("lenet", 100, 0, 10.0)], [noise]), ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326)])
+    cal = ch.wishart_calibration(res)
+    assert cal["below"] and cal["n"] == 100 and cal["cols"] == 200 and cal["null"].size == res.setup.ntk_boot
+    assert cal["null"].min() > 1e-4
+    bt = {c.key: c for c in ch.ntk_claims(res)}["ntk-logistic-boot"]
+    assert bt.verdict == "inconclusive" and "Wishart spectrum has MP KS 0.0001" in bt.cause
+    # a noise KS inside the null: no such finding
+    res2 = replace(res, noise=[replace(noise, mp_ks=float(np.median(cal["null"])))])
+    assert not ch.wishart_calibration(res2)["below"]
+
+
+def test_corner_reports_the_grid_edge_and_the_kappa_bound():
+    from htlib.experiments import htmp as ch
+    from htlib.htmp import InverseFit
+
+    f = InverseFit(0.1035, 0.05, 1.0, 0.02, 0.05, 0.7, 1000, 0)
+    c = ch._corner(f, (0.05, 0.1, 0.3))
+    assert "gamma 0.05 at the lowest value" in c and "kappa 0.103 at the fit's lower bound 0.1" in c and "delta 0.983 to " in c
+    # HTMP at gamma 0.05 is close to the Gamma law of shape delta; at gamma 0.5 it is not
+    assert ch.gamma_gap(0.1035, 0.05) < 0.01 < ch.gamma_gap(2.0, 0.5)
+    assert ch._corner(InverseFit(2.0, 0.1, 1.0, 0.02, 0.05, 0.7, 1000, 0), (0.05, 0.1, 0.3)) == ""
+
+
+def test_at_paper_is_recognised_and_a_failure_there_disagrees():
+    from htlib.experiments import htmp as ch
+
+    assert ch.Setup(n_train=4000).at_paper("lenet") and not ch.Setup().at_paper("lenet")
+    assert not ch.PAPER.at_paper("minialexnet")  # MNIST-5k, not the paper's CIFAR-10
+    # LeNet at the paper's sizes, delta 20x the paper's at batch 100: disagrees, no longer inconclusive
+    fits = [_fit("lenet", b, s, k) for b, ks in ((1000, (30, 31, 29)), (250, (1.5, 1.4, 1.6)), (100, (18, 17, 19)))
+            for s, k in enumerate(ks)]
+    from htlib.experiments.htmp import BatchResult, summarize
+
+    res = BatchResult(ch.Setup(n_train=4000), fits, [], summarize(fits))
+    recs = {c.key: c for c in ch._kappa_claims(res, "lenet")}
+    assert recs["lenet-100"].verdict == "disagrees" and recs["lenet-100"].reduction_check
+    assert recs["lenet-250"].verdict == "agrees"
+    # the reduced default: inconclusive, and the cause opens with the measured ratio, the reduction last
+    res = BatchResult(ch.Setup(), fits, [], summarize(fits))
+    c = {r.key: r for r in ch._kappa_claims(res, "lenet")}["lenet-100"].cause
+    assert c.startswith("seed-median delta / the paper's delta") and c.index("is 20 over") < c.index("2,000 training images")
+
+
+def test_falls_at_the_papers_lenet_pair_is_a_variant_that_can_straddle():
+    from htlib.experiments import htmp as ch
+
+    # delta at 250 over [18.8, 36.5], at 100 over [17.6, 19.4]: the ratio's range [0.48, 1.03] straddles 1
+    g = 0.3
+    k_of = lambda d: d * 2 * g / (1 - g)  # noqa: E731
+    fits = [_fit("lenet", b, s, k_of(d)) for b, ds in ((1000, (32, 37.5, 58.3)), (250, (18.8, 23.1, 36.5)),
+                                                       (100, (17.6, 18.2, 19.4))) for s, d in enumerate(ds)]
+    recs = {c.key: c for c in ch._falls_claims(_batch(fits), "lenet")}
+    assert recs["lenet-falls"].verdict == "agrees"
+    pr = recs["lenet-falls-250-100"]
+    assert pr.variant_of == "lenet-falls" and pr.verdict == "inconclusive" and "straddles" in pr.cause
+    assert "[0.482, 1.03]" in pr.cause
 
 
 def test_ks_null_is_below_the_kolmogorov_law_for_a_fitted_law():
