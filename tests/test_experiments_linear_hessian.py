@@ -344,14 +344,28 @@ def _fig5_at(positions):
 def test_fig5_claim_states_the_path_and_fails_a_position_that_does_not_move():
     setup = lh.Setup(dataset="digits", aniso_ts=(0.0, 0.5, 1.0))
     stuck = [r for r in lh.claims_fig5(setup, _fig5_at([0.5, 0.5, 0.5])) if "floats" in (r.key or r.variant_of)]
-    # the variant fails outright; the counted row, outside the paper's setting without a reduction check, cannot
-    # earn "disagrees" and is inconclusive
+    # The counted row (reading B) rests on a reading and a criterion chosen after the positions were seen: it can
+    # never agree, whatever the positions.  The variant reads a wide interval (width t_1 / lambda = 2/3 >= 5%), so
+    # a position that does not move fails it outright.
     assert len(stuck) == 2 and [r.verdict for r in stuck] == ["inconclusive", "disagrees"]
-    assert all("at t = 0" in r.cause or "raw pixels" in r.cause for r in stuck)
+    assert "chosen after the positions had been seen" in stuck[0].cause
+    assert "at t = 0" in stuck[1].cause or "raw pixels" in stuck[1].cause
     assert all("X_t = U_r S^(1-t)" in r.setting and "[0.0, 0.5, 1.0]" in r.setting for r in stuck)
     assert all("after the positions had been seen" in r.setting for r in stuck)
-    moves = [r for r in lh.claims_fig5(setup, _fig5_at([0.0, 0.5, 1.0])) if r.key == "fig5_floats"]
-    assert moves[0].verdict == "agrees"
+    moves = [r for r in lh.claims_fig5(setup, _fig5_at([0.0, 0.5, 1.0])) if "floats" in (r.key or r.variant_of)]
+    assert [r.verdict for r in moves] == ["inconclusive", "agrees"]
+
+
+def test_fig5_position_in_an_interval_narrower_than_the_tightness_tolerance_cannot_be_read():
+    setup = lh.Setup(dataset="digits", aniso_ts=(0.0, 0.5, 1.0))
+    fig5 = _fig5_at([0.9, 0.95, 1.0])
+    a = fig5.aniso
+    a["t_sum"] = a["t_1"] * np.r_[1 + 1e-5, 2.0, 2.0]  # reading A's interval on raw pixels: 1e-5 of t_1 wide
+    a["ggn"] = a["t_1"] + np.r_[0.9, 0.95, 1.0] * (a["t_sum"] - a["t_1"])
+    variant = [r for r in lh.claims_fig5(setup, fig5) if r.variant_of == "fig5_floats"]
+    assert variant[0].verdict == "inconclusive" and "cannot be read" in variant[0].cause
+    assert lh.FLOATS_MIN_WIDTH == pytest.approx(lh.CRITERIA["fig5_lower"].threshold - 1)
+    assert "(iii) cannot be read" in lh.fig5_reading(fig5.table(), "A")
 
 
 def _runs(lams, shares, seeds, *, converged=True, balance=0.9):
