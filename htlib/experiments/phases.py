@@ -254,12 +254,12 @@ def size_numbers(big: "Confusion", small: "Confusion") -> dict[str, str]:
     its Tracy-Widom width relative to the MP edge (``sigma2 = 1``), the predicted positions of the weak
     rank-one signals the prose names, the widths a 10% spread of the edge spans, and how the labelled
     set fares (:func:`reliability`)."""
-    out = {}
+    out, widths = {}, {}
     for key, conf in (("big", big), ("small", small)):
-        width = spectra.tracy_widom_scale(conf.h, conf.d) / spectra.mp_edges(conf.d / conf.h)[1]
-        out |= {f"tw_size_{key}": f"{conf.h} x {conf.d}", f"tw_frac_{key}": f"{width:.1%}",
+        widths[key] = spectra.tracy_widom_scale(conf.h, conf.d) / spectra.mp_edges(conf.d / conf.h)[1]
+        out |= {f"tw_size_{key}": f"{conf.h} x {conf.d}", f"tw_frac_{key}": f"{widths[key]:.1%}",
                 f"{key}_reliability": reliability(conf)}
-    out["tenth_widths"] = f"{0.1 / (spectra.tracy_widom_scale(big.h, big.d) / spectra.mp_edges(big.d / big.h)[1]):.0f}"
+    out["tenth_widths"] = f"{0.1 / widths['big']:.0f}"
     out["z1_big"] = f"{predicted_outlier_tw(1.0, big.h, big.d):.1f}"
     out["z14_small"] = f"{predicted_outlier_tw(1.4, small.h, small.d):.1f}"
     return out
@@ -384,7 +384,7 @@ def boundary_evidence(name: str, conf: Confusion) -> str:
     parts.append(count_phrase(counts[0], "outlier") if len(set(counts)) == 1 else f"{_span(counts, 'd')} outliers")
     if any(r.tail_size for r in reps) and any(np.isfinite(r.tail_alpha) for r in reps):
         parts.append(f"tail alpha {_span([r.tail_alpha for r in reps if np.isfinite(r.tail_alpha)], '.1f')}")
-    return ", ".join(parts) + f" ({len(reps)} seed{'s' if len(reps) != 1 else ''})"
+    return ", ".join(parts) + f" ({count_phrase(len(reps), 'seed')})"
 
 
 def undecidable_table(*confs: Confusion):
