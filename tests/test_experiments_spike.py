@@ -39,6 +39,18 @@ def test_first_step_brackets_and_exact_counts():
     assert spike.first_step([0, 1], [False, False], 1).text == "not reached in 1 steps"
 
 
+@pytest.mark.parametrize("firsts, earned", [([1, 2, 2], True), ([40, 50, 31], True), ([2, 4, 2], False),
+                                            ([1, 40, 2], False), ([2, 2, None], False), ([10, 10, 10], False)])
+def test_a_steps_count_disagrees_only_when_every_reading_is_outside_on_one_side(firsts, earned):
+    assert spike.readings_agree_outside(firsts, 10 / 3, 30) is earned
+
+
+def test_shape_checks_get_their_constructions_answer():
+    t, ok = spike.shape_checks(h=300, d=200, seed=0)
+    assert list(t["heavy by construction"]) == ["no", "no", "yes"]
+    assert list(t["heavy (with and without lambda_1)"]) == ["no", "no", "yes"] and ok == 3
+
+
 def test_tables_and_claims_on_tiny_runs():
     runs = {k: train(c) for k, c in spike.chapter_configs(SETUP).items()}
     rules = spectra.PHASE_RULES
@@ -69,7 +81,7 @@ def test_tables_and_claims_on_tiny_runs():
                                   track_runs=[runs[("adam", 0.5)], runs[("gd", 50.0)]])
     assert all(isinstance(c, Claim) for c in claims)
     check_records(claims)
-    steps_claims = [c for c in claims if "needs about 10 steps" in c.claim]
+    steps_claims = [c for c in claims if "requires just 10 steps" in c.claim]
     assert len(steps_claims) == 3 and sum(not c.variant_of for c in steps_claims) == 1
     assert steps_claims[0].threshold == [10 / 3, 30]  # two-sided: within 3x of 10
     assert any("10^6" in c.claim and c.verdict == "not tested" for c in claims)
