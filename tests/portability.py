@@ -154,11 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "portability", help="where executed notebooks go")
     parser.add_argument("--list", action="store_true", help="print the variants and exit")
     parser.add_argument("--fixture", type=Path, help="also write the differing cells (both versions) to this JSON")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds one cell may run (papermill's limit)")
     args = parser.parse_args(argv)
     if args.list or not args.chapter:
         print(json.dumps(VARIANTS, indent=1))
         return 0
-    executed = args.compare or execute(args.chapter, args.variant, args.out)
+    if args.timeout < 1:
+        raise SystemExit(f"--timeout must be a whole number of seconds >= 1, got {args.timeout}")
+    executed = args.compare or execute(args.chapter, args.variant, args.out, timeout=args.timeout)
     ok = report(args.chapter, executed)
     if args.fixture:
         print(f"{write_fixture(args.chapter, args.variant, executed, args.fixture)} differing cells -> {args.fixture}")
