@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import scipy.stats
 import torch
 
 from htlib import generalization as gen
@@ -142,15 +143,88 @@ def test_correlation_table_and_claims_on_synthetic_grid():
         gen.correlation_table(grid, eta_min=1e6)
 
 
-def test_benign_band_is_inconclusive_when_the_hill_values_it_ranks_are_similar():
+def test_benign_band_is_judged_on_the_contrast_of_eta_1_against_the_smaller_etas():
     grid = _synthetic_grid()
     hill = grid.values["alpha_hill"].copy()
     small = grid.etas < 1.0
     hill[:, small] = 2.45 + 0.003 * np.arange(small.sum())[None, :, None]  # three values within 5%: "similar"
     tied = dataclasses.replace(grid, values={**grid.values, "alpha_hill": hill})
     c = exp.benign_band_claim(tied, exp.Setup(executor="serial"), "d")
-    assert c.verdict == "inconclusive" and "2 distinct Hill levels" in c.cause and "2.45" in c.measured
+    # Hill(1) = 2.0 against 2.453 on average below, test loss 1.0 against 1.1: both contrasts negative
+    assert c.verdict == "agrees" and "2 distinct Hill levels" in c.measured and "not judged" in c.measured
+    assert "Hill(1) - Hill(<= 0.1) -0.453" in c.measured and "test loss(1) - test loss(<= 0.1) -0.1" in c.measured
+    # eta = 1 with a higher test loss than the smaller etas, in every seed: the loss part fails
+    loss = grid.values["test_loss@d"].copy()
+    loss[:, grid.etas == 1.0] += 0.5
+    worse = dataclasses.replace(grid, values={**grid.values, "test_loss@d": loss})
+    c = exp.benign_band_claim(worse, exp.Setup(executor="serial"), "d")
+    assert c.verdict == "partly" and "test loss(1) - test loss(<= 0.1)" in c.cause
     assert exp.similar_groups(np.array([2.45, 2.45, 2.44, 1.93]), 0.05) == [[3], [2, 0, 1]]
+
+
+def test_benign_contrast_by_hand_and_its_bad_input():
+    etas = np.array([0.001, 0.01, 0.1, 1.0, 10.0])
+    v = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 0.0], [0.5, 9.0], [100.0, 100.0]])
+    # seed 0: 0.5 - (1 + 3 + 5) / 3 = -2.5; seed 1: 9 - (2 + 4 + 0) / 3 = 7
+    np.testing.assert_allclose(exp.benign_contrast(v, etas), [-2.5, 7.0])
+    with pytest.raises(ValueError, match="etas must hold 1"):
+        exp.benign_contrast(v[1:], etas[1:] * 100)
+
+
+def test_rho_interval_is_fisher_z_and_stays_inside_minus_one_one():
+    rho = np.array([0.2, 0.6, 1.0, 1.0, 0.8])
+    # the plain t-interval of the mean rho runs past 1 here
+    assert exp.seed_interval(rho).high > 1
+    r = exp.rho_interval(rho, n_points=4)
+    edge = 1 - 6 / (4 ** 3 - 4)  # the seeds at 1 enter at 0.9
+    z = np.arctanh(np.minimum(rho, edge))
+    half = scipy.stats.t.ppf(0.975, 4) * z.std(ddof=1) / np.sqrt(5)
+    assert float(r.mean) == pytest.approx(np.tanh(z.mean()))
+    assert (float(r.low), float(r.high)) == pytest.approx((np.tanh(z.mean() - half), np.tanh(z.mean() + half)))
+    assert -1 < float(r.low) < float(r.mean) < float(r.high) < 1
+    # equal seeds: the interval is the point; every seed at -1 over 3 points: the clip at -(1 - 6/24)
+    m, ci = exp.rho_interval([0.5, 0.5, 0.5], n_points=9).at()
+    assert (m, *ci) == pytest.approx((0.5, 0.5, 0.5))
+    m, ci = exp.rho_interval([-1.0, -1.0], n_points=3).at()
+    assert (m, *ci) == pytest.approx((-0.75, -0.75, -0.75))
+    assert np.isnan(exp.rho_interval([0.5, 0.5], n_points=2).at()[0])  # no Spearman of 2 points
+    with pytest.raises(ValueError, match="n_points"):
+        exp.rho_interval([0.5, 0.5], n_points=0)
+
+
+def test_welch_interval_against_scipy():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(1.8, 0.05, size=2), rng.normal(1.9, 0.1, size=5)
+    d, (lo, hi) = exp.welch_interval(a, b, 0.95)
+    ref = scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert d == pytest.approx(a.mean() - b.mean()) and (lo, hi) == pytest.approx((ref.low, ref.high))
+    with pytest.raises(ValueError, match="2 or more"):
+        exp.welch_interval([1.0], b)
+
+
+def test_range_interval_covers_at_its_level():
+    # five flat cells of seed noise sd 0.02 around 2: the true range of the cell means is 0
+    rng = np.random.default_rng(1)
+    x = 2.0 + 0.02 * rng.normal(size=(3, 5))
+    v, (lo, hi) = exp.range_interval(x)
+    assert lo <= v <= hi and v == pytest.approx(np.ptp(x.mean(axis=1)) / x.mean())
+    # coverage of the true range (0) by the lower end, over repeats: at least the level
+    misses = sum(exp.range_interval(2.0 + 0.02 * rng.normal(size=(3, 5)))[1][0] > 0 for _ in range(400))
+    assert misses / 400 <= 0.05 + 0.02
+    with pytest.raises(ValueError, match="cells >= 2"):
+        exp.range_interval(x[:1])
+
+
+def test_two_seed_intervals_cannot_disagree():
+    parts = exp._Parts()
+    parts.add_mean("two", exp.NEGATIVE, exp.seed_interval([1.0, 1.1]))  # excludes 0 on the wrong side
+    assert parts.verdict == "inconclusive" and "fewer than 3 seeds" in parts.cause("here") and "2 seeds" in parts.cause("here")
+    parts = exp._Parts()
+    parts.add_mean("three", exp.NEGATIVE, exp.seed_interval([1.0, 1.1, 1.05]))
+    assert parts.verdict == "disagrees"
+    parts = exp._Parts()
+    parts.add_mean("two, holds", exp.NEGATIVE, exp.seed_interval([-1.0, -1.1]))
+    assert parts.verdict == "agrees"
 
 
 def test_seed_intervals_of_the_claims_are_student_t():
