@@ -198,6 +198,39 @@ SPIKE_REVIEW = measured(
     "avx2-machine, 2026-12-01 (2da2e29, cold, load 8.9): +171.1% -> +150.5% at the largest eta, the rest of the two cells "
     "within 1%; every other cell of the chapter identical")
 
+_LH_SOURCE = "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5)"
+_LH_MOVES = [
+    # (cell id, relative move of decimals >= 1e-3, absolute move of smaller ones, integers moved, what, largest moves)
+    ("af083f1a", 0.00316, 1e-05, False, "Figs. 1-2 LOBPCG sharpness and closed-form gaps of trained nets",
+     "1.2246->1.22072; near zero 0.00015->0.00017"),
+    ("8d3b9515", 0.0537, 1e-06, False, "Figs. 1-2 convergence numbers (excess losses) of trained nets",
+     "6.337300e-03->5.996870e-03; near zero 0.000016->0.000014"),
+    ("59fdd0ad", 0.0657, 2.7e-05, False, "the Fig. 1 table along training (gaps of the closed forms)",
+     "0.1172->0.1094; near zero 0.0001465->0.0001739"),
+    ("ffafbf49", 0.564, 0, False, "the Fig. 3 glued numbers, with the Hutchinson z-score (|Hutchinson - trace| / s.e., noise by construction)",
+     "1.1->0.47"),
+    ("feeb172d", 0.574, 0, False, "the Fig. 3 table, with the Hutchinson z-score",
+     "1.0931->0.4653"),
+    ("20201256", 2.55e-17, 2e-05, False, "Fig. 4 gaps of the trained balanced nets",
+     "0.34->0.33; near zero 0.00064->0.00061"),
+    ("73a5ec9d", 0.804, 6e-05, True, "the Fig. 4 convergence table: excess losses and the epoch at which the halving rule began cutting",
+     "0.0008->0.0046; near zero 0.00018->0.00025"),
+    ("d5b0c344", 0.82, 0.0002, True, "the Fig. 4 stall reading: the held run's last-quarter loss drop, the halving epoch, the missing output modes",
+     "0.00082->0.0046; near zero 0.0005->0.0002"),
+    ("34407b7a", 0.0588, 8.2e-05, False, "the Fig. 4 table of trained nets",
+     "0.34->0.31; near zero 9.94e-05->0.000181"),
+    ("71bd265a", 0, 0.00061, False, "the Fig. 6 convergence table (last-quarter loss drops, near zero)",
+     "no decimal above 1e-3 moved; near zero -0.00056->5.6e-05"),
+    ("37786bf4", 0, 1.1e-16, False, "the Fig. 7 convergence table (last-quarter loss drops, near zero)",
+     "no decimal above 1e-3 moved; near zero -1.110223e-16->-2.220446e-16"),
+    ("f50d4d55", 0, 7.6e-05, False, "the Fig. 8 convergence table (last-quarter loss drops, near zero)",
+     "no decimal above 1e-3 moved; near zero -2.9e-05->4.8e-05"),
+    ("ff590a8e", 0.564, 2e-05, True, "the claim records (the Hutchinson z in Fig. 3's uncertainty, the captured shares of Fig. 4's missing modes)",
+     "1.1->0.47; near zero 0.00064->0.00061"),
+    ("974b2abc", 0.4, 1e-05, False, "the robustness table (the same records' variants)",
+     "1.1->2; near zero 0.00015->0.00017"),
+]
+
 LINEAR_HESSIAN_TRAINED: dict[tuple[str, str], Tolerance] = {
     # Measured by tests/portability.py linear_hessian avx2-machine: every cell of the chapter that moved, with its
     # largest relative move among decimals >= 1e-3 and its largest absolute move among smaller ones (losses near
@@ -205,48 +238,8 @@ LINEAR_HESSIAN_TRAINED: dict[tuple[str, str], Tolerance] = {
     # so the runs' losses move by up to a factor; the exact minimizers, closed forms and counts of the chapter do
     # not move and keep the closed-form tolerance.  The Hutchinson z-score is noise by construction, so the cells
     # that print it are held only to a factor.
-    ("linear_hessian", "af083f1a"): measured(
-        0.00316, "Figs. 1-2 LOBPCG sharpness and closed-form gaps of trained nets",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 1.2246->1.22072; near zero 0.00015->0.00017", absolute=1e-05),
-    ("linear_hessian", "8d3b9515"): measured(
-        0.0537, "Figs. 1-2 convergence numbers (excess losses) of trained nets",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 6.337300e-03->5.996870e-03; near zero 0.000016->0.000014", absolute=1e-06),
-    ("linear_hessian", "59fdd0ad"): measured(
-        0.0657, "the Fig. 1 table along training (gaps of the closed forms)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 0.1172->0.1094; near zero 0.0001465->0.0001739", absolute=2.7e-05),
-    ("linear_hessian", "ffafbf49"): measured(
-        0.564, "the Fig. 3 glued numbers, with the Hutchinson z-score (|Hutchinson - trace| / s.e., noise by construction)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 1.1->0.47"),
-    ("linear_hessian", "feeb172d"): measured(
-        0.574, "the Fig. 3 table, with the Hutchinson z-score",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 1.0931->0.4653"),
-    ("linear_hessian", "20201256"): measured(
-        2.55e-17, "Fig. 4 gaps of the trained balanced nets",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 0.34->0.33; near zero 0.00064->0.00061", absolute=2e-05),
-    ("linear_hessian", "73a5ec9d"): measured(
-        0.804, "the Fig. 4 convergence table: excess losses and the epoch at which the halving rule began cutting",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 0.0008->0.0046; near zero 0.00018->0.00025", absolute=6e-05, integers=True),
-    ("linear_hessian", "d5b0c344"): measured(
-        0.82, "the Fig. 4 stall reading: the held run's last-quarter loss drop, the halving epoch, the missing output modes",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 0.00082->0.0046; near zero 0.0005->0.0002", absolute=0.0002, integers=True),
-    ("linear_hessian", "34407b7a"): measured(
-        0.0588, "the Fig. 4 table of trained nets",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 0.34->0.31; near zero 9.94e-05->0.000181", absolute=8.2e-05),
-    ("linear_hessian", "71bd265a"): measured(
-        0, "the Fig. 6 convergence table (last-quarter loss drops, near zero)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): no decimal above 1e-3 moved; near zero -0.00056->5.6e-05", absolute=0.00061),
-    ("linear_hessian", "37786bf4"): measured(
-        0, "the Fig. 7 convergence table (last-quarter loss drops, near zero)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): no decimal above 1e-3 moved; near zero -1.110223e-16->-2.220446e-16", absolute=1.1e-16),
-    ("linear_hessian", "f50d4d55"): measured(
-        0, "the Fig. 8 convergence table (last-quarter loss drops, near zero)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): no decimal above 1e-3 moved; near zero -2.9e-05->4.8e-05", absolute=7.6e-05),
-    ("linear_hessian", "ff590a8e"): measured(
-        0.564, "the claim records (the Hutchinson z in Fig. 3's uncertainty, the captured shares of Fig. 4's missing modes)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 1.1->0.47; near zero 0.00064->0.00061", absolute=2e-05, integers=True),
-    ("linear_hessian", "974b2abc"): measured(
-        0.4, "the robustness table (the same records' variants)",
-        "avx2-machine, 2026-12-01 23:44-00:02 UTC (282a8e5, cold, load 2-5): 1.1->2; near zero 0.00015->0.00017", absolute=1e-05),
+    ("linear_hessian", cell): measured(rel, what, f"{_LH_SOURCE}: {moves}", absolute=ab, integers=ints)
+    for cell, rel, ab, ints, what, moves in _LH_MOVES
 }
 """The linear-Hessian chapter's trained cells (cell ids of the chapter at 282a8e5)."""
 
