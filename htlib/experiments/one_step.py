@@ -933,7 +933,8 @@ def claims(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: Se
                         variant_of="thm_f"),
         corollary_claim(scaling, "eta_2",
                         claim="eta = Theta(1/sqrt(h)) gives ||W1 - W0||_2 ~ ||W0||_2 (d -> infinity, h fixed)",
-                        setting="Thm. 4.1's sweep, with ||W0||_2 at the MP edge: " + scaling_setting, claim_key="cor_2",
+                        setting="Thm. 4.1's sweep, with ||W0||_2 at the MP edge; the 1/sqrt(h) in h is not tested (h "
+                                "is fixed and sqrt(h) divided out): " + scaling_setting, claim_key="cor_2",
                         variant_of="thm_2"),
     ]
     return out
