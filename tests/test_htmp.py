@@ -837,3 +837,17 @@ def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
     assert mass == pytest.approx(1.0, abs=2e-3)
     with pytest.raises(ValueError, match="gammas"):
         H.fit_inverse_htmp(y, gammas=())
+
+
+def test_an_ntk_verdict_within_its_ends_sampling_error_is_inconclusive():
+    from htlib.experiments import htmp as ch
+    """An interval that ends closer to the level than the ends' own bootstrap error cannot decide: 0.496 against
+    0.5 with an error of 0.005 (30 draws) is inconclusive; the same end with an error of 0.001 agrees."""
+    c = ch.Criterion("ratio", "<=", 0.5)
+    near = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005), 2: (0.37, 0.27, 0.42, 0.004)})
+    v, why = ch.ntk_seed_verdict(c, near)
+    assert v == "inconclusive" and "sampling error" in why and near["end_error"] == 0.005
+    sure = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.001)})
+    assert ch.ntk_seed_verdict(c, sure) == ("agrees", "")
+    far = ch.ntk_seed_interval({1: (0.7, 0.6, 0.8, 0.01)})
+    assert ch.ntk_seed_verdict(c, far)[0] == "disagrees"

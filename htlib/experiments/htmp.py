@@ -1100,18 +1100,25 @@ def null_edge(eigs, below: float = 1e-3, jump: float = 3.0) -> tuple[int, float,
 
 def ntk_ratio(r: "NTKFit") -> tuple[float, tuple[float, float], list]:
     """The NTK claim's statistic (:data:`NTK_TAIL`) for one run: the KS ratio at the first cut-off, and
-    its interval over every cut-off, each ratio +- one standard deviation of the bootstrap null of the HTMP KS."""
+    its interval over every cut-off, each ratio +- one standard deviation of the bootstrap null of the HTMP KS.
+
+    Each entry of the per-cut-off list is ``(ratio, low, high, end_error)``: ``end_error`` is the standard
+    error of the interval's ends, the sampling error of a standard deviation estimated from ``B`` bootstrap
+    draws (``sd / sqrt(2 (B - 1))``, normal approximation), over the MP KS."""
     fits = r.fits or (r.fit,)
     nulls = r.nulls or (np.zeros(1),) * len(fits)
-    per = [(f.ks / f.mp_ks, (f.ks - np.std(nu)) / f.mp_ks, (f.ks + np.std(nu)) / f.mp_ks) for f, nu in zip(fits, nulls)]
+    per = [(f.ks / f.mp_ks, (f.ks - np.std(nu)) / f.mp_ks, (f.ks + np.std(nu)) / f.mp_ks,
+            float(np.std(nu) / math.sqrt(2 * (nu.size - 1)) / f.mp_ks) if nu.size > 1 else math.nan)
+           for f, nu in zip(fits, nulls)]
     return per[0][0], (min(p[1] for p in per), max(p[2] for p in per)), per
 
 
 def ntk_seed_interval(per_seed: dict, seen=NTK_SEEN_SEEDS) -> dict:
     """The NTK claim's value and interval over training seeds.
 
-    ``per_seed`` maps a training seed to ``(ratio, low, high)`` (:func:`ntk_ratio`: the ratio at the
-    first cut-off and its interval over the cut-offs).  The deciding seeds are those not in ``seen``
+    ``per_seed`` maps a training seed to ``(ratio, low, high)`` or ``(ratio, low, high, end_error)``
+    (:func:`ntk_ratio`: the ratio at the first cut-off, its interval over the cut-offs, and the standard error
+    of that interval's ends); ``end_error`` is the largest over the deciding seeds (0 when not given).  The deciding seeds are those not in ``seen``
     (their ratio was not known when :data:`NTK_KS_RATIO` was set); over them, and over all seeds, the
     value is the mean ratio and the interval the range of the per-seed intervals, so it holds the
     seed-to-seed spread, the cut-off spread and the bootstrap's +- 1 sd.  ``spread`` is the range of
@@ -1137,7 +1144,9 @@ def ntk_seed_interval(per_seed: dict, seen=NTK_SEEN_SEEDS) -> dict:
     value, interval = agg(deciding)
     all_value, all_interval = agg(seeds)
     ratios = [per_seed[s][0] for s in seeds]
+    errs = [per_seed[s][3] for s in (deciding or seeds) if len(per_seed[s]) > 3 and math.isfinite(per_seed[s][3])]
     return dict(seeds=seeds, deciding=deciding, value=value, interval=interval, all_value=all_value,
+                end_error=float(max(errs)) if errs else 0.0,
                 all_interval=all_interval, spread=float(max(ratios) - min(ratios)),
                 half_width={s: (per_seed[s][2] - per_seed[s][1]) / 2 for s in seeds})
 
@@ -1145,7 +1154,9 @@ def ntk_seed_interval(per_seed: dict, seen=NTK_SEEN_SEEDS) -> dict:
 def ntk_seed_verdict(crit: Criterion, info: dict) -> tuple[str, str]:
     """The verdict of ``crit`` on :func:`ntk_seed_interval`'s ``info``, and why it is not the deciding
     seeds' own reading (``""`` when it is).  The deciding seeds decide; a pass that needs a seed seen
-    before the level was set (no deciding seed, or all seeds failing to agree) is inconclusive.
+    before the level was set (no deciding seed, or all seeds failing to agree) is inconclusive, and so is a
+    verdict whose interval ends within ``info["end_error"]`` (the ends' own sampling error) of the level: the
+    next draw of the bootstrap could move the end across it.
 
     Examples
     --------
@@ -1155,6 +1166,8 @@ def ntk_seed_verdict(crit: Criterion, info: dict) -> tuple[str, str]:
     >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.46, 0.40, 0.51)}))[0]
     'inconclusive'
     >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43)}))[0]
+    'inconclusive'
+    >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005)}))[0]
     'inconclusive'
     """
     v_all = crit.judge(info["all_value"], info["all_interval"])
@@ -1167,6 +1180,13 @@ def ntk_seed_verdict(crit: Criterion, info: dict) -> tuple[str, str]:
                                     f"{info['all_interval'][1]:.3g}]) is not out of sample")
         return v_all, ""
     v = crit.judge(info["value"], info["interval"])
+    lo, hi = info["interval"]
+    gap = min(abs(lo - crit.threshold), abs(hi - crit.threshold))
+    if v in ("agrees", "disagrees") and gap <= info.get("end_error", 0.0):
+        return "inconclusive", (f"the interval [{lo:.3g}, {hi:.3g}] of the unseen seeds ends {gap:.2g} from the level "
+                                f"{crit.threshold:g}, within its ends' own sampling error {info['end_error']:.2g} (the "
+                                "bootstrap standard deviation is estimated from a finite number of draws): another "
+                                "draw could move it across")
     if v == "agrees" and v_all != "agrees":
         return "inconclusive", (f"the unseen seeds pass ({info['value']:.3g} [{info['interval'][0]:.3g}, "
                                 f"{info['interval'][1]:.3g}]), but with seed(s) {', '.join(map(str, seen))} the "
@@ -1248,7 +1268,7 @@ def ntk_claims(res: BatchResult) -> list[Claim]:
         corner = _corner(f0, grid)
         mp_edge = _grid_edge("inverse MP gamma", f0.mp_gamma, grid)
         ratios = {x.seed: ntk_ratio(x) for x in runs}
-        info = ntk_seed_interval({s: (v, i[0], i[1]) for s, (v, i, _) in ratios.items()})
+        info = ntk_seed_interval({s: (v, i[0], i[1], max(p[3] for p in pc)) for s, (v, i, pc) in ratios.items()})
         per = ratios[r.seed][2]
         per_cut = "; ".join(f"{t['fit'].ks:.3g} / {t['fit'].mp_ks:.3g} = {p[0]:.3g} [{p[1]:.3g}, {p[2]:.3g}] at rtol "
                             f"{t['rtol']:g}" for t, p in zip(tests, per))
@@ -1378,7 +1398,7 @@ def ntk_glue(res: BatchResult) -> dict[str, str]:
         corner = _corner(r.fit, grid)
         mp_edge = _grid_edge("the inverse MP fit's gamma", r.fit.mp_gamma, grid)
         ratios = {x.seed: ntk_ratio(x) for x in runs}
-        info = ntk_seed_interval({s: (v, i[0], i[1]) for s, (v, i, _) in ratios.items()})
+        info = ntk_seed_interval({s: (v, i[0], i[1], max(p[3] for p in pc)) for s, (v, i, pc) in ratios.items()})
         v, _ = ntk_seed_verdict(NTK_TAIL, info)
         dec = info["deciding"]
         dval, (dlo, dhi) = (info["value"], info["interval"]) if dec else (info["all_value"], info["all_interval"])
