@@ -554,15 +554,18 @@ def test_l1_variant_is_judged_against_the_noise_band():
     assert recs["lenet-250-l1"].verdict == "agrees"
 
 
-def _ntk(model, kss, mp_ks, *, n=1000, zeros=(0, 0, 0), acc=1.0, gamma=0.1):
+def _ntk(model, kss, mp_ks, *, n=1000, zeros=(0, 0, 0), acc=1.0, gamma=0.1, seed=0):
     # one KS per cut-off of (1e-9, 1e-6, 1e-4); every null is 100 values spread over [0.015, 0.025]
     from htlib.experiments.htmp import NTKFit
     from htlib.htmp import InverseFit
 
     fits = tuple(InverseFit(0.2, gamma, 1.0, ks, mp_ks, 0.7, n - z, z) for ks, z in zip(kss, zeros))
     null = np.linspace(0.015, 0.025, 100)
-    return NTKFit(model, np.ones(n), acc, acc, 100, fits[0], (1e-9, 1e-6, 1e-4), fits, (null,) * len(fits), null,
-                  (0.05, 0.1, 0.3))
+    return NTKFit(model, np.geomspace(1e-3, 1.0, n), acc, acc, 100, fits[0], (1e-9, 1e-6, 1e-4), fits,
+                  (null,) * len(fits), null, (0.05, 0.1, 0.3), seed)
+
+
+SD = float(np.std(np.linspace(0.015, 0.025, 100)))  # the null's standard deviation, 0.00292
 
 
 def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
@@ -570,21 +573,21 @@ def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
 
     from htlib.experiments import htmp as ch
 
-    # the null: 100 values spread over [0.015, 0.025], standard deviation 0.00292
-    sd = float(np.std(np.linspace(0.015, 0.025, 100)))
-    res = replace(_batch([_fit("lenet", 100, 0, 10.0)]),
-                  ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326, gamma=0.1),
-                       _ntk("lenet", (0.0198, 0.0198, 0.0076), 0.053, gamma=0.05)])
+    lenet = [_ntk("lenet", (0.0198, 0.0198, 0.0076), 0.053, gamma=0.05, seed=s) for s in (0, 1, 2)]
+    res = replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326, gamma=0.1)] + lenet)
     recs = {c.key: c for c in ch.ntk_claims(res)}
+    # the variants come from the first seed only: one set per model
     assert set(recs) == {f"ntk-{m}{v}" for m in ("logistic", "lenet")
                          for v in ("", "-boot", "-mp", "-rtol1e-06", "-rtol0.0001")}
-    # LeNet: 0.0198 / 0.053 = 0.374, interval over the cut-offs [(0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053]
+    # LeNet: 0.0198 / 0.053 = 0.374 at every seed, interval over the cut-offs [(0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053]
     le = recs["ntk-lenet"]
     assert le.verdict == "agrees" and le.criterion == ch.NTK_TAIL.text
     val, itv, _ = ch.ntk_ratio(res.ntk[1])
     assert val == pytest.approx(0.0198 / 0.053)
-    assert itv == pytest.approx(((0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053))
+    assert itv == pytest.approx(((0.0076 - SD) / 0.053, (0.0198 + SD) / 0.053))
     assert "gamma 0.05 at the lowest value of the grid" in le.measured
+    assert "decided by seed(s) 1, 2" in le.uncertainty and "seen when the level was set" in le.measured
+    assert "decided by the other seeds" in le.setting
     # logistic: 0.0163 / 0.0326 = 0.5 +- 0.09 straddles the threshold: inconclusive with the ratios in the cause
     lg = recs["ntk-logistic"]
     assert lg.verdict == "inconclusive" and "straddles 0.5" in lg.cause and "0.0163 / 0.0326" in lg.cause
@@ -599,12 +602,121 @@ def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
     # the MP contrast rejects (0.053 above every draw: p <= 1/101) and is labelled as a contrast
     mp = recs["ntk-lenet-mp"]
     assert mp.verdict == "disagrees" and mp.claim.startswith("CONTRAST") and "p <= 0.0099" in mp.cause
-    # a ratio beyond the threshold outside the paper's setting: inconclusive, the ratio in the cause
-    r = {c.key: c for c in ch.ntk_claims(replace(res, ntk=[_ntk("lenet", (0.05,) * 3, 0.06)]))}["ntk-lenet"]
-    assert r.verdict == "inconclusive" and "exceeds 0.5" in r.cause and "0.05 / 0.06" in r.cause
     # an untrained net cannot test the claim
-    res3 = replace(res, ntk=[_ntk("lenet", (0.01,) * 3, 0.3, acc=0.5)])
+    res3 = replace(res, ntk=[_ntk("lenet", (0.01,) * 3, 0.3, acc=0.5, seed=s) for s in (0, 1)])
     assert {c.key: c for c in ch.ntk_claims(res3)}["ntk-lenet"].verdict == "inconclusive"
+
+
+def test_ntk_claim_is_decided_by_the_seeds_unseen_when_the_level_was_set():
+    from dataclasses import replace
+
+    from htlib.experiments import htmp as ch
+
+    base = _batch([_fit("lenet", 100, 0, 10.0)])
+    one = lambda kss, mp, s: _ntk("lenet", kss, mp, gamma=0.1, seed=s)  # noqa: E731
+    # only seed 0, whose ratio was seen when the level was set: a pass is not out of sample
+    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=[one((0.0198,) * 3, 0.053, 0)]))}["ntk-lenet"]
+    assert r.verdict == "inconclusive" and "not out of sample" in r.cause
+    # seed 0 passes, seed 1 reaches across 0.5 (0.0240 / 0.053 = 0.453 +- 0.055): the unseen seed decides
+    runs = [one((0.0198,) * 3, 0.053, 0), one((0.0240,) * 3, 0.053, 1)]
+    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
+    assert r.verdict == "inconclusive" and "straddles 0.5" in r.cause and "seed(s) 1 straddle it alone" in r.cause
+    assert f"[{(0.024 - SD) / 0.053:.3g}, {(0.024 + SD) / 0.053:.3g}]" in r.cause
+    # unseen seeds beyond the level: LeNet runs at the paper's NTK protocol, so it disagrees with a reduction check
+    runs = [one((0.0198,) * 3, 0.053, 0)] + [one((0.05,) * 3, 0.06, s) for s in (1, 2)]
+    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
+    assert r.verdict == "disagrees" and "exceeds 0.5" in r.cause and r.reduction_check.startswith("no reduction")
+    # logistic regression on digits has 7,850 parameters, not the paper's 30K: the same ratio cannot disagree
+    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=[_ntk("logistic", (0.05,) * 3, 0.06, seed=3)]))}["ntk-logistic"]
+    assert r.verdict == "inconclusive" and "7,850 parameters" in r.cause and "exceeds 0.5" in r.cause
+    # the same at fewer epochs than the paper's: LeNet cannot disagree either
+    red = replace(base, setup=replace(base.setup, ntk_epochs=20), ntk=runs)
+    r = {c.key: c for c in ch.ntk_claims(red)}["ntk-lenet"]
+    assert r.verdict == "inconclusive" and "ntk_epochs=20 instead of the paper's 200" in r.cause
+
+
+def test_ntk_seed_interval_holds_the_seed_spread():
+    from htlib.claims import Criterion
+    from htlib.experiments import htmp as ch
+
+    d = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.456, 0.41, 0.515), 2: (0.40, 0.35, 0.45)})
+    assert d["deciding"] == [1, 2] and d["value"] == pytest.approx(0.428)
+    assert d["interval"] == (0.35, 0.515) and d["all_interval"] == (0.12, 0.515)
+    assert d["spread"] == pytest.approx(0.086) and d["half_width"][0] == pytest.approx(0.155)
+    c = Criterion("ratio", "<=", 0.5)
+    assert ch.ntk_seed_verdict(c, d)[0] == "inconclusive"
+    # the unseen seeds pass, but with seed 0 the interval straddles: inconclusive, said so
+    d2 = ch.ntk_seed_interval({0: (0.45, 0.4, 0.6), 1: (0.3, 0.25, 0.35)})
+    v, why = ch.ntk_seed_verdict(c, d2)
+    assert v == "inconclusive" and "with seed(s) 0" in why
+    # a seed other than 0 is unseen: a run at seed 5 is decided on all its seeds
+    d3 = ch.ntk_seed_interval({5: (0.3, 0.2, 0.4), 6: (0.35, 0.3, 0.45)})
+    assert d3["deciding"] == [5, 6] and ch.ntk_seed_verdict(c, d3) == ("agrees", "")
+    assert ch.ntk_seed_verdict(c, ch.ntk_seed_interval({1: (0.7, 0.6, 0.8)}))[0] == "disagrees"
+    with pytest.raises(ValueError, match="per_seed"):
+        ch.ntk_seed_interval({})
+
+
+def test_bootstrap_rejection_stands_when_the_null_is_too_wide():
+    from dataclasses import replace
+
+    from htlib.experiments import htmp as ch
+
+    assert ch._boot_verdict("disagrees", ["wide"]) == "disagrees"
+    assert ch._boot_verdict("agrees", ["wide"]) == "inconclusive" and ch._boot_verdict("agrees", []) == "agrees"
+    # gamma 0.05 at the grid's edge (a null too wide), KS 0.05 above every draw: the rejection stands
+    res = replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[_ntk("lenet", (0.05,) * 3, 0.06, gamma=0.05)])
+    bt = {c.key: c for c in ch.ntk_claims(res)}["ntk-lenet-boot"]
+    assert bt.verdict == "disagrees" and "rejection conservative" in bt.cause and "corner of its search" in bt.cause
+    # the same corner with a KS inside the null: the non-rejection is suspect
+    res = replace(res, ntk=[_ntk("lenet", (0.02,) * 3, 0.06, gamma=0.05)])
+    assert {c.key: c for c in ch.ntk_claims(res)}["ntk-lenet-boot"].verdict == "inconclusive"
+
+
+def test_null_edge_and_the_mp_grid_edge():
+    from htlib.experiments import htmp as ch
+    from htlib.htmp import InverseFit
+
+    eigs = np.r_[np.full(411, 1.2e-16), -np.full(3, 1e-17), np.geomspace(1e-9, 1.0, 500)] * 7.0
+    n, top, nxt = ch.null_edge(eigs)
+    assert n == 414 and top == pytest.approx(1.2e-16) and nxt == pytest.approx(1e-9)
+    assert ch.null_edge(np.geomspace(1e-9, 1.0, 500))[0] == 0  # a continuum: no edge
+    assert ch._grid_edge("gamma", 0.99, (0.5, 0.9, 0.99)).startswith("gamma 0.99 at the highest value")
+    assert ch._grid_edge("gamma", 0.9, (0.5, 0.9, 0.99)) == ""
+    # the MP contrast names its fit at the grid's edge
+    from dataclasses import replace
+
+    r = _ntk("logistic", (0.0163,) * 3, 0.0326)
+    r = replace(r, fit=InverseFit(0.2, 0.1, 1.0, 0.0163, 0.0326, 0.3, 1000, 0),
+                fits=tuple(InverseFit(0.2, 0.1, 1.0, 0.0163, 0.0326, 0.3, 1000, 0) for _ in range(3)))
+    recs = {c.key: c for c in ch.ntk_claims(replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[r]))}
+    assert "inverse MP gamma 0.3 at the highest value of the grid" in recs["ntk-logistic-mp"].measured
+
+
+def test_logistic_ntk_does_not_depend_on_its_weights():
+    # the same images (seed), other weights (1 against 3 epochs): the same kernel 10 (X X^T + 1)
+    from htlib.small_nets import SmallNetConfig, ntk_spectrum
+
+    sp = [ntk_spectrum(SmallNetConfig(model="logistic", dataset="mnist5k", n_train=40, epochs=e, batch_size=8,
+                                      lr=0.05, schedule="cosine", seed=0)) for e in (1, 3)]
+    assert sp[0].eigs.max() > 1.0
+    np.testing.assert_allclose(sp[0].eigs, sp[1].eigs, rtol=1e-10, atol=1e-12 * sp[0].eigs.max())
+    # another seed redraws the images: another spectrum
+    other = ntk_spectrum(SmallNetConfig(model="logistic", dataset="mnist5k", n_train=40, epochs=1, batch_size=8,
+                                        lr=0.05, schedule="cosine", seed=1))
+    assert not np.allclose(other.eigs, sp[0].eigs)
+
+
+def test_phase_cause_names_the_phase_and_its_label():
+    import pandas as pd
+
+    from htlib.experiments import htmp as ch
+
+    t = pd.DataFrame([{"intended": "bleeding-out", "kappa": math.inf, "spikes": "(1.9, 2.0, 2.1)",
+                       "label": "Random-like", "as intended": False},
+                      {"intended": "heavy-tailed", "kappa": 0.5, "spikes": "()", "label": "Heavy-tailed", "as intended": True}])
+    c = ch._phase_cause(1, 2, t)
+    assert "1 of 2" in c and "bleeding-out spectrum (kappa inf" in c and "'Random-like'" in c
 
 
 def test_wishart_calibration_makes_the_bootstrap_inconclusive():
@@ -725,3 +837,17 @@ def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
     assert mass == pytest.approx(1.0, abs=2e-3)
     with pytest.raises(ValueError, match="gammas"):
         H.fit_inverse_htmp(y, gammas=())
+
+
+def test_an_ntk_verdict_within_its_ends_sampling_error_is_inconclusive():
+    from htlib.experiments import htmp as ch
+    """An interval that ends closer to the level than the ends' own bootstrap error cannot decide: 0.496 against
+    0.5 with an error of 0.005 (30 draws) is inconclusive; the same end with an error of 0.001 agrees."""
+    c = ch.Criterion("ratio", "<=", 0.5)
+    near = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005), 2: (0.37, 0.27, 0.42, 0.004)})
+    v, why = ch.ntk_seed_verdict(c, near)
+    assert v == "inconclusive" and "sampling error" in why and near["end_error"] == 0.005
+    sure = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.001)})
+    assert ch.ntk_seed_verdict(c, sure) == ("agrees", "")
+    far = ch.ntk_seed_interval({1: (0.7, 0.6, 0.8, 0.01)})
+    assert ch.ntk_seed_verdict(c, far)[0] == "disagrees"

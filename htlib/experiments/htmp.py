@@ -39,6 +39,11 @@ __all__ = [
     "MP_DELTA",
     "NTK_ALPHA",
     "NTK_FIT",
+    "NTK_KS_RATIO",
+    "NTK_SEEN_SEEDS",
+    "NTK_TAIL",
+    "ntk_seed_interval",
+    "ntk_seed_verdict",
     "ks_null",
     "Setup",
     "PAPER",
@@ -99,20 +104,28 @@ MP_DELTA_EIGS = 1000
 """The spectrum size :data:`MP_DELTA` was calibrated at."""
 
 NTK_KS_RATIO = 0.5
-"""The NTK claim as the paper words it ("inverse Gamma law spectral behavior", "not exact"): the
-inverse HTMP law, with its power-law upper tail, is at least this much closer (in KS) than the best
-inverse Marchenko-Pastur law, which has none.  Fixed before the ratio was measured."""
+"""The NTK claim as the paper's objective words it (a random matrix class that "exhibits inverse Gamma
+law spectral behavior"): the inverse HTMP law, with its power-law upper tail, is at least this much
+closer (in KS) than the best inverse Marchenko-Pastur law, which has none.  NOT fixed in advance: it
+was set after LeNet's ratio at training seed 0 (0.373) had been printed, and logistic regression's
+ratio at rtol 1e-4 was 0.4999.  The claim is therefore decided by the training seeds not in
+:data:`NTK_SEEN_SEEDS` (:func:`ntk_seed_interval`, :func:`ntk_seed_verdict`)."""
+
+NTK_SEEN_SEEDS = frozenset({0})
+"""Training seeds of the NTK runs whose KS ratio had been seen when :data:`NTK_KS_RATIO` was set."""
 
 NTK_TAIL = Criterion("KS of the inverse HTMP law / KS of the best inverse MP law", "<=", NTK_KS_RATIO)
-"""The NTK claim's criterion; its interval spans the zero cut-offs, each ratio +- the bootstrap
-null's standard deviation of the HTMP KS."""
+"""The NTK claim's criterion; its interval spans the deciding training seeds and the zero cut-offs,
+each ratio +- one standard deviation of the bootstrap null of the HTMP KS (+- 1 sd, not a stated coverage)."""
 
 BOUND_NEAR = 1.1
 """A fitted kappa within this factor of :func:`htlib.htmp.fit_htmp`'s search bound is reported as at the bound."""
 
 
 def _kappa_bounds(gamma: float) -> tuple[float, float]:
-    """The kappa range :func:`htlib.htmp.fit_htmp` searches by default at ``gamma`` (its docstring)."""
+    """The kappa range :func:`htlib.htmp.fit_htmp` searches by default at ``gamma`` (its docstring).
+
+    A copy: ``htlib.htmp`` writes the bounds inline and exposes no constant to read them from."""
     return 0.1, min(50.0, 300.0 * gamma)
 
 
@@ -142,7 +155,7 @@ class Setup(SweepSetup):
     LeNet runs the paper's optimizer (200 epochs, SGD momentum 0.9, lr 0.01, the four batch sizes,
     three repeats) on ``n_train`` of MNIST-5k's 4,000 training images (the default: half of them); MiniAlexNet runs a short
     run (``alex_*``), which cannot test the claims (the chapter says so).  :data:`PAPER` is the
-    paper's protocol on MNIST-5k (all 4,000 images, MiniAlexNet at 200 epochs); the paper's own data
+    book's PAPER preset: the paper's protocol on MNIST-5k (all 4,000 images, MiniAlexNet at 200 epochs); the paper's own data
     (CIFAR-10) is ``dataset="cifar10"`` with ``data_dir`` a local ``cifar-10-batches-py`` folder
     (:func:`cifar_overrides`).
 
@@ -197,11 +210,15 @@ class Setup(SweepSetup):
     ntk_epochs: int = param(200, "NTK runs: SGD epochs with cosine annealing, as in the paper", ge=1)
     ntk_lr: float = param(0.05, "NTK runs: initial learning rate, as in the paper", gt=0)
     ntk_batch: int = param(64, "NTK runs: batch size, as in the paper", ge=1)
-    ntk_gammas: tuple[float, ...] = param((0.05, 0.1, 0.3, 0.5, 0.7, 0.9), "aspect ratios tried by the inverse-HTMP fit",
-                                          gt=0, lt=1)
+    ntk_gammas: tuple[float, ...] = param((0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99), "aspect ratios tried by the "
+                                          "inverse-HTMP and inverse-MP fits", gt=0, lt=1)
     ntk_rtols: tuple[float, ...] = param((1e-9, 1e-6, 1e-4), "NTK eigenvalues at or below rtol x the largest are left "
                                          "out as zero; the first is the claim's, the others its variants", gt=0, lt=1)
     ntk_boot: int = param(100, "NTK fits: parametric-bootstrap replicates of each KS null", ge=10, le=10_000)
+    ntk_seeds: int = param(3, "NTK runs: LeNet training seeds seed, seed+1, ... (logistic regression's kernel does not "
+                              "depend on its weights: one run)", ge=1)
+    ntk_seed_boot: int = param(30, "NTK fits: bootstrap replicates of the KS null for the seeds after the first (only "
+                                   "its spread enters the claim's interval)", ge=10, le=10_000)
 
     def _check(self) -> None:
         if self.traj_d >= self.traj_h:  # the HTMP fit of the two-layer run's W needs gamma = d/h < 1
@@ -239,29 +256,56 @@ class Setup(SweepSetup):
         out += [self._config("lenet", self.init_batch, self.seed + r, init="variance") for r in range(self.init_repeats)]
         return out
 
+    def ntk_seed_list(self, model: str) -> list[int]:
+        """The training seeds of ``model``'s NTK runs: ``seed + r`` for ``r < ntk_seeds``; logistic
+        regression's output-traced kernel is ``10 (X Xᵀ + 1)`` whatever its weights (another seed only
+        redraws the images), so one run."""
+        return [self.seed] if model == "logistic" else [self.seed + r for r in range(self.ntk_seeds)]
+
     def ntk_configs(self) -> list:
-        """The NTK runs: each of ``ntk_models`` trained on ``ntk_n`` images with cosine annealing."""
+        """The NTK runs: each of ``ntk_models`` trained on ``ntk_n`` images with cosine annealing, at each
+        seed of :meth:`ntk_seed_list` (the first with ``ntk_boot`` bootstrap replicates, the others ``ntk_seed_boot``)."""
         return [NTKConfig(SmallNetConfig(model=m, dataset=self.dataset, batch_size=self.ntk_batch, epochs=self.ntk_epochs,
                                          lr=float(self.ntk_lr), momentum=float(self.momentum), schedule="cosine",
-                                         n_train=self.ntk_n, data_dir=self.data_dir or None, seed=self.seed),
+                                         n_train=self.ntk_n, data_dir=self.data_dir or None, seed=s),
                           tuple(float(g) for g in self.ntk_gammas), tuple(float(r) for r in self.ntk_rtols),
-                          int(self.ntk_boot))
-                for m in self.ntk_models]
+                          int(self.ntk_boot if i == 0 else self.ntk_seed_boot))
+                for m in self.ntk_models for i, s in enumerate(self.ntk_seed_list(m))]
 
-    def ntk_setting(self) -> str:
-        """Every deviation of the NTK runs from the paper's."""
+    def ntk_reduction(self, model: str) -> str:
+        """What keeps ``model``'s NTK runs from testing the paper's claim as the paper ran it: a protocol
+        value other than :data:`PAPER`'s (the paper's), or logistic regression on inputs other than the
+        3,072-dimensional ones its 30K parameters imply; ``""`` when nothing does."""
+        bits = [f"{name}={getattr(self, name):g} instead of the paper's {getattr(PAPER, name):g}"
+                for name in ("ntk_n", "ntk_epochs", "ntk_lr", "ntk_batch") if getattr(self, name) != getattr(PAPER, name)]
+        if model == "logistic" and self.dataset == "mnist5k":
+            bits.append("logistic regression on 28x28 digits has 7,850 parameters, not the paper's 30K (3,072-dimensional "
+                        "CIFAR-10/SVHN inputs)")
+        return "; ".join(bits)
+
+    def ntk_at_paper(self, model: str) -> bool:
+        """Whether ``model``'s NTK runs can test the claim as the paper ran it (:meth:`ntk_reduction` empty)."""
+        return not self.ntk_reduction(model)
+
+    def ntk_setting(self, model: str = "") -> str:
+        """Every deviation of the NTK runs (of ``model``, when given) from the paper's."""
         data = "MNIST-5k" if self.dataset == "mnist5k" else "CIFAR-10"
+        seeds = self.ntk_seed_list(model or "lenet")
+        seed_txt = (f"; training seed {seeds[0]} (the kernel does not depend on the weights; one draw of the images)"
+                    if model == "logistic" else
+                    f"; training seeds {', '.join(map(str, seeds))} (each redraws the images, the initialization and "
+                    "the batch order)")
         return (f"{data}, {self.ntk_n:,} training images, {self.ntk_epochs} epochs, cosine annealing from "
                 f"{self.ntk_lr:g}, batch {self.ntk_batch}, SGD momentum {self.momentum:g} (unstated in the paper); "
                 "logistic regression on 28x28 digits has 7,850 parameters (the paper's 30K implies 3,072-dimensional "
                 "CIFAR-10/SVHN inputs); LeNet-5 with 61,706; the paper's larger models (ResNet, VGG, DenseNet, "
                 "4.8M-11.1M parameters) not run; output-traced n x n NTK, not the full 10n x 10n; the inverse law's "
                 f"gamma chosen by KS from {', '.join(f'{g:g}' for g in self.ntk_gammas)}; eigenvalues at or below "
-                f"{self.ntk_rtols[0]:g} x the largest left out as zero (the paper gives no cut-off)")
+                f"{self.ntk_rtols[0]:g} x the largest left out as zero (the paper gives no cut-off)" + seed_txt)
 
     def reduction(self, model: str) -> str:
-        """The reductions of ``model``'s runs below :data:`PAPER` (which runs the paper's protocol on the
-        data at hand), in words, each with the parameter that removes it; ``""`` when there is none."""
+        """The reductions of ``model``'s runs below the book's PAPER preset (:data:`PAPER`: the paper's
+        protocol on the data at hand), in words, each with the parameter that removes it; ``""`` when there is none."""
         lenet = model == "lenet"
         bits = []
         for name, label in ((("n_train", "training images"), ("epochs", "epochs"), ("repeats", "repeats")) if lenet else
@@ -272,7 +316,7 @@ class Setup(SweepSetup):
         return "; ".join(bits)
 
     def at_paper(self, model: str) -> bool:
-        """Whether ``model``'s runs are at the paper's protocol: no reduction below :data:`PAPER`
+        """Whether ``model``'s runs are at the book's PAPER preset: no reduction below :data:`PAPER`
         (:meth:`reduction`) and, for MiniAlexNet, the paper's data (CIFAR-10, all 50,000 images)."""
         if self.reduction(model):
             return False
@@ -358,7 +402,8 @@ class NTKFit:
 
     ``fit`` is the fit at ``rtols[0]``; ``fits`` the fit at each cut-off of ``rtols``; ``nulls`` the
     bootstrap KS distances of the inverse-HTMP law at each cut-off and ``mp_null`` those of the
-    inverse-MP law at ``rtols[0]`` (:func:`ks_null`); ``gammas`` the grid the fits chose from.
+    inverse-MP law at ``rtols[0]`` (:func:`ks_null`); ``gammas`` the grid the fits chose from; ``seed``
+    the training seed.
     """
 
     model: str
@@ -372,6 +417,7 @@ class NTKFit:
     nulls: tuple = ()
     mp_null: np.ndarray | None = None
     gammas: tuple = ()
+    seed: int = 0
 
 
 def ks_null(kappa: float, gamma: float, n: int, *, reps: int, seed) -> np.ndarray:
@@ -493,7 +539,7 @@ def train_and_fit(config):
             nulls.append(done[key])
         mp_null = ks_null(math.inf, fits[0].mp_gamma, fits[0].n, reps=config.boot, seed=(config.net.seed, 1000))
         return NTKFit(config.net.model, sp.eigs, sp.train_acc, sp.test_acc, sp.n_params, fits[0], tuple(config.rtols),
-                      fits, tuple(nulls), mp_null, tuple(config.gammas))
+                      fits, tuple(nulls), mp_null, tuple(config.gammas), int(config.net.seed))
     if isinstance(config, NoiseConfig):
         rng = np.random.default_rng(config.seed)
         W = rng.standard_normal((config.rows, config.cols)) / math.sqrt(config.cols)
@@ -873,7 +919,7 @@ def batch_glue(res: BatchResult) -> dict[str, str]:
         for b in (250, 100) if b in dl.index) or "not run"
     if 250 in dl.index and 100 in dl.index:
         lo, hi = _ratio(dl["delta lo"][100], dl["delta hi"][250]), _ratio(dl["delta hi"][100], dl["delta lo"][250])
-        out["lenet_pair"] = (f"{_ratio(dl['delta'][100], dl['delta'][250]):.2g} [{lo:.2g}, {hi:.2g}]"
+        out["lenet_pair"] = (f"{_ratio(dl['delta'][100], dl['delta'][250]):.3g} [{lo:.3g}, {hi:.3g}]"
                              + (", a range that straddles 1" if lo < 1 <= hi else ""))
     else:
         out["lenet_pair"] = "not run"
@@ -883,7 +929,8 @@ def batch_glue(res: BatchResult) -> dict[str, str]:
     mp_rule = [b for b in d.index if d[b] >= MP_DELTA]
     out.update(mp_delta_txt=f"{MP_DELTA:g}", lenet_mp_rule=f"{len(mp_rule)} of the {len(d)}",
                lenet_mp_rule_batches=", ".join(str(b) for b in mp_rule) or "none",
-               lenet_protocol=("the paper's protocol" if not setup.reduction("lenet") else
+               lenet_protocol=("the book's PAPER preset (the paper's protocol on all the images at hand)"
+                               if not setup.reduction("lenet") else
                                "the paper's optimizer and epochs on fewer images or repeats"))
     var = res.of("lenet", "variance")
     k_std = s.loc[("lenet", setup.init_batch), "kappa"] if ("lenet", setup.init_batch) in s.index else math.nan
@@ -892,26 +939,40 @@ def batch_glue(res: BatchResult) -> dict[str, str]:
     return out
 
 
+def _ntk_groups(res: BatchResult) -> dict[str, list]:
+    """The NTK runs per model, in run order (the first training seed first)."""
+    out: dict[str, list] = {}
+    for r in res.ntk:
+        out.setdefault(r.model, []).append(r)
+    return out
+
+
 def ntk_table(res: BatchResult) -> pd.DataFrame:
-    """Per NTK run: parameters, accuracies, eigenvalues fitted and left out as zero, the inverse-HTMP
-    fit (kappa, gamma, delta, the tail exponent 1 + delta of the law, KS) and the best inverse MP's KS."""
+    """Per NTK run (model, training seed) and zero cut-off: parameters, accuracies, eigenvalues fitted and
+    left out as zero, the inverse-HTMP fit (kappa, gamma, delta, the tail exponent 1 + delta of the law,
+    KS), the best inverse MP's KS and gamma, and where either fit sits at the edge of its search."""
     rows = []
     for r in res.ntk:
+        grid = r.gammas or res.setup.ntk_gammas
         for i, f in enumerate(r.fits or (r.fit,)):
             t, mp = _ntk_test(r, i, "htmp"), (_ntk_test(r, 0, "mp") if i == 0 else None)
-            rows.append({"model": r.model, "rtol": t["rtol"], "parameters": r.n_params, "train acc": round(r.train_acc, 4),
-                         "test acc": round(r.test_acc, 3), "eigenvalues": f.n, "zero": f.n_zero, "kappa": f.kappa,
-                         "gamma": f.gamma, "1 + delta": 1 + _delta(f.kappa, f.gamma), "KS inverse HTMP": round(f.ks, 4),
-                         "null KS": f"{np.mean(t['null']):.3g} ± {np.std(t['null']):.2g}", "p": _p_text(t),
-                         "KS inverse MP": round(f.mp_ks, 4), "KS ratio": round(f.ks / f.mp_ks, 3), "p MP": _p_text(mp) if mp else "",
-                         "corner": _corner(f, r.gammas or res.setup.ntk_gammas).split("; where")[0] or "inside"})
-    return pd.DataFrame(rows).set_index(["model", "rtol"]) if rows else pd.DataFrame()
+            rows.append({"model": r.model, "seed": r.seed, "rtol": t["rtol"], "parameters": r.n_params,
+                         "train acc": round(r.train_acc, 4), "test acc": round(r.test_acc, 3), "eigenvalues": f.n,
+                         "zero": f.n_zero, "kappa": f.kappa, "gamma": f.gamma, "1 + delta": 1 + _delta(f.kappa, f.gamma),
+                         "KS inverse HTMP": round(f.ks, 4), "null KS": f"{np.mean(t['null']):.3g} ± {np.std(t['null']):.2g}",
+                         "p": _p_text(t), "KS inverse MP": round(f.mp_ks, 4), "gamma MP": f.mp_gamma,
+                         "KS ratio": round(f.ks / f.mp_ks, 3), "p MP": _p_text(mp) if mp else "",
+                         "corner": _corner(f, grid).split("; where")[0] or "inside",
+                         "MP corner": _grid_edge("gamma", f.mp_gamma, grid).split(" of the grid")[0] or "inside"})
+    return pd.DataFrame(rows).set_index(["model", "seed", "rtol"]) if rows else pd.DataFrame()
 
 
 def ntk_figure(res: BatchResult) -> plt.Figure:
-    """Each NTK spectrum (log-binned histogram, log-log axes) against its fitted inverse-HTMP density."""
-    fig, axes = plt.subplots(1, max(len(res.ntk), 1), figsize=(8, 3.2), squeeze=False)
-    for i, (ax, r) in enumerate(zip(axes[0], res.ntk)):
+    """Each model's NTK spectrum at its first training seed (log-binned histogram, log-log axes) against
+    its fitted inverse-HTMP density."""
+    runs = [g[0] for g in _ntk_groups(res).values()]
+    fig, axes = plt.subplots(1, max(len(runs), 1), figsize=(8, 3.2), squeeze=False)
+    for i, (ax, r) in enumerate(zip(axes[0], runs)):
         y = r.eigs[r.eigs > 0]
         y = y[y > (r.rtols[0] if r.rtols else 1e-9) * y.max()]  # the eigenvalues the claim's fit used
         plotting.esd_hist(ax, y, bins=50, log=True, color_index=i, xlabel="NTK eigenvalue")
@@ -994,12 +1055,17 @@ def gamma_gap(kappa: float, gamma: float) -> float:
     return float(np.max(np.abs(htmp.htmp.cdf(x, kappa, gamma) - stats.gamma.cdf(x, d, scale=1 / d))))
 
 
+def _grid_edge(name: str, g: float, grid) -> str:
+    """``name g`` at the lowest or highest value of ``grid``, in words; ``""`` inside it."""
+    if g not in (min(grid), max(grid)):
+        return ""
+    return (f"{name} {g:g} at the {'lowest' if g == min(grid) else 'highest'} value of the grid "
+            f"{', '.join(f'{x:g}' for x in grid)}")
+
+
 def _corner(f, grid) -> str:
     """Where an inverse-HTMP fit sits at the edge of its search: gamma at the grid's end, kappa at the bound."""
-    bits = []
-    if f.gamma in (min(grid), max(grid)):
-        bits.append(f"gamma {f.gamma:g} at the {'lowest' if f.gamma == min(grid) else 'highest'} value of the grid "
-                    f"{', '.join(f'{g:g}' for g in grid)}")
+    bits = [b for b in (_grid_edge("gamma", f.gamma, grid),) if b]
     side = _at_bound(f.kappa, f.gamma)
     if side:
         bits.append(f"kappa {_fmt(f.kappa)} at the fit's {side} bound {_fmt(_kappa_bounds(f.gamma)[side == 'upper'])}")
@@ -1009,31 +1075,190 @@ def _corner(f, grid) -> str:
     return "; ".join(bits)
 
 
+def null_edge(eigs, below: float = 1e-3, jump: float = 3.0) -> tuple[int, float, float]:
+    """The null space of a positive semi-definite spectrum: the widest gap (in decades) between consecutive
+    sorted ``|eigenvalue| / largest`` below ``below``.  Returns the count at or below the gap, the null's
+    top and the next value (relative to the largest); ``(0, 0.0, smallest)`` when no gap spans ``jump`` decades.
+
+    Examples
+    --------
+    >>> null_edge(np.r_[np.full(5, 1e-17), np.geomspace(1e-8, 1.0, 20)])
+    (5, 1e-17, 1e-08)
+    >>> null_edge(np.geomspace(1e-8, 1.0, 20))[0]
+    0
+    """
+    a = np.sort(np.abs(np.asarray(eigs, dtype=np.float64)))
+    a = a / a[-1]
+    low = a[a < below]
+    if low.size >= 2:
+        lg = np.log10(np.maximum(low, 1e-20))  # exact zeros count as 1e-20: round-off zero
+        j = int(np.argmax(np.diff(lg)))
+        if lg[j + 1] - lg[j] >= jump:
+            return j + 1, float(low[j]), float(low[j + 1])
+    return 0, 0.0, float(a[0])
+
+
 def ntk_ratio(r: "NTKFit") -> tuple[float, tuple[float, float], list]:
-    """The NTK claim's statistic (:data:`NTK_TAIL`): the KS ratio at the first cut-off, and its interval
-    over every cut-off, each ratio +- the bootstrap null's standard deviation of the HTMP KS."""
+    """The NTK claim's statistic (:data:`NTK_TAIL`) for one run: the KS ratio at the first cut-off, and
+    its interval over every cut-off, each ratio +- one standard deviation of the bootstrap null of the HTMP KS.
+
+    Each entry of the per-cut-off list is ``(ratio, low, high, end_error)``: ``end_error`` is the standard
+    error of the interval's ends, the sampling error of a standard deviation estimated from ``B`` bootstrap
+    draws (``sd / sqrt(2 (B - 1))``, normal approximation), over the MP KS."""
     fits = r.fits or (r.fit,)
     nulls = r.nulls or (np.zeros(1),) * len(fits)
-    per = [(f.ks / f.mp_ks, (f.ks - np.std(nu)) / f.mp_ks, (f.ks + np.std(nu)) / f.mp_ks) for f, nu in zip(fits, nulls)]
+    per = [(f.ks / f.mp_ks, (f.ks - np.std(nu)) / f.mp_ks, (f.ks + np.std(nu)) / f.mp_ks,
+            float(np.std(nu) / math.sqrt(2 * (nu.size - 1)) / f.mp_ks) if nu.size > 1 else math.nan)
+           for f, nu in zip(fits, nulls)]
     return per[0][0], (min(p[1] for p in per), max(p[2] for p in per)), per
+
+
+def ntk_seed_interval(per_seed: dict, seen=NTK_SEEN_SEEDS) -> dict:
+    """The NTK claim's value and interval over training seeds.
+
+    ``per_seed`` maps a training seed to ``(ratio, low, high)`` or ``(ratio, low, high, end_error)``
+    (:func:`ntk_ratio`: the ratio at the first cut-off, its interval over the cut-offs, and the standard error
+    of that interval's ends); ``end_error`` is the largest over the deciding seeds (0 when not given).  The deciding seeds are those not in ``seen``
+    (their ratio was not known when :data:`NTK_KS_RATIO` was set); over them, and over all seeds, the
+    value is the mean ratio and the interval the range of the per-seed intervals, so it holds the
+    seed-to-seed spread, the cut-off spread and the bootstrap's +- 1 sd.  ``spread`` is the range of
+    the per-seed ratios; ``half_width`` the half-width of each seed's own interval.
+
+    Examples
+    --------
+    >>> d = ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.46, 0.40, 0.51), 2: (0.40, 0.35, 0.45)})
+    >>> d["deciding"], round(d["value"], 3), d["interval"], d["all_interval"], round(d["spread"], 3)
+    ([1, 2], 0.43, (0.35, 0.51), (0.12, 0.51), 0.09)
+    """
+    if not per_seed:
+        raise ValueError("per_seed must hold at least one training seed")
+    seeds = sorted(per_seed)
+    deciding = [s for s in seeds if s not in seen]
+
+    def agg(ss):
+        if not ss:
+            return math.nan, (math.nan, math.nan)
+        return (float(np.mean([per_seed[s][0] for s in ss])),
+                (float(min(per_seed[s][1] for s in ss)), float(max(per_seed[s][2] for s in ss))))
+
+    value, interval = agg(deciding)
+    all_value, all_interval = agg(seeds)
+    ratios = [per_seed[s][0] for s in seeds]
+    errs = [per_seed[s][3] for s in (deciding or seeds) if len(per_seed[s]) > 3 and math.isfinite(per_seed[s][3])]
+    return dict(seeds=seeds, deciding=deciding, value=value, interval=interval, all_value=all_value,
+                end_error=float(max(errs)) if errs else 0.0,
+                all_interval=all_interval, spread=float(max(ratios) - min(ratios)),
+                half_width={s: (per_seed[s][2] - per_seed[s][1]) / 2 for s in seeds})
+
+
+def ntk_seed_verdict(crit: Criterion, info: dict) -> tuple[str, str]:
+    """The verdict of ``crit`` on :func:`ntk_seed_interval`'s ``info``, and why it is not the deciding
+    seeds' own reading (``""`` when it is).  The deciding seeds decide; a pass that needs a seed seen
+    before the level was set (no deciding seed, or all seeds failing to agree) is inconclusive, and so is a
+    verdict whose interval ends within ``info["end_error"]`` (the ends' own sampling error) of the level: the
+    next draw of the bootstrap could move the end across it.
+
+    Examples
+    --------
+    >>> c = Criterion("ratio", "<=", 0.5)
+    >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.3, 0.2, 0.4)}))
+    ('agrees', '')
+    >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.46, 0.40, 0.51)}))[0]
+    'inconclusive'
+    >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43)}))[0]
+    'inconclusive'
+    >>> ntk_seed_verdict(c, ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005)}))[0]
+    'inconclusive'
+    """
+    v_all = crit.judge(info["all_value"], info["all_interval"])
+    seen = [s for s in info["seeds"] if s not in info["deciding"]]
+    if not info["deciding"]:
+        if v_all == "agrees":
+            return "inconclusive", (f"the level {crit.threshold:g} was set after the ratio of seed(s) "
+                                    f"{', '.join(map(str, seen))} had been seen, and no other seed was run: "
+                                    f"its pass ({info['all_value']:.3g} [{info['all_interval'][0]:.3g}, "
+                                    f"{info['all_interval'][1]:.3g}]) is not out of sample")
+        return v_all, ""
+    v = crit.judge(info["value"], info["interval"])
+    lo, hi = info["interval"]
+    gap = min(abs(lo - crit.threshold), abs(hi - crit.threshold))
+    if v in ("agrees", "disagrees") and gap <= info.get("end_error", 0.0):
+        return "inconclusive", (f"the interval [{lo:.3g}, {hi:.3g}] of the unseen seeds ends {gap:.2g} from the level "
+                                f"{crit.threshold:g}, within its ends' own sampling error {info['end_error']:.2g} (the "
+                                "bootstrap standard deviation is estimated from a finite number of draws): another "
+                                "draw could move it across")
+    if v == "agrees" and v_all != "agrees":
+        return "inconclusive", (f"the unseen seeds pass ({info['value']:.3g} [{info['interval'][0]:.3g}, "
+                                f"{info['interval'][1]:.3g}]), but with seed(s) {', '.join(map(str, seen))} the "
+                                f"interval [{info['all_interval'][0]:.3g}, {info['all_interval'][1]:.3g}] does not")
+    return v, ""
+
+
+def _boot_verdict(verdict: str, why: list) -> str:
+    """The bootstrap row's verdict: a null shown too wide (``why`` non-empty) makes a non-rejection
+    suspect, so it becomes "inconclusive"; a rejection ("disagrees") only becomes conservative, and stands.
+
+    Examples
+    --------
+    >>> _boot_verdict("disagrees", ["null too wide"]), _boot_verdict("agrees", ["null too wide"]), _boot_verdict("agrees", [])
+    ('disagrees', 'inconclusive', 'agrees')
+    """
+    return "inconclusive" if why and verdict != "disagrees" else verdict
+
+
+def _ntk_power_law(r: "NTKFit") -> tuple[float, int]:
+    """CSN power-law alpha (``spectra.fit_power_law``) of the eigenvalues the claim's fit used, over
+    their median (the fit drops values below 1e-5, so the scale is set first), and its tail size."""
+    y = r.eigs[r.eigs > (r.rtols[0] if r.rtols else 1e-9) * r.eigs.max()]
+    try:
+        pl = spectra.fit_power_law(y / np.median(y))
+    except ValueError:  # a constant spectrum has no tail to fit
+        return math.nan, 0
+    return float(pl.alpha), int(pl.n_tail)
+
+
+def _gamma_law_text(r: "NTKFit", grid) -> str:
+    """What the inverse-HTMP fit distinguishes at its gamma: at a small gamma HTMP is a Gamma law (its
+    distance to one, :func:`gamma_gap`), so the fit reads an inverse Gamma law with exponent 1 + delta,
+    set beside the separate CSN power-law alpha of the same eigenvalues."""
+    f = r.fit
+    if not math.isfinite(f.kappa):
+        return "the inverse MP law fits at least as well: no tail exponent"
+    d = _delta(f.kappa, f.gamma)
+    alpha, tail = _ntk_power_law(r)
+    gap = gamma_gap(f.kappa, f.gamma)
+    shape = (f"at gamma {f.gamma:g} HTMP is within {gap:.2g} (sup CDF) of the Gamma law of shape delta {d:.3g}, so the "
+             "fit supports an inverse Gamma law with a power-law tail, and does not tell the HTMP shape from that Gamma "
+             "law" if gap < 0.02 else
+             f"at gamma {f.gamma:g} HTMP is {gap:.2g} (sup CDF) from the Gamma law of shape delta {d:.3g}, so the fit "
+             "reads the HTMP shape, not only a Gamma law")
+    csn = (f"a separate CSN power-law alpha of {alpha:.3g} on the top {tail} eigenvalues" if tail else
+           "no CSN power-law fit (no tail to fit)")
+    return f"{shape}; its tail exponent 1 + delta is {1 + d:.3g}, against {csn}"
 
 
 def ntk_claims(res: BatchResult) -> list[Claim]:
     """Per model: the paper's qualitative claim (:data:`NTK_TAIL`: the inverse HTMP law, heavy-tailed,
-    far closer than inverse MP) over the zero cut-offs; as variants, the bootstrap KS goodness-of-fit
-    test of the inverse HTMP law at each cut-off (:data:`NTK_FIT`) and the inverse-MP contrast.
+    far closer than inverse MP) over the training seeds and the zero cut-offs, decided by the seeds not
+    seen when its level was set (:func:`ntk_seed_interval`, :func:`ntk_seed_verdict`); as variants, for
+    the first training seed, the bootstrap KS goodness-of-fit test of the inverse HTMP law at each
+    cut-off (:data:`NTK_FIT`) and the inverse-MP contrast.
 
-    The bootstrap variants are inconclusive where the i.i.d. null is shown too wide for a spectrum (the
-    observed KS below every draw, or a Wishart spectrum's KS below every draw of its own null:
-    :func:`wishart_calibration`) or where the fit sits at the corner of its search (:func:`_corner`)."""
+    A "disagrees" stands only where the model's NTK runs can test the paper's run (:meth:`Setup.ntk_at_paper`).
+    A bootstrap row that does not reject is inconclusive where the i.i.d. null is shown too wide for a
+    spectrum (the observed KS below every draw, or a Wishart spectrum's KS below every draw of its own
+    null: :func:`wishart_calibration`) or where the fit sits at the corner of its search (:func:`_corner`);
+    a rejection stands, made only conservative by a null too wide (:func:`_boot_verdict`)."""
     setup = res.setup
     cal = wishart_calibration(res) if res.ntk else None
     out = []
-    for r in res.ntk:
-        name = "logistic regression" if r.model == "logistic" else "LeNet"
-        key = f"ntk-{r.model}"
+    for model, runs in _ntk_groups(res).items():
+        r = runs[0]
+        name = "logistic regression" if model == "logistic" else "LeNet"
+        key = f"ntk-{model}"
         base = dict(paper="001", where="§3, NTK", section="htmp-ntk")
-        claim = f"the NTK spectral density of a trained {name} shows inverse-Gamma (inverse HTMP) behavior, not exactly"
+        claim = (f"the NTK spectral density of a trained {name} shows \"inverse Gamma law spectral behavior\" "
+                 "(the paper's objective; read: the inverse HTMP law, far closer than inverse MP)")
         boot = r.nulls[0].size if r.nulls else 0
         rtols = r.rtols or (math.nan,)
         tests = [_ntk_test(r, i, "htmp") for i in range(len(rtols))]
@@ -1041,58 +1266,111 @@ def ntk_claims(res: BatchResult) -> list[Claim]:
         f0 = tests[0]["fit"]
         grid = r.gammas or setup.ntk_gammas
         corner = _corner(f0, grid)
-        val, itv, per = ntk_ratio(r)
+        mp_edge = _grid_edge("inverse MP gamma", f0.mp_gamma, grid)
+        ratios = {x.seed: ntk_ratio(x) for x in runs}
+        info = ntk_seed_interval({s: (v, i[0], i[1], max(p[3] for p in pc)) for s, (v, i, pc) in ratios.items()})
+        per = ratios[r.seed][2]
         per_cut = "; ".join(f"{t['fit'].ks:.3g} / {t['fit'].mp_ks:.3g} = {p[0]:.3g} [{p[1]:.3g}, {p[2]:.3g}] at rtol "
                             f"{t['rtol']:g}" for t, p in zip(tests, per))
-        meas = (f"KS ratio {per_cut}; inverse HTMP kappa {_fmt(f0.kappa)}, gamma {f0.gamma:g}, tail exponent 1 + delta "
-                f"{1 + _delta(f0.kappa, f0.gamma):.3g}" + (f" ({corner})" if corner else "")
-                + f"; train accuracy {r.train_acc:.4f}")
-        unc = (f"one training seed; interval over the zero cut-offs rtol {', '.join(f'{x:g}' for x in rtols)}, each ratio "
-               f"+- the standard deviation of {boot} seeded parametric-bootstrap KS draws of the HTMP fit")
-        v, cause = NTK_TAIL.judge(val, itv), ""
-        if not TRAINED.holds(r.train_acc):
-            v, cause = "inconclusive", (f"train accuracy {r.train_acc:.3f}: {TRAINED.text} fails, the net is not at "
+        per_seed = "; ".join(f"seed {s}: {v:.3g} [{i[0]:.3g}, {i[1]:.3g}]" + (" (seen when the level was set)"
+                                                                            if s in NTK_SEEN_SEEDS else "")
+                             for s, (v, i, _) in ratios.items())
+        acc_lo = min(x.train_acc for x in runs)
+        dec = info["deciding"]
+        val, (lo, hi) = (info["value"], info["interval"]) if dec else (info["all_value"], info["all_interval"])
+        meas = (f"KS ratio at rtol {rtols[0]:g} per training seed [interval over the cut-offs, +- 1 sd]: {per_seed}; "
+                f"first seed per cut-off: {per_cut}; inverse HTMP kappa {_fmt(f0.kappa)}, gamma {f0.gamma:g}; "
+                f"{_gamma_law_text(r, grid)}" + (f" ({corner})" if corner else "")
+                + (f"; {mp_edge}" if mp_edge else "") + f"; lowest train accuracy {acc_lo:.4f}")
+        seeds_txt = ", ".join(map(str, info["seeds"]))
+        unc = (f"{len(runs)} training seed(s) ({seeds_txt})"
+               + (" (logistic regression's kernel 10 (X X^T + 1) does not depend on its weights: another seed would "
+                  "redraw the images, not the training)" if model == "logistic" else "")
+               + (f"; decided by seed(s) {', '.join(map(str, dec))}, not seen when the level {NTK_KS_RATIO:g} was set: "
+                  f"mean ratio {val:.3g}, interval [{lo:.3g}, {hi:.3g}]" if dec else
+                  f"; no seed unseen when the level {NTK_KS_RATIO:g} was set")
+               + f"; all seeds: mean {info['all_value']:.3g} [{info['all_interval'][0]:.3g}, {info['all_interval'][1]:.3g}]"
+               + f", seed-to-seed spread of the ratio {info['spread']:.3g}; each interval is the range over the seeds and "
+               f"the zero cut-offs rtol {', '.join(f'{x:g}' for x in rtols)}, each ratio +- one standard deviation (not "
+               f"a stated coverage) of the seeded parametric-bootstrap KS draws of the HTMP fit ({boot} for the first "
+               f"seed" + (f", {runs[1].nulls[0].size} for the others" if len(runs) > 1 and runs[1].nulls else "") + ")")
+        v, why = ntk_seed_verdict(NTK_TAIL, info)
+        cause, rc = "", ""
+        if not TRAINED.holds(acc_lo):
+            v, cause = "inconclusive", (f"lowest train accuracy {acc_lo:.3f}: {TRAINED.text} fails, the net is not at "
                                         "near-zero loss (NTK table)")
+        elif v == "inconclusive" and why:
+            cause = f"{why}; {per_seed} (NTK table)"
         elif v == "inconclusive":
-            cause = (f"the KS ratio's interval [{itv[0]:.3g}, {itv[1]:.3g}] straddles {NTK_KS_RATIO:g}: {per_cut}; the "
-                     "zero cut-off, which the paper does not give, and the KS noise decide (NTK table)")
+            cross = [s for s in (dec or info["seeds"]) if ratios[s][1][0] <= NTK_KS_RATIO <= ratios[s][1][1]]
+            cause = (f"the KS ratio's interval [{lo:.3g}, {hi:.3g}] over the {'unseen ' if dec else ''}seeds straddles "
+                     f"{NTK_KS_RATIO:g}" + (f" (seed(s) {', '.join(map(str, cross))} straddle it alone)" if cross else "")
+                     + f": {per_seed}; the seed-to-seed spread of the ratio is {info['spread']:.3g} against the first "
+                     f"seed's half-width {info['half_width'][r.seed]:.3g}; first seed per cut-off: {per_cut}; the training "
+                     "seed, the zero cut-off (which the paper does not give) and the KS noise decide"
+                     + ("" if dec else "; and the level was set after this ratio had been seen")
+                     + (f"; {mp_edge}" if mp_edge else "") + " (NTK table)")
         elif v == "disagrees":
-            v, cause = "inconclusive", (f"the KS ratio {per_cut} exceeds {NTK_KS_RATIO:g}, but on MNIST with the "
-                                        "output-traced n x n kernel; what the paper's data and full 10n x 10n kernel "
-                                        "give is not measured (NTK table)")
+            red = setup.ntk_reduction(model)
+            txt = (f"the KS ratio {val:.3g} [{lo:.3g}, {hi:.3g}] over the {'unseen ' if dec else ''}seeds exceeds "
+                   f"{NTK_KS_RATIO:g}: {per_seed}")
+            if red:
+                v, cause = "inconclusive", f"{txt}; but {red}, so this setting cannot test the paper's run (NTK table)"
+            else:
+                cause = txt + (f"; {mp_edge}" if mp_edge else "") + " (NTK table)"
+                rc = (f"no reduction: the {name} NTK runs are at the paper's {PAPER.ntk_n:,} images, {PAPER.ntk_epochs} "
+                      f"epochs, cosine annealing from {PAPER.ntk_lr:g} and batch {PAPER.ntk_batch}; the setting's other "
+                      "deviations (data, momentum, output-traced kernel, zero cut-off) are conventions the paper does "
+                      "not state")
+        seen = sorted(NTK_SEEN_SEEDS)
+        setting = (setup.ntk_setting(model) + f"; the level {NTK_KS_RATIO:g} was set after the ratio of training seed(s) "
+                   f"{', '.join(map(str, seen))} had been seen, so the claim is decided by the other seeds")
         out.append(Claim(criterion=NTK_TAIL, measured=meas, verdict=v, uncertainty=unc, cause=cause, key=key,
-                         setting=setup.ntk_setting(), claim=claim, **base))
-        boot_unc = (f"one training seed; {boot} seeded i.i.d. parametric-bootstrap replicates of the KS null (drawn from "
-                    f"the fitted law at the same n, refitted at the same gamma, gamma not reselected); exact 95 % interval of p")
+                         setting=setting, claim=claim, reduction_check=rc, **base))
+        boot_unc = (f"first training seed {r.seed}; {boot} seeded i.i.d. parametric-bootstrap replicates of the KS null "
+                    f"(drawn from the fitted law at the same n, refitted at the same gamma, gamma not reselected); exact "
+                    "95 % interval of p")
         for t in tests:
-            vt, why = t["verdict"], []
+            why_t = []
             if t["k"] == t["null"].size:
-                why.append(f"the KS {t['ks']:.3g} lies below all {t['null'].size} null draws (p = 1): the i.i.d. null is "
-                           "too wide for this spectrum")
+                why_t.append(f"the KS {t['ks']:.3g} lies below all {t['null'].size} null draws (p = 1): the i.i.d. null is "
+                             "too wide for this spectrum")
             if cal is not None and cal["below"]:
-                why.append(f"{cal['text']}, below every draw: eigenvalues repel, and an i.i.d. null is too wide for a "
-                           "spectrum")
+                why_t.append(f"{cal['text']}, below every draw: eigenvalues repel, and an i.i.d. null is too wide for a "
+                             "spectrum")
             c = _corner(t["fit"], grid)
             if c:
-                why.append(f"the fit sits at the corner of its search ({c}), and the null does not redo the gamma selection")
-            if why and TRAINED.holds(r.train_acc):
-                vt, ct = "inconclusive", "; ".join(why) + f"; {_ntk_words_of(t)} (NTK table)"
+                why_t.append(f"the fit sits at the corner of its search ({c}), and the null does not redo the gamma "
+                             "selection")
+            if not TRAINED.holds(r.train_acc):
+                vt, ct = "inconclusive", f"train accuracy {r.train_acc:.3f}: {TRAINED.text} fails (NTK table)"
             else:
-                ct = "" if vt == "agrees" else f"{_ntk_reading(t)} (NTK table)"
+                vt = _boot_verdict(t["verdict"], why_t)
+                if vt == "agrees":
+                    ct = ""
+                elif vt == "disagrees":
+                    ct = (_ntk_reading(t) + (f"; a null too wide only makes this rejection conservative ({'; '.join(why_t)})"
+                                             if why_t else "") + " (NTK table)")
+                elif why_t:
+                    ct = "; ".join(why_t) + f"; {_ntk_words_of(t)} (NTK table)"
+                else:
+                    ct = f"{_ntk_reading(t)} (NTK table)"
             first = t is tests[0]
             out.append(Claim(criterion=NTK_FIT, verdict=vt, uncertainty=boot_unc, cause=ct, variant_of=key,
                              key=f"{key}-boot" if first else f"{key}-rtol{t['rtol']:g}",
                              measured=f"{_ntk_words(t, 'htmp')}; {t['fit'].n_zero} eigenvalues zero",
-                             setting=setup.ntk_setting() + ("; calibrated i.i.d. bootstrap KS test of the fitted law" +
-                                                            ("" if first else f" at zero cut-off rtol {t['rtol']:g} "
-                                                             f"instead of {rtols[0]:g}")),
+                             setting=setup.ntk_setting(model) + ("; calibrated i.i.d. bootstrap KS test of the fitted law" +
+                                                                 ("" if first else f" at zero cut-off rtol {t['rtol']:g} "
+                                                                  f"instead of {rtols[0]:g}")),
                              claim=f"the NTK spectral density of a trained {name} is fitted by the inverse HTMP law "
                                    "(bootstrap KS test against the fitted law)", **base))
         vm = mp["verdict"]
         out.append(Claim(criterion=NTK_FIT, verdict=vm, uncertainty=boot_unc, key=f"{key}-mp", variant_of=key,
-                         measured=_ntk_words(mp, "mp"),
-                         cause="" if vm == "agrees" else f"{_ntk_reading(mp)}: as a contrast should (NTK table)",
-                         setting=setup.ntk_setting() + "; inverse MP instead of HTMP",
+                         measured=_ntk_words(mp, "mp") + (f"; {mp_edge}" if mp_edge else ""),
+                         cause="" if vm == "agrees" else (f"{_ntk_reading(mp)}: as a contrast should"
+                                                          + (f"; {mp_edge}, so a law beyond the grid is not tried"
+                                                             if mp_edge else "") + " (NTK table)"),
+                         setting=setup.ntk_setting(model) + "; inverse MP instead of HTMP",
                          claim=f"CONTRAST, not a claim of the paper (a 'disagrees' here is the test rejecting a "
                                f"light-tailed law, its power): the inverse Marchenko-Pastur law fits the same "
                                f"{name} spectrum", **base))
@@ -1102,39 +1380,64 @@ def ntk_claims(res: BatchResult) -> list[Claim]:
 def ntk_glue(res: BatchResult) -> dict[str, str]:
     """The formatted numbers of the NTK section's prose."""
     setup = res.setup
+    lenet_seeds = setup.ntk_seed_list("lenet")
     out = {"ntk_n_txt": f"{setup.ntk_n:,}", "ntk_gammas_txt": ", ".join(f"{g:g}" for g in setup.ntk_gammas),
            "ntk_rtol_txt": f"{setup.ntk_rtols[0]:g}", "ntk_rtols_txt": ", ".join(f"{r:g}" for r in setup.ntk_rtols),
-           "ntk_boot_txt": str(setup.ntk_boot), "ntk_alpha_txt": f"{NTK_ALPHA:g}", "ntk_ratio_txt": f"{NTK_KS_RATIO:g}"}
+           "ntk_boot_txt": str(setup.ntk_boot), "ntk_alpha_txt": f"{NTK_ALPHA:g}", "ntk_ratio_txt": f"{NTK_KS_RATIO:g}",
+           "ntk_seed_boot_txt": str(setup.ntk_seed_boot), "ntk_lenet_seeds_txt": ", ".join(map(str, lenet_seeds)),
+           "ntk_nseeds_txt": str(len(lenet_seeds)), "ntk_seen_txt": ", ".join(map(str, sorted(NTK_SEEN_SEEDS)))}
     cal = wishart_calibration(res)
     out["ntk_wishart"] = cal["text"] if cal else "no pure-noise matrix was run"
     out["ntk_wishart_below"] = ("below every draw" if cal and cal["below"] else "not below every draw")
-    for r in res.ntk:
+    for model, runs in _ntk_groups(res).items():
+        r = runs[0]
         tests = [_ntk_test(r, i, "htmp") for i in range(len(r.rtols or (0,)))]
         mp = _ntk_test(r, 0, "mp")
         grid = r.gammas or setup.ntk_gammas
         val, itv, _ = ntk_ratio(r)
         corner = _corner(r.fit, grid)
-        out.update({f"ntk_{r.model}_ratio": f"{val:.2g} [{itv[0]:.2g}, {itv[1]:.2g}]",
-                    f"ntk_{r.model}_corner": (f"The fit sits at the corner of its search: {corner}." if corner else
-                                              "The fit lies inside its search range."),
-                    f"ntk_{r.model}_below": ", ".join(f"{t['rtol']:g}" for t in tests if t["k"] == t["null"].size) or "none"})
-        out.update({f"ntk_{r.model}_cut": "; ".join(f"KS {t['ks']:.3g} and {_p_text(t)} at rtol {t['rtol']:g} "
-                                                    f"({t['fit'].n_zero} eigenvalues zero)" for t in tests),
-                    f"ntk_{r.model}_null": f"{np.mean(tests[0]['null']):.3g} ± {np.std(tests[0]['null']):.2g}",
-                    f"ntk_{r.model}_ks": f"{tests[0]['ks']:.3g}", f"ntk_{r.model}_p": _p_text(tests[0]),
-                    f"ntk_{r.model}_mp_ks": f"{mp['ks']:.3g}", f"ntk_{r.model}_mp_p": _p_text(mp),
-                    f"ntk_{r.model}_mp_null": f"{np.mean(mp['null']):.3g} ± {np.std(mp['null']):.2g}",
-                    f"ntk_{r.model}_gamma": f"{r.fit.gamma:g}",
-                    f"ntk_{r.model}_power": ("the test rejects that light-tailed alternative at this size, so it can "
-                                             "reject a law here" if mp["verdict"] == "disagrees" else
-                                             "the test does not reject that light-tailed alternative either, so it has "
-                                             "little power at this size"),
-                    f"ntk_{r.model}_edge": ("the smallest value of the grid" if r.fit.gamma == min(grid) else
-                                            "the largest value of the grid" if r.fit.gamma == max(grid) else
-                                            "inside the grid")})
+        mp_edge = _grid_edge("the inverse MP fit's gamma", r.fit.mp_gamma, grid)
+        ratios = {x.seed: ntk_ratio(x) for x in runs}
+        info = ntk_seed_interval({s: (v, i[0], i[1], max(p[3] for p in pc)) for s, (v, i, pc) in ratios.items()})
+        v, _ = ntk_seed_verdict(NTK_TAIL, info)
+        dec = info["deciding"]
+        dval, (dlo, dhi) = (info["value"], info["interval"]) if dec else (info["all_value"], info["all_interval"])
+        word = {"agrees": f"at most {NTK_KS_RATIO:g}", "disagrees": f"above {NTK_KS_RATIO:g}",
+                "inconclusive": f"straddling {NTK_KS_RATIO:g}" if dlo <= NTK_KS_RATIO <= dhi else
+                "a pass that is not out of sample"}[v]
+        nz, top, nxt = null_edge(r.eigs)
+        out.update({f"ntk_{model}_ratio": f"{val:.3g} [{itv[0]:.3g}, {itv[1]:.3g}]",
+                    f"ntk_{model}_seeds": "; ".join(f"{vv:.3g} [{i[0]:.3g}, {i[1]:.3g}] at seed {s}"
+                                                    for s, (vv, i, _) in ratios.items()),
+                    f"ntk_{model}_decide": (f"over the seed(s) {', '.join(map(str, dec))}, not seen when the level was set, "
+                                            f"the mean ratio is {dval:.3g} in [{dlo:.3g}, {dhi:.3g}], {word}"
+                                            if dec else f"no seed unseen when the level was set was run ({word})"),
+                    f"ntk_{model}_spread": f"{info['spread']:.3g}",
+                    f"ntk_{model}_corner": (f"The fit sits at the corner of its search: {corner}." if corner else
+                                            "The fit lies inside its search range."),
+                    f"ntk_{model}_mp_edge": (f"{mp_edge[0].upper()}{mp_edge[1:]}." if mp_edge else
+                                             f"The inverse MP fit's gamma, {r.fit.mp_gamma:g}, lies inside the grid."),
+                    f"ntk_{model}_gammalaw": _gamma_law_text(r, grid),
+                    f"ntk_{model}_null_edge": (f"{nz} eigenvalues within {top:.2g} of zero (relative to the largest), then a "
+                                               f"gap of {math.log10(nxt / max(top, 1e-20)):.3g} decades to the next, {nxt:.2g}"
+                                               if nz else f"no gap of 3 decades below 1e-3 of the largest (the smallest is "
+                                               f"{nxt:.2g} of it)"),
+                    f"ntk_{model}_below": ", ".join(f"{t['rtol']:g}" for t in tests if t["k"] == t["null"].size) or "none"})
+        out.update({f"ntk_{model}_cut": "; ".join(f"KS {t['ks']:.3g} and {_p_text(t)} at rtol {t['rtol']:g} "
+                                                  f"({t['fit'].n_zero} eigenvalues zero)" for t in tests),
+                    f"ntk_{model}_null": f"{np.mean(tests[0]['null']):.3g} ± {np.std(tests[0]['null']):.2g}",
+                    f"ntk_{model}_ks": f"{tests[0]['ks']:.3g}", f"ntk_{model}_p": _p_text(tests[0]),
+                    f"ntk_{model}_mp_ks": f"{mp['ks']:.3g}", f"ntk_{model}_mp_p": _p_text(mp),
+                    f"ntk_{model}_mp_null": f"{np.mean(mp['null']):.3g} ± {np.std(mp['null']):.2g}",
+                    f"ntk_{model}_gamma": f"{r.fit.gamma:g}",
+                    f"ntk_{model}_power": ("the test rejects that light-tailed alternative at this size, so it can "
+                                           "reject a law here" if mp["verdict"] == "disagrees" else
+                                           "the test does not reject that light-tailed alternative either, so it has "
+                                           "little power at this size"),
+                    f"ntk_{model}_edge": ("the smallest value of the grid" if r.fit.gamma == min(grid) else
+                                          "the largest value of the grid" if r.fit.gamma == max(grid) else
+                                          "inside the grid")})
     return out
-
-
 # ----------------------------------------------------------------------------- claims
 def _ratio(a: float, b: float) -> float:
     """``a / b`` with ``inf/inf = nan``, ``x/inf = 0`` and ``inf/x = inf``."""
@@ -1190,12 +1493,12 @@ def _judge(crit: Criterion, value: float, interval, *, trained: tuple[bool, str]
     # outside the paper's setting a failure is a measurement of the reduced run, not of the paper's protocol:
     # the measured values come first, the reduction (not measured to explain anything) last
     return "inconclusive", (f"{stat}, outside the criterion ({crit.text}); {evidence}; the run is reduced "
-                            f"({reduction or 'the deviations of the setting'}), and what the paper's protocol "
+                            f"({reduction or 'the deviations of the setting'}), and what the book's PAPER preset "
                             "gives is not measured")
 
 
 def _no_reduction(setup: Setup, model: str, verdict: str) -> str:
-    """A "disagrees" is earned only at the paper's protocol (:meth:`Setup.at_paper`); there no reduction is
+    """A "disagrees" is earned only at the book's PAPER preset (:meth:`Setup.at_paper`); there no reduction is
     left to explain it, and the setting's remaining deviations are conventions the paper does not state."""
     if verdict != "disagrees":
         return ""
@@ -1386,8 +1689,9 @@ def _init_claims(res: BatchResult) -> list[Claim]:
 
 
 def claims(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas, n_match: int, n_phases: int,
-           ntk=None, phase_setting: str = "") -> list[Claim]:
-    """Every claim record of the chapter, variants included (``variant_of`` set)."""
+           ntk=None, phase_setting: str = "", phase_table: pd.DataFrame | None = None) -> list[Claim]:
+    """Every claim record of the chapter, variants included (``variant_of`` set); ``phase_table``
+    (:func:`phase_spectra`) names the phases labelled otherwise in the phase claim's cause."""
     out = [Claim.judged(Criterion("largest |quadrature - closed form| of mass, mean and second moment", "<", 1e-8),
                         q_err, paper="001", where="§3, moments",
                         claim="HTMP has mean 1 and second moment 1 + gamma + 2 gamma/kappa", setting=PAPER_SETTING,
@@ -1418,7 +1722,7 @@ def claims(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas
                      "a nontrivial covariance for the spikes and HTMP with decreasing kappa display the 5+1 phases", pc,
                      f"{n_match} of {n_phases}", pv, setting=phase_setting or "the model's spectra, one seed",
                      uncertainty="one seed", key="phases", section="htmp-phases",
-                     cause="" if pv == "agrees" else "the labels differ for some phases (phase table)",
+                     cause="" if pv == "agrees" else _phase_cause(n_match, n_phases, phase_table),
                      reduction_check="" if pv != "disagrees" else "phase table"))
     ntk = ntk_claims(batch) if ntk is None else ntk
     if not ntk:
@@ -1429,6 +1733,17 @@ def claims(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas
     else:
         out += ntk
     return out
+
+
+def _phase_cause(n_match: int, n_phases: int, table: pd.DataFrame | None) -> str:
+    """The phase claim's cause: which generated phases ``classify_phase`` labels otherwise, and as what."""
+    if table is None or table["as intended"].all():
+        return f"{n_phases - n_match} of the {n_phases} generated spectra get another label (phase table)"
+    bad = table[~table["as intended"]]
+    return (f"{n_match} of {n_phases} labelled as intended: " +
+            "; ".join(f"the {row.intended} spectrum (kappa {_fmt(row.kappa)}, spikes {row.spikes}) is labelled "
+                      f"'{row.label}'" for row in bad.itertuples()) +
+            ": classify_phase's rules, not the model, place it there (phase table)")
 
 
 # ----------------------------------------------------------------------------- figures of the batch-size section
