@@ -461,11 +461,12 @@ def test_paper_setup_is_the_protocol_and_configs_follow_the_setup():
     assert [(c.model, c.batch_size, c.seed, c.init) for c in cfgs] == [
         ("lenet", 100, 0, "std"), ("lenet", 100, 1, "std"), ("lenet", 50, 0, "std"), ("lenet", 50, 1, "std"),
         ("minialexnet", 100, 0, "std"), ("minialexnet", 50, 0, "std"), ("lenet", 100, 0, "variance")]
-    assert all(c.epochs == 200 and c.n_train == 2000 for c in cfgs if c.model == "lenet")
+    assert all(c.epochs == 200 and c.n_train == 4000 for c in cfgs if c.model == "lenet")
     assert all(c.conv_widths == (8, 16, 32) and c.n_test == 500 for c in cfgs if c.model == "minialexnet")
     noise = [j for j in batch_configs(s) if j.model == "noise"]
     assert [(j.rows, j.cols) for j in noise] == [(120, 400)] * 2 + [(1000, 32 * 9)] * 2
-    assert "2,000 training images" in s.setting("lenet") and "average-pool" in s.setting("lenet")
+    assert "4,000 training images" in s.setting("lenet") and "average-pool" in s.setting("lenet")
+    assert not Setup().reduction("lenet") and "2,000 training images instead of 4,000" in Setup(n_train=2000).reduction("lenet")
 
 
 def test_noise_job_is_deterministic_and_fits_mp():
@@ -484,10 +485,10 @@ def _fit(model, batch, seed, kappa, *, acc=1.0, gamma=0.3, l1=1.0, init="std"):
                     l1, 0.1, 0.2, 0.0, 1.0, False, steps=10)
 
 
-def _batch(fits, noise=()):
+def _batch(fits, noise=(), **setup):
     from htlib.experiments.htmp import BatchResult, Setup, summarize
 
-    return BatchResult(Setup(), list(fits), list(noise), summarize([f for f in fits if f.init == "std"]))
+    return BatchResult(Setup(**setup), list(fits), list(noise), summarize([f for f in fits if f.init == "std"]))
 
 
 def test_claims_follow_the_rules():
@@ -501,7 +502,7 @@ def test_claims_follow_the_rules():
             for s, k in enumerate(ks)]
     fits += [_fit("minialexnet", b, 0, math.inf, acc=0.2, gamma=1000 / 1728) for b in (1000, 800, 250, 100)]
     fits += [_fit("lenet", 100, 0, 5.0, acc=0.1, init="variance")]
-    res = _batch(fits, [_fit("noise", 0, 0, math.inf, acc=math.nan)])
+    res = _batch(fits, [_fit("noise", 0, 0, math.inf, acc=math.nan)], n_train=2000)  # reduced below PAPER
     recs = {c.key: c for c in ch.claims(res, q_err=1e-12, check_kappas=(1.0,), sup_cdf=(0.1, 0.01, 0.001),
                                         mp_kappas=(1, 10, 100), n_match=6, n_phases=6)}
     assert recs["lenet-250"].verdict == "agrees"
@@ -584,7 +585,9 @@ def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
     assert le.verdict == "agrees" and le.criterion == ch.NTK_TAIL.text
     val, itv, _ = ch.ntk_ratio(res.ntk[1])
     assert val == pytest.approx(0.0198 / 0.053)
-    assert itv == pytest.approx(((0.0076 - SD) / 0.053, (0.0198 + SD) / 0.053))
+    # each end: the ratio +- its sd, both KS spreads propagated (the MP null's SD is drawn at n = 1000, the same n here)
+    band = lambda ks: ks / 0.053 * math.hypot(SD / ks, SD / 0.053)  # noqa: E731
+    assert itv == pytest.approx(((0.0076 / 0.053) - band(0.0076), (0.0198 / 0.053) + band(0.0198)))
     assert "gamma 0.05 at the lowest value of the grid" in le.measured
     assert "decided by seed(s) 1, 2" in le.uncertainty and "seen when the level was set" in le.measured
     assert "decided by the other seeds" in le.setting
@@ -621,7 +624,8 @@ def test_ntk_claim_is_decided_by_the_seeds_unseen_when_the_level_was_set():
     runs = [one((0.0198,) * 3, 0.053, 0), one((0.0240,) * 3, 0.053, 1)]
     r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
     assert r.verdict == "inconclusive" and "straddles 0.5" in r.cause and "seed(s) 1 straddle it alone" in r.cause
-    assert f"[{(0.024 - SD) / 0.053:.3g}, {(0.024 + SD) / 0.053:.3g}]" in r.cause
+    sd = 0.024 / 0.053 * math.hypot(SD / 0.024, SD / 0.053)
+    assert f"[{0.024 / 0.053 - sd:.3g}, {0.024 / 0.053 + sd:.3g}]" in r.cause
     # unseen seeds beyond the level: LeNet runs at the paper's NTK protocol, so it disagrees with a reduction check
     runs = [one((0.0198,) * 3, 0.053, 0)] + [one((0.05,) * 3, 0.06, s) for s in (1, 2)]
     r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
@@ -752,7 +756,7 @@ def test_corner_reports_the_grid_edge_and_the_kappa_bound():
 def test_at_paper_is_recognised_and_a_failure_there_disagrees():
     from htlib.experiments import htmp as ch
 
-    assert ch.Setup(n_train=4000).at_paper("lenet") and not ch.Setup().at_paper("lenet")
+    assert ch.Setup().at_paper("lenet") and not ch.Setup(n_train=2000).at_paper("lenet")
     assert not ch.PAPER.at_paper("minialexnet")  # MNIST-5k, not the paper's CIFAR-10
     # LeNet at the paper's sizes, delta 20x the paper's at batch 100: disagrees, no longer inconclusive
     fits = [_fit("lenet", b, s, k) for b, ks in ((1000, (30, 31, 29)), (250, (1.5, 1.4, 1.6)), (100, (18, 17, 19)))
@@ -763,8 +767,8 @@ def test_at_paper_is_recognised_and_a_failure_there_disagrees():
     recs = {c.key: c for c in ch._kappa_claims(res, "lenet")}
     assert recs["lenet-100"].verdict == "disagrees" and recs["lenet-100"].reduction_check
     assert recs["lenet-250"].verdict == "agrees"
-    # the reduced default: inconclusive, and the cause opens with the measured ratio, the reduction last
-    res = BatchResult(ch.Setup(), fits, [], summarize(fits))
+    # a reduced run: inconclusive, and the cause opens with the measured ratio, the reduction last
+    res = BatchResult(ch.Setup(n_train=2000), fits, [], summarize(fits))
     c = {r.key: r for r in ch._kappa_claims(res, "lenet")}["lenet-100"].cause
     assert c.startswith("seed-median delta / the paper's delta") and c.index("is 20 over") < c.index("2,000 training images")
 
@@ -841,13 +845,36 @@ def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
 
 def test_an_ntk_verdict_within_its_ends_sampling_error_is_inconclusive():
     from htlib.experiments import htmp as ch
-    """An interval that ends closer to the level than the ends' own bootstrap error cannot decide: 0.496 against
+    """An interval that ends closer to the level than that end's own bootstrap error cannot decide: 0.496 against
     0.5 with an error of 0.005 (30 draws) is inconclusive; the same end with an error of 0.001 agrees."""
     c = ch.Criterion("ratio", "<=", 0.5)
     near = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005), 2: (0.37, 0.27, 0.42, 0.004)})
     v, why = ch.ntk_seed_verdict(c, near)
-    assert v == "inconclusive" and "sampling error" in why and near["end_error"] == 0.005
+    assert v == "inconclusive" and "sampling error 0.005" in why and near["end_errors"] == (0.004, 0.005)
+    # the end nearest the level carries its own error, not the largest over every seed and cut-off: a far end's
+    # error of 0.0074 does not make a near end with error 0.001 inconclusive
+    mixed = ch.ntk_seed_interval({1: (0.45, 0.40, 0.496, 0.001, 0.001), 2: (0.30, 0.20, 0.42, 0.0074, 0.0074)})
+    assert mixed["end_errors"] == (0.0074, 0.001) and ch.ntk_seed_verdict(c, mixed) == ("agrees", "")
     sure = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.001)})
     assert ch.ntk_seed_verdict(c, sure) == ("agrees", "")
     far = ch.ntk_seed_interval({1: (0.7, 0.6, 0.8, 0.01)})
     assert ch.ntk_seed_verdict(c, far)[0] == "disagrees"
+
+
+def test_ratio_band_matches_a_monte_carlo_of_two_noisy_distances():
+    """The delta-method band of a KS ratio against a direct simulation of two independent noisy distances,
+    and its end error against the spread of the band over repeated finite bootstraps."""
+    from htlib.experiments import htmp as ch
+
+    rng = np.random.default_rng(0)
+    ks, mp, sh, sm = 0.02, 0.05, 0.002, 0.003
+    ratio, sd, err = ch.ratio_band(ks, mp, sh, sm, 30, 30)
+    sim = (ks + sh * rng.standard_normal(200_000)) / (mp + sm * rng.standard_normal(200_000))
+    assert ratio == pytest.approx(0.4) and sd == pytest.approx(np.std(sim), rel=0.03)
+    bands = [ch.ratio_band(ks, mp, np.std(ks + sh * rng.standard_normal(30)), np.std(mp + sm * rng.standard_normal(30)),
+                           30, 30)[1] for _ in range(4000)]
+    assert err == pytest.approx(np.std(bands), rel=0.1)
+    # the MP null at another cut-off: its spread scales as 1/sqrt(n)
+    r = _ntk("lenet", (0.02, 0.02, 0.02), 0.05, zeros=(0, 0, 750))
+    per = ch.ntk_ratio(r)[2]
+    assert per[2][2] - per[2][0] == pytest.approx(ch.ratio_band(0.02, 0.05, SD, SD * 2.0, 100, 100)[1])
