@@ -40,6 +40,7 @@ sqrt(1/fan_in)") and ``s = fan_in^(-1/4)`` for ``init="variance"`` (the literal 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -255,8 +256,29 @@ def _load(config: SmallNetConfig, gen: torch.Generator):
     return to((Xtr - mu) / sd, torch.float32), to(ytr, torch.int64), to((Xte - mu) / sd, torch.float32), to(yte, torch.int64)
 
 
+@contextlib.contextmanager
+def _one_thread():
+    """Run torch's kernels on one thread, restoring the caller's count after.
+
+    Training is chaotic: a reduction split over two threads rounds differently from one over a
+    single thread, and after thousands of SGD steps the weights differ by percents.  One thread
+    makes a run independent of where it executes (a one-thread sweep worker, the notebook's own
+    process); the small nets here also run fastest that way."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _train(config: SmallNetConfig):
-    """The trained model, its data and FC1's initial weights (see :func:`train_small_net`)."""
+    """The trained model, its data and FC1's initial weights (see :func:`train_small_net`), on one thread."""
+    with _one_thread():
+        return _train_one_thread(config)
+
+
+def _train_one_thread(config: SmallNetConfig):
     gen = torch.Generator().manual_seed(config.seed)
     Xtr, ytr, Xte, yte = _load(config, gen)
     torch.manual_seed(config.seed)
@@ -292,7 +314,10 @@ def _accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
 def train_small_net(config: SmallNetConfig) -> SmallNetResult:
     """Train the net of ``config`` with SGD+momentum (cross-entropy); return FC1's weights.
 
-    Deterministic for a given config on the CPU (seeded split, initialization and batch order).
+    Deterministic for a given config on one CPU's arithmetic: seeded split, initialization and batch
+    order, and one torch thread whatever the caller's setting.  Another machine's vector kernels round
+    differently, and the chaotic training then moves the weights by percents (a different draw, in
+    effect), so results compare across machines only within the spread over seeds.
     A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
     Raises ``ValueError`` if the loss diverges (non-finite).
     """
