@@ -422,3 +422,117 @@ def figure_legend(fig: plt.Figure, axes, *, ncol: int = 3, rename: dict[str, str
                     label = text
             seen.setdefault(label, handle)
     fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=ncol, fontsize=9)
+
+
+FIGURE_DATA_DIR = "_figure-data"
+"""Where :func:`glue_figure` writes the numbers behind each figure, relative to the executing notebook's folder
+(the environment variable ``HTLIB_FIGURE_DATA`` names another folder).  A caption links the file with
+``{download}`numbers (CSV) <_figure-data/NAME.csv>```; nothing there is committed."""
+
+
+def _panel_name(ax: plt.Axes, k: int) -> str:
+    title = ax.get_title() or ax.get_title(loc="left") or ax.get_ylabel()
+    return f"{k + 1}" + (f": {title}" if title else "")
+
+
+def figure_data(fig: plt.Figure) -> pd.DataFrame:
+    """The numbers drawn in ``fig``, one row per point, in data coordinates.
+
+    Every axes is a ``panel`` (its number and title); in each, lines (``Line2D``: every vertex), scatter and
+    marker collections (their offsets), bars and histogram bins (``Rectangle`` patches of a ``BarContainer``
+    or of ``hist``: ``x`` the left edge, ``width``, ``y`` the height, ``y0`` the bottom) and images
+    (``AxesImage``: ``row``, ``col``, ``value`` of the array, ``x``/``y`` the pixel centre in data
+    coordinates when the image has an extent) become rows of ``kind`` ``line``, ``points``, ``bar`` or
+    ``image``, with the artist's legend ``label`` (empty when it has none).  Lines drawn in axes
+    coordinates (``axvline``, ``axhline``) keep their data coordinate and ``nan`` for the other.  Text,
+    ticks and spans (``fill_between``) are left out: a reader can regenerate them from the rows.
+
+    Examples
+    --------
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([1, 2, 3], [4, 5, 6], label="a line")
+    >>> _ = ax.bar([0, 1], [2.0, 3.0], width=0.5)
+    >>> df = figure_data(fig)
+    >>> df.groupby("kind").size().to_dict()
+    {'bar': 2, 'line': 3}
+    >>> df[df.kind == "line"][["label", "x", "y"]].values.tolist()
+    [['a line', 1.0, 4.0], ['a line', 2.0, 5.0], ['a line', 3.0, 6.0]]
+    >>> plt.close(fig)
+    """
+    from matplotlib.collections import PathCollection, PolyCollection
+    from matplotlib.image import AxesImage
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    rows: list[dict] = []
+
+    def label_of(artist) -> str:
+        lab = artist.get_label() or ""
+        return "" if lab.startswith("_") else lab
+
+    axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    for k, ax in enumerate(axes):
+        panel = _panel_name(ax, k)
+        for line in ax.get_lines():
+            if not isinstance(line, Line2D) or not line.get_visible():
+                continue
+            x, y = (np.asarray(v, dtype=float).ravel() for v in line.get_data(orig=False))
+            if line.get_transform() == ax.get_xaxis_transform():
+                y = np.full_like(x, np.nan)
+            elif line.get_transform() == ax.get_yaxis_transform():
+                x = np.full_like(y, np.nan)
+            rows += [dict(panel=panel, kind="line", label=label_of(line), x=a, y=b) for a, b in zip(x, y)]
+        for coll in ax.collections:
+            if isinstance(coll, PathCollection) and not isinstance(coll, PolyCollection):
+                pts = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
+                vals = coll.get_array()
+                for j, (a, b) in enumerate(pts):
+                    row = dict(panel=panel, kind="points", label=label_of(coll), x=a, y=b)
+                    if vals is not None and np.size(vals) == len(pts):
+                        row["value"] = float(np.asarray(vals).ravel()[j])
+                    rows.append(row)
+        containers = {id(p): c for c in ax.containers for p in getattr(c, "patches", [])}
+        for patch in ax.patches:
+            if isinstance(patch, Rectangle) and patch.get_visible() and patch.get_data_transform() == ax.transData:
+                c = containers.get(id(patch))
+                rows.append(dict(panel=panel, kind="bar", label=label_of(c) if c is not None else label_of(patch),
+                                 x=float(patch.get_x()), width=float(patch.get_width()), y=float(patch.get_height()),
+                                 y0=float(patch.get_y())))
+        for im in ax.images:
+            if not isinstance(im, AxesImage):
+                continue
+            arr = np.ma.filled(np.asarray(im.get_array(), dtype=float), np.nan)
+            if arr.ndim != 2:
+                continue
+            left, right, bottom, top = im.get_extent()
+            nr, nc = arr.shape
+            xs = left + (np.arange(nc) + 0.5) * (right - left) / nc
+            ys = (top if im.origin == "upper" else bottom) + (np.arange(nr) + 0.5) * ((bottom - top) if im.origin == "upper" else (top - bottom)) / nr
+            for r in range(nr):
+                for c in range(nc):
+                    rows.append(dict(panel=panel, kind="image", label=label_of(im), x=xs[c], y=ys[r], row=r, col=c,
+                                     value=arr[r, c]))
+    cols = ["panel", "kind", "label", "x", "y", "width", "y0", "row", "col", "value"]
+    df = pd.DataFrame(rows)
+    return df.reindex(columns=[c for c in cols if c in df.columns] if rows else cols[:5])
+
+
+def figure_data_path(name: str) -> "Path":
+    """The CSV that :func:`glue_figure` writes for the figure ``name`` (:data:`FIGURE_DATA_DIR`)."""
+    import os
+    from pathlib import Path
+
+    return Path(os.environ.get("HTLIB_FIGURE_DATA") or FIGURE_DATA_DIR) / f"{name}.csv"
+
+
+def glue_figure(name: str, fig: plt.Figure) -> None:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive, without showing it, and write the
+    numbers behind it (:func:`figure_data`) to :func:`figure_data_path`, which the caption links."""
+    from myst_nb import glue
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty figure name, got {name!r}")
+    glue(name, fig, display=False)
+    path = figure_data_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure_data(fig).to_csv(path, index=False, float_format="%.10g")

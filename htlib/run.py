@@ -492,6 +492,11 @@ def run_chapter(
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.with_suffix(".kernel.log")
     log.unlink(missing_ok=True)
+    # The numbers behind the figures go beside the run, not into book/ (the kernel inherits the variable).
+    from htlib.plotting import FIGURE_DATA_DIR
+
+    before = os.environ.get("HTLIB_FIGURE_DATA")
+    os.environ["HTLIB_FIGURE_DATA"] = str(out.parent.resolve() / FIGURE_DATA_DIR)
     try:
         pm.execute_notebook(
             str(notebook), str(out), parameters=clean, cwd=str(notebook.parent),
@@ -500,6 +505,11 @@ def run_chapter(
     except Exception as err:
         raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; the partial notebook is {out}"
                         + (f" (kernel log: {log})" if log.exists() and log.stat().st_size else "")) from err
+    finally:
+        if before is None:
+            os.environ.pop("HTLIB_FIGURE_DATA", None)
+        else:
+            os.environ["HTLIB_FIGURE_DATA"] = before
     log.unlink(missing_ok=True)
     add_banner(out, rerun_banner(notebook, clean))
     if html:

@@ -211,6 +211,12 @@ def test_reader_pages_build_strictly_in_a_test_book(tmp_path):
     assert "??" not in chapter + conventions
     # Glued text is pasted as the chapter formatted it (myst-nb alone would print 15.0).
     assert '<span class="pasted-text">15.000</span>' in chapter
+    # The figure's caption links the numbers behind it, and the build copies them: one bar of height 15.
+    link = re.search(r'href="([^"]*fig-tiny\.csv)"', chapter)
+    assert link, "the figure's caption has no CSV link"
+    import pandas as pd
+    data = pd.read_csv(html / link.group(1))
+    assert data[["kind", "y"]].values.tolist() == [["bar", 15.0]]
 
 
 # --- chapter code cells: short, colours from htlib.plotting (issue 15) ----------------------------
@@ -286,3 +292,16 @@ def test_no_chapter_glues_a_name_twice():
         names = [n for n in names if n]
         dupes = sorted({n for n in names if names.count(n) > 1})
         assert not dupes, f"{path.name}: glued twice: {dupes}"
+
+
+@pytest.mark.parametrize("path", book.chapters(), ids=lambda p: p.stem)
+def test_every_figure_links_the_numbers_behind_it(path):
+    """Each glued figure goes through plotting.glue_figure (which writes its CSV) and each {glue:figure}
+    caption links that CSV by the figure's own name."""
+    nb = nbformat.read(str(path), as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert not re.search(r"\bglue\(f?[\"']fig-", code), f"{path.name}: a figure glued without its data (use plotting.glue_figure)"
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    blocks = re.findall(r"```\{glue:figure\} (\S+)\n(.*?)```", md, flags=re.S)
+    missing = [name for name, body in blocks if f"{{download}}`CSV <_figure-data/{name}.csv>`" not in body]
+    assert not missing, f"{path.name}: figures whose caption does not link their CSV: {missing}"

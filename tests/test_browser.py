@@ -5,7 +5,8 @@ provides both.  For every page in the table of contents (at 1400 px, the width r
 use) it checks that the page loads without console errors, that every image is present
 and non-empty, that every figure renders at least ``MIN_FIGURE_HEIGHT`` px tall (all
 sizes are written to ``_build/screenshots/figure-sizes.txt``), that every image is a numbered
-figure with a caption and a meaningful alt text, shown at no less than 90% of its pixels, that MathJax has typeset
+figure with a caption and a meaningful alt text, shown at no less than 90% of its pixels, whose caption links
+the CSV of the numbers behind it (and the CSV loads), that MathJax has typeset
 the math, that no internal link is broken, that no page mentions an outside working
 document ("REFERENCE") or shows a broken citation, and that the download button offers
 the page's source; it saves a screenshot of each page under ``_build/screenshots/``.
@@ -174,10 +175,14 @@ def test_page(server, browser, page_path):
         " return {src: (i.currentSrc || i.src).split('/').pop(), alt: i.getAttribute('alt') || '',"
         " number: c ? (c.querySelector('.caption-number') || {textContent: ''}).textContent.trim() : '',"
         " caption: c ? (c.querySelector('.caption-text') || c).textContent.trim() : '',"
-        " scale: i.naturalWidth ? r.width / i.naturalWidth : 0}; })"
+        " scale: i.naturalWidth ? r.width / i.naturalWidth : 0,"
+        " csv: c ? Array.from(c.querySelectorAll('a')).map(a => a.href).filter(h => h.endsWith('.csv')) : []}; })"
     )
     for k, fig in enumerate(captioned, 1):
         where = f"{page_path}: image {k} ({fig['src']})"
+        # The numbers behind the figure: one CSV link in its caption, which the server serves.
+        assert len(fig["csv"]) == 1, f"{where}: its caption links {len(fig['csv'])} CSV files, not one"
+        assert _status(fig["csv"][0]) == 200, f"{where}: its data {fig['csv'][0]} does not load"
         assert fig["number"].startswith("Fig."), f"{where} is not a numbered figure"
         assert len(fig["caption"]) >= 20, f"{where} has no caption"
         assert len(fig["alt"].split()) >= 4 and not fig["alt"].endswith(".png"), f"{where}: alt text {fig['alt']!r}"

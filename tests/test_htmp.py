@@ -5,6 +5,7 @@ htlib.spectra (kappa -> inf), and recovery of known parameters (sampler, fit).""
 from __future__ import annotations
 
 import math
+import re
 
 import mpmath as mp
 import numpy as np
@@ -574,12 +575,15 @@ def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
 
     from htlib.experiments import htmp as ch
 
-    lenet = [_ntk("lenet", (0.0198, 0.0198, 0.0076), 0.053, gamma=0.05, seed=s) for s in (0, 1, 2)]
+    lenet = [_ntk("lenet", (0.0198, 0.0198, 0.0076), 0.053, gamma=0.05, seed=s) for s in (0, 1, 2, 3)]
     res = replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326, gamma=0.1)] + lenet)
     recs = {c.key: c for c in ch.ntk_claims(res)}
     # the variants come from the first seed only: one set per model
     assert set(recs) == {f"ntk-{m}{v}" for m in ("logistic", "lenet")
-                         for v in ("", "-boot", "-mp", "-rtol1e-06", "-rtol0.0001")}
+                         for v in ("", "-boot", "-mp", "-rtol1e-06", "-rtol0.0001")} | {"ntk-lenet-mean"}
+    # the typical-seed reading of LeNet's chaotic runs: every unseen seed at 0.374, so the t-bound is 0.374
+    mean = recs["ntk-lenet-mean"]
+    assert mean.variant_of == "ntk-lenet" and mean.verdict == "agrees" and "mean 0.374" in mean.measured
     # LeNet: 0.0198 / 0.053 = 0.374 at every seed, interval over the cut-offs [(0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053]
     le = recs["ntk-lenet"]
     assert le.verdict == "agrees" and le.criterion == ch.NTK_TAIL.text
@@ -589,7 +593,10 @@ def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
     band = lambda ks: ks / 0.053 * math.hypot(SD / ks, SD / 0.053)  # noqa: E731
     assert itv == pytest.approx(((0.0076 / 0.053) - band(0.0076), (0.0198 / 0.053) + band(0.0198)))
     assert "gamma 0.05 at the lowest value of the grid" in le.measured
-    assert "decided by seed(s) 1, 2" in le.uncertainty and "seen when the level was set" in le.measured
+    assert "decided by seed(s) 1, 2, 3" in le.uncertainty and "seen when the level was set" in le.measured
+    # two unseen seeds cannot estimate the spread of the deciding end: the same pass is inconclusive
+    two = {c.key: c for c in ch.ntk_claims(replace(res, ntk=res.ntk[:4]))}["ntk-lenet"]
+    assert two.verdict == "inconclusive" and "only 2 unseen seed(s)" in two.cause
     assert "decided by the other seeds" in le.setting
     # logistic: 0.0163 / 0.0326 = 0.5 +- 0.09 straddles the threshold: inconclusive with the ratios in the cause
     lg = recs["ntk-logistic"]
@@ -627,11 +634,12 @@ def test_ntk_claim_is_decided_by_the_seeds_unseen_when_the_level_was_set():
     sd = 0.024 / 0.053 * math.hypot(SD / 0.024, SD / 0.053)
     assert f"[{0.024 / 0.053 - sd:.3g}, {0.024 / 0.053 + sd:.3g}]" in r.cause
     # unseen seeds beyond the level: LeNet runs at the paper's NTK protocol, so it disagrees with a reduction check
-    runs = [one((0.0198,) * 3, 0.053, 0)] + [one((0.05,) * 3, 0.06, s) for s in (1, 2)]
+    runs = [one((0.0198,) * 3, 0.053, 0)] + [one((0.05,) * 3, 0.06, s) for s in (1, 2, 3)]
     r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
     assert r.verdict == "disagrees" and "exceeds 0.5" in r.cause and r.reduction_check.startswith("no reduction")
     # logistic regression on digits has 7,850 parameters, not the paper's 30K: the same ratio cannot disagree
-    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=[_ntk("logistic", (0.05,) * 3, 0.06, seed=3)]))}["ntk-logistic"]
+    logi = [_ntk("logistic", (0.05,) * 3, 0.06, seed=s) for s in (3, 4, 5)]
+    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=logi))}["ntk-logistic"]
     assert r.verdict == "inconclusive" and "7,850 parameters" in r.cause and "exceeds 0.5" in r.cause
     # the same at fewer epochs than the paper's: LeNet cannot disagree either
     red = replace(base, setup=replace(base.setup, ntk_epochs=20), ntk=runs)
@@ -650,13 +658,17 @@ def test_ntk_seed_interval_holds_the_seed_spread():
     c = Criterion("ratio", "<=", 0.5)
     assert ch.ntk_seed_verdict(c, d)[0] == "inconclusive"
     # the unseen seeds pass, but with seed 0 the interval straddles: inconclusive, said so
-    d2 = ch.ntk_seed_interval({0: (0.45, 0.4, 0.6), 1: (0.3, 0.25, 0.35)})
+    d2 = ch.ntk_seed_interval({0: (0.45, 0.4, 0.6), 1: (0.3, 0.25, 0.35), 2: (0.3, 0.25, 0.34), 3: (0.3, 0.25, 0.345)})
     v, why = ch.ntk_seed_verdict(c, d2)
     assert v == "inconclusive" and "with seed(s) 0" in why
     # a seed other than 0 is unseen: a run at seed 5 is decided on all its seeds
-    d3 = ch.ntk_seed_interval({5: (0.3, 0.2, 0.4), 6: (0.35, 0.3, 0.45)})
-    assert d3["deciding"] == [5, 6] and ch.ntk_seed_verdict(c, d3) == ("agrees", "")
-    assert ch.ntk_seed_verdict(c, ch.ntk_seed_interval({1: (0.7, 0.6, 0.8)}))[0] == "disagrees"
+    d3 = ch.ntk_seed_interval({5: (0.3, 0.2, 0.4), 6: (0.32, 0.22, 0.41), 7: (0.31, 0.21, 0.405)})
+    assert d3["deciding"] == [5, 6, 7] and ch.ntk_seed_verdict(c, d3) == ("agrees", "")
+    high = {1: (0.7, 0.6, 0.8), 2: (0.7, 0.61, 0.8), 3: (0.71, 0.6, 0.8)}
+    assert ch.ntk_seed_verdict(c, ch.ntk_seed_interval(high))[0] == "disagrees"
+    # fewer than NTK_MIN_UNSEEN unseen seeds decide nothing, however far from the level
+    v, why = ch.ntk_seed_verdict(c, ch.ntk_seed_interval({1: (0.7, 0.6, 0.8), 2: (0.7, 0.6, 0.8)}))
+    assert v == "inconclusive" and "only 2 unseen seed(s)" in why
     with pytest.raises(ValueError, match="per_seed"):
         ch.ntk_seed_interval({})
 
@@ -853,17 +865,65 @@ def test_an_ntk_verdict_within_its_ends_sampling_error_is_inconclusive():
     """An interval that ends closer to the level than that end's own bootstrap error cannot decide: 0.496 against
     0.5 with an error of 0.005 (30 draws) is inconclusive; the same end with an error of 0.001 agrees."""
     c = ch.Criterion("ratio", "<=", 0.5)
-    near = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005), 2: (0.37, 0.27, 0.42, 0.004)})
+    near = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005), 2: (0.37, 0.27, 0.4955, 0.004),
+                                 3: (0.4, 0.3, 0.4952, 0.001)})
     v, why = ch.ntk_seed_verdict(c, near)
     assert v == "inconclusive" and "sampling error 0.005" in why and near["end_errors"] == (0.004, 0.005)
     # the end nearest the level carries its own error, not the largest over every seed and cut-off: a far end's
     # error of 0.0074 does not make a near end with error 0.001 inconclusive
-    mixed = ch.ntk_seed_interval({1: (0.45, 0.40, 0.496, 0.001, 0.001), 2: (0.30, 0.20, 0.42, 0.0074, 0.0074)})
+    mixed = ch.ntk_seed_interval({1: (0.45, 0.40, 0.496, 0.001, 0.001), 2: (0.30, 0.20, 0.4955, 0.0074, 0.0074),
+                                  3: (0.40, 0.30, 0.4952, 0.001, 0.001)})
     assert mixed["end_errors"] == (0.0074, 0.001) and ch.ntk_seed_verdict(c, mixed) == ("agrees", "")
-    sure = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.001)})
+    sure = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.001), 2: (0.45, 0.40, 0.4955, 0.001),
+                                 3: (0.45, 0.40, 0.4952, 0.001)})
     assert ch.ntk_seed_verdict(c, sure) == ("agrees", "")
-    far = ch.ntk_seed_interval({1: (0.7, 0.6, 0.8, 0.01)})
+    far = ch.ntk_seed_interval({1: (0.7, 0.6, 0.8, 0.01), 2: (0.7, 0.6, 0.8, 0.01), 3: (0.7, 0.6, 0.8, 0.01)})
     assert ch.ntk_seed_verdict(c, far)[0] == "disagrees"
+
+
+# The LeNet NTK runs' per-seed KS ratios (ratio, low, high over the cut-offs, +- 1 sd), as the committed chapter
+# printed them (this machine, 2026-12-02) and as a cold rerun under ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2
+# and MKL_CBWR=AVX2 printed them (tests/portability.py htmp avx2-machine, 2026-12-02): the highest unseen end
+# 0.517 here, 0.456 there.  Read by the end-error rule alone, the first straddles 0.5 and the second agrees.
+_NTK_LENET_HERE = {0: (0.373, 0.133, 0.437), 1: (0.383, 0.175, 0.443), 2: (0.159, 0.102, 0.217),
+                   3: (0.292, 0.167, 0.364), 4: (0.442, 0.265, 0.517), 5: (0.34, 0.152, 0.414)}
+_NTK_LENET_AVX2 = {0: (0.422, 0.13, 0.499), 1: (0.402, 0.21, 0.456), 2: (0.321, 0.189, 0.387),
+                   3: (0.258, 0.164, 0.333), 4: (0.329, 0.135, 0.403), 5: (0.301, 0.158, 0.38)}
+
+
+def test_an_ntk_verdict_rarely_turns_on_the_machine(monkeypatch):
+    """Two machines' arithmetic moved LeNet's chaotic NTK runs as far as other seeds would: on the two machines'
+    own runs the verdict and its words are the same (inconclusive, the end within NTK_END_SDS seed deviations of
+    the level), an end far from the level still decides, and over sets of 5 unseen seeds resampled from both
+    machines' 12 runs two sets disagree in under a fifth of the draws with the rule, against over twice as
+    often without it (12% and 44% at 2026-12-02: what NTK_END_SDS's docstring cites)."""
+    import random
+
+    from htlib.experiments import htmp as ch
+
+    c = ch.Criterion("ratio", "<=", 0.5)
+    here, there = (ch.ntk_seed_verdict(c, ch.ntk_seed_interval(d)) for d in (_NTK_LENET_HERE, _NTK_LENET_AVX2))
+    assert here[0] == there[0] == "inconclusive"
+    words = [re.sub(r"[0-9.]+", "#", w) for _, w in (here, there)]
+    assert words[0] == words[1] and "standard deviation of that end" in words[0]
+    # the same seeds, every end 0.15 lower: far below the level, they agree on both
+    low = {s: tuple(x - 0.15 for x in v) for s, v in _NTK_LENET_AVX2.items()}
+    assert ch.ntk_seed_verdict(c, ch.ntk_seed_interval(low)) == ("agrees", "")
+
+    pool = list(_NTK_LENET_HERE.values()) + list(_NTK_LENET_AVX2.values())
+
+    def flip_rate(draws=1500):
+        rng = random.Random(0)
+
+        def verdict():
+            d = {0: _NTK_LENET_HERE[0], **{i + 1: v for i, v in enumerate(rng.choices(pool, k=5))}}
+            return ch.ntk_seed_verdict(c, ch.ntk_seed_interval(d))[0]
+        return sum(verdict() != verdict() for _ in range(draws)) / draws
+
+    with_rule = flip_rate()
+    monkeypatch.setattr(ch, "NTK_END_SDS", 0.0)
+    without = flip_rate()
+    assert with_rule < 0.2 and without > 2 * with_rule, (with_rule, without)
 
 
 def test_ratio_band_matches_a_monte_carlo_of_two_noisy_distances():
@@ -906,5 +966,5 @@ def test_a_fall_carried_by_outliers_is_inconclusive():
     assert k[100] < k[1000]  # the whole spectrum's kappa falls
     main, bulk = recs["lenet-falls"], recs["lenet-falls-bulk"]
     assert main.verdict == "inconclusive" and "carried by the outliers" in main.cause
-    assert bulk.variant_of == "lenet-falls" and bulk.verdict != "agrees" and "does not fall" in bulk.cause
+    assert bulk.variant_of == "lenet-falls" and bulk.verdict != "agrees" and "so no fall is shown" in bulk.cause
     assert "5 outliers and bulk kappa inf at batch 100" in main.cause

@@ -137,3 +137,41 @@ def test_table_bad_input_names_the_argument():
 def test_table_slices_stay_tables():
     t = P.table([(1, 2), (3, 4)], ["a", "b"])
     assert isinstance(t[["a"]], P.Table)
+
+
+def test_figure_data_holds_every_drawn_number(tmp_path, monkeypatch):
+    """The CSV behind a figure: histogram bins equal numpy's, line vertices and scatter offsets as drawn, an image's
+    cells with their pixel centres; glue_figure writes it where the caption links it."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from htlib import plotting
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(400)
+    fig, (a, b, c) = plt.subplots(1, 3)
+    a.hist(x, bins=12)
+    a.plot([0.0, 1.0], [2.0, 3.0], label="fit")
+    b.scatter([1.0, 2.0, 3.0], [1.0, 4.0, 9.0], label="runs")
+    b.set_title("squares")
+    c.imshow(np.arange(6.0).reshape(2, 3), extent=(0, 3, 0, 2), origin="lower")
+    df = plotting.figure_data(fig)
+    counts, edges = np.histogram(x, bins=12)
+    bars = df[df.kind == "bar"]
+    np.testing.assert_allclose(bars.y, counts)
+    np.testing.assert_allclose(bars.x, edges[:-1])
+    np.testing.assert_allclose(bars.width, np.diff(edges))
+    assert df[df.kind == "line"][["label", "x", "y"]].values.tolist() == [["fit", 0.0, 2.0], ["fit", 1.0, 3.0]]
+    pts = df[df.kind == "points"]
+    assert set(pts.panel) == {"2: squares"} and pts.y.tolist() == [1.0, 4.0, 9.0]
+    img = df[df.kind == "image"].sort_values(["row", "col"])
+    assert img.value.tolist() == list(np.arange(6.0))
+    assert img[["x", "y"]].values.tolist()[:2] == [[0.5, 0.5], [1.5, 0.5]]  # origin lower: row 0 at the bottom
+    monkeypatch.setenv("HTLIB_FIGURE_DATA", str(tmp_path / "data"))
+    plotting.glue_figure("fig-test", fig)
+    back = pd.read_csv(tmp_path / "data" / "fig-test.csv")
+    assert len(back) == len(df) and np.allclose(back.y.dropna(), df.y.dropna())
+    plt.close(fig)
+    with pytest.raises(ValueError, match="name"):
+        plotting.glue_figure("", fig)

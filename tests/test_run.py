@@ -346,3 +346,17 @@ def test_a_rerun_at_other_sizes_keeps_no_typed_size_of_the_defaults(tmp_path):
     assert not found, f"typed sizes of the default run in the rerun at {small}: {found}"
     for s in ("400 x 200", "120 x 60", f"rank-{small['d'] // 10}", "Parameters that differ from the book's defaults"):
         assert s in text, s
+
+
+def test_a_rerun_writes_the_numbers_behind_its_figures_beside_it(chapter, tmp_path):
+    """A glued figure's CSV goes beside the rerun notebook, never into book/ (where the chapter runs)."""
+    nb = nbformat.read(str(chapter), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nfrom htlib import plotting\nfig, ax = plt.subplots()\n"
+        "ax.plot([0, 1], [n, 2 * n])\nplotting.glue_figure('fig-rerun', fig)\nplt.close(fig)"))
+    nbformat.write(nb, str(chapter))
+    run.run_chapter(chapter, {"n": 7}, output_dir=tmp_path / "runs", progress=False, html=False)
+    data = (tmp_path / "runs" / "_figure-data" / "fig-rerun.csv").read_text().splitlines()
+    assert data == ["panel,kind,label,x,y", "1,line,,0,7", "1,line,,1,14"]
+    assert not (chapter.parent / "_figure-data").exists()
+    assert "HTLIB_FIGURE_DATA" not in os.environ

@@ -37,10 +37,17 @@ one_step_adam         avx2-machine (1436053, 18:55)          cells 7, 14, 15: va
                                                               3.55e-06, -1.49e-09 -> -6.85e-10): the
                                                               atol of ADAM_FIRST_STEP; the rest within
                                                               one printed unit
-htmp                  avx2-machine                            cells 10, 12, 13, 20: LeNet batch-100
-                                                              kappa median 25.48 -> 25.89, as printed
-                                                              1.58e-2, beyond 1.54e-2; cell 16 one
-                                                              printed unit; the rest identical
+htmp                  avx2-machine (7330f98, 2026-12-02      5 of 16 code cells moved, all of them
+                      05:44-06:27)                            trained: LeNet's Fig. 5 seed medians up
+                                                              to 7.4% (22.8 -> 24), its NTK runs'
+                                                              per-seed KS ratios up to 26% and
+                                                              bootstrap p-values by a factor (0.198
+                                                              -> 0.0891), eigenvalues counted zero 21
+                                                              -> 31; one verdict moved (ntk-lenet,
+                                                              fixed since: the seed-noise rule) and
+                                                              the NTK table's p words (now numbers);
+                                                              logistic regression, MiniAlexNet's short
+                                                              runs and the closed forms identical
 spike_to_heavy_tail   avx2-machine (2da2e29, 21:20)           cells 27, 28 (the review's eta sweep and the
                                                               claims read from it): +171.1 -> +150.5
                                                               (12%) at the largest eta, the rest within
@@ -67,10 +74,8 @@ generalization        EPYC machine, threads1 (59dc4f5,        4 of 14 code cells
 ====================  ======================================  ==========================================
 
 Issue 20's fresh machine (same kind, other CPU) moved the same cells of one_step_adam, htmp (LeNet kappa
-25.712 against 25.48, 0.9%) and linear_hessian, inside these deviations.  htmp has been rewritten since
-(every cell id changed): :data:`HTMP_TRAINED` keeps its measurement but waits, unattached, for the new cells
-to be measured (``tests/portability.py htmp avx2-machine``); until then that chapter is compared at the
-closed-form tolerance.  generalization was measured on an AMD EPYC machine (AVX-512) against the references
+25.712 against 25.48, 0.9%) and linear_hessian, inside these deviations.  htmp, rewritten since, was measured
+again (:data:`HTMP_TRAINED`).  generalization was measured on an AMD EPYC machine (AVX-512) against the references
 written on another machine (:data:`GENERALIZATION_TRAINED`); issue 20's fresh machine of the same kind had shown
 the same numbers (0.704 against 0.699, rho -0.57 against -0.65, KS mean 3.65 against 3.6) at the defaults.
 
@@ -170,10 +175,33 @@ def measured(deviation: float, quantity: str, source: str, *, integers: bool = F
                      + f" ({source})", integers=integers, measured=deviation)
 
 
-HTMP_TRAINED = measured(0.0154, "seed medians of kappa of LeNet layers trained at batch 100, and what is "
-                        "glued from them", "avx2-machine, 2026-12-01", integers=True)
-"""Measured on the LeNet cells of the previous HTMP chapter; to be attached to the rewritten chapter's trained
-cells (listed in :data:`CELLS`) once they are measured again: the rewrite changed every cell id."""
+_HTMP_SOURCE = ("avx2-machine, 2026-12-02 05:44-06:27 UTC (7330f98, cold, load 1.6), against the references of that "
+                "commit; the claims cell's one verdict that moved (ntk-lenet, 'inconclusive' -> 'agrees') and the NTK "
+                "table's p-value words no longer turn on the machine since (the seed-noise rule of ntk_seed_verdict, "
+                "numeric p columns): tests/test_htmp.py checks the rule on both machines' numbers")
+_HTMP_MOVES = [
+    # (cell id, relative move of decimals beyond the last printed digit, integers moved, what, largest moves)
+    ("d09fba9f", 0.0736, False, "the Fig. 5 table: seed medians and ranges of kappa, delta and the L1 fit's kappa of "
+     "LeNet's 200-epoch runs (MiniAlexNet's short runs did not move)", "15->16.3, 22.8->24, 38.5->40.2"),
+    ("c4cf4d55", 0.0731, False, "the Fig. 5 glued numbers (the same seed medians, their ratios and the paper-law test)",
+     "0.684->0.739, 30.3->28.7"),
+    ("c61a1707", 0.549, True, "the NTK glued numbers and table: LeNet's per-seed KS ratios and bootstrap p-values "
+     "(chaotic training: another machine redraws a seed), and the eigenvalues counted as zero at rtol 1e-4",
+     "p 0.198->0.0891, ratio 0.373->0.422, 21->31 eigenvalues zero; logistic regression's rows identical"),
+    ("76a11e12", 0.701, True, "the claim records: the same kappa, delta and NTK numbers, the exact intervals of the "
+     "bootstrap p-values and the count of draws at least as large", "p interval end 0.118->0.0352, 19->8 of 100"),
+    ("5e31c0bd", 0.701, True, "the robustness table (the same records' variants)", "0.118->0.0352, 19->8 of 100"),
+]
+
+HTMP_TRAINED: dict[tuple[str, str], Tolerance] = {
+    # Every cell of the chapter that moved, with its largest relative move beyond the last printed digit; the
+    # family, quadrature, sampler, noise-table, phase and trajectory cells did not move and keep the closed-form
+    # tolerance (so that a 2% change still fails there).  Bootstrap p-values of a chaotic run move by a factor, so
+    # the cells that print them are held only to words, verdicts and table shapes, and to a factor.
+    ("htmp", cell): measured(rel, what, f"{_HTMP_SOURCE}: {moves}", integers=ints)
+    for cell, rel, ints, what, moves in _HTMP_MOVES
+}
+"""The HTMP chapter's trained cells (cell ids of the chapter since 7330f98)."""
 
 
 CHAPTERS: dict[str, Tolerance] = {
@@ -182,9 +210,7 @@ CHAPTERS: dict[str, Tolerance] = {
     "one_step_adam": CLOSED_FORM,
     "spike_to_heavy_tail": CLOSED_FORM,
     "generalization": CLOSED_FORM,
-    # The rewritten chapter's trained cells are not measured yet (HTMP_TRAINED named the old cells): strict
-    # until they are, so that the 2% control still fails here.
-    "htmp": CLOSED_FORM,
+    "htmp": CLOSED_FORM,  # its trained cells: HTMP_TRAINED
     "linear_hessian": CLOSED_FORM,
     "scoreboard": Tolerance(CLOSED_FORM.rtol, CLOSED_FORM.atol,
                             "reads the committed chapters' records: nothing is recomputed"),
@@ -300,6 +326,7 @@ CELLS: dict[tuple[str, str], Tolerance] = {
     **{("spike_to_heavy_tail", cell): SPIKE_REVIEW for cell in ("d3ccde8b", "6f0150a4")},
     **LINEAR_HESSIAN_TRAINED,
     **GENERALIZATION_TRAINED,
+    **HTMP_TRAINED,
 }
 """Cells whose numbers need their own tolerance, keyed by ``(chapter, cell id)`` (the ``id`` of the cell
 in the notebook; ``tests/test_regression_controls.py`` checks that each still exists)."""
