@@ -36,6 +36,7 @@ __all__ = [
     "publish_claims",
     "read_claims",
     "glue_text",
+    "glue_figure",
     "verdict_counts",
     "collect_claims",
     "paper_counts",
@@ -638,6 +639,22 @@ def glue_text(name: str, value, fmt: str = ".3g") -> str:
         text = format(value, fmt)
     glue(name, _Plain(text), display=False)
     return GluedText(text)
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue the matplotlib figure ``fig`` under ``name`` for a ``{glue:figure}`` directive, without showing it,
+    and write the numbers drawn in it (:func:`htlib.plotting.figure_data`) to
+    :func:`htlib.plotting.figure_data_path`, which the caption links with ``{download}``."""
+    from myst_nb import glue
+
+    from htlib.plotting import figure_data, figure_data_path
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty figure name, got {name!r}")
+    glue(name, fig, display=False)
+    path = figure_data_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure_data(fig).to_csv(path, index=False, float_format="%.10g")
 
 
 class GluedText(str):

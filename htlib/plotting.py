@@ -425,9 +425,9 @@ def figure_legend(fig: plt.Figure, axes, *, ncol: int = 3, rename: dict[str, str
 
 
 FIGURE_DATA_DIR = "_figure-data"
-"""Where :func:`glue_figure` writes the numbers behind each figure, relative to the executing notebook's folder
-(the environment variable ``HTLIB_FIGURE_DATA`` names another folder).  A caption links the file with
-``{download}`numbers (CSV) <_figure-data/NAME.csv>```; nothing there is committed."""
+"""Where :func:`htlib.claims.glue_figure` writes the numbers behind each figure, relative to the executing
+notebook's folder (the environment variable ``HTLIB_FIGURE_DATA`` names another folder).  A caption links the
+file with ``{download}`CSV <_figure-data/NAME.csv>```; nothing there is committed."""
 
 
 def _panel_name(ax: plt.Axes, k: int) -> str:
@@ -518,21 +518,9 @@ def figure_data(fig: plt.Figure) -> pd.DataFrame:
 
 
 def figure_data_path(name: str) -> "Path":
-    """The CSV that :func:`glue_figure` writes for the figure ``name`` (:data:`FIGURE_DATA_DIR`)."""
+    """The CSV that :func:`htlib.claims.glue_figure` writes for the figure ``name`` (:data:`FIGURE_DATA_DIR`)."""
     import os
     from pathlib import Path
 
     return Path(os.environ.get("HTLIB_FIGURE_DATA") or FIGURE_DATA_DIR) / f"{name}.csv"
 
-
-def glue_figure(name: str, fig: plt.Figure) -> None:
-    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive, without showing it, and write the
-    numbers behind it (:func:`figure_data`) to :func:`figure_data_path`, which the caption links."""
-    from myst_nb import glue
-
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty figure name, got {name!r}")
-    glue(name, fig, display=False)
-    path = figure_data_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure_data(fig).to_csv(path, index=False, float_format="%.10g")

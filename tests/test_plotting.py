@@ -147,6 +147,7 @@ def test_figure_data_holds_every_drawn_number(tmp_path, monkeypatch):
     import pandas as pd
 
     from htlib import plotting
+    from htlib.claims import glue_figure
 
     rng = np.random.default_rng(1)
     x = rng.standard_normal(400)
@@ -169,9 +170,9 @@ def test_figure_data_holds_every_drawn_number(tmp_path, monkeypatch):
     assert img.value.tolist() == list(np.arange(6.0))
     assert img[["x", "y"]].values.tolist()[:2] == [[0.5, 0.5], [1.5, 0.5]]  # origin lower: row 0 at the bottom
     monkeypatch.setenv("HTLIB_FIGURE_DATA", str(tmp_path / "data"))
-    plotting.glue_figure("fig-test", fig)
+    glue_figure("fig-test", fig)
     back = pd.read_csv(tmp_path / "data" / "fig-test.csv")
     assert len(back) == len(df) and np.allclose(back.y.dropna(), df.y.dropna())
     plt.close(fig)
     with pytest.raises(ValueError, match="name"):
-        plotting.glue_figure("", fig)
+        glue_figure("", fig)
