@@ -8,6 +8,8 @@ Tables come from :func:`table`: fixed precision per column, shown whole.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import matplotlib as mpl
@@ -459,7 +461,7 @@ def figure_data(fig: plt.Figure) -> pd.DataFrame:
     [['a line', 1.0, 4.0], ['a line', 2.0, 5.0], ['a line', 3.0, 6.0]]
     >>> plt.close(fig)
     """
-    from matplotlib.collections import PathCollection, PolyCollection
+    from matplotlib.collections import PathCollection
     from matplotlib.image import AxesImage
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
@@ -483,7 +485,7 @@ def figure_data(fig: plt.Figure) -> pd.DataFrame:
                 x = np.full_like(y, np.nan)
             rows += [dict(panel=panel, kind="line", label=label_of(line), x=a, y=b) for a, b in zip(x, y)]
         for coll in ax.collections:
-            if isinstance(coll, PathCollection) and not isinstance(coll, PolyCollection):
+            if isinstance(coll, PathCollection):
                 pts = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
                 vals = coll.get_array()
                 for j, (a, b) in enumerate(pts):
@@ -505,22 +507,19 @@ def figure_data(fig: plt.Figure) -> pd.DataFrame:
             if arr.ndim != 2:
                 continue
             left, right, bottom, top = im.get_extent()
+            first, last = (top, bottom) if im.origin == "upper" else (bottom, top)  # where row 0 is drawn
             nr, nc = arr.shape
-            xs = left + (np.arange(nc) + 0.5) * (right - left) / nc
-            ys = (top if im.origin == "upper" else bottom) + (np.arange(nr) + 0.5) * ((bottom - top) if im.origin == "upper" else (top - bottom)) / nr
-            for r in range(nr):
-                for c in range(nc):
-                    rows.append(dict(panel=panel, kind="image", label=label_of(im), x=xs[c], y=ys[r], row=r, col=c,
-                                     value=arr[r, c]))
+            r, c = np.meshgrid(np.arange(nr), np.arange(nc), indexing="ij")
+            x = left + (c + 0.5) * (right - left) / nc
+            y = first + (r + 0.5) * (last - first) / nr
+            rows += [dict(panel=panel, kind="image", label=label_of(im), x=a, y=b, row=i, col=j, value=v)
+                     for a, b, i, j, v in zip(x.ravel(), y.ravel(), r.ravel(), c.ravel(), arr.ravel())]
     cols = ["panel", "kind", "label", "x", "y", "width", "y0", "row", "col", "value"]
     df = pd.DataFrame(rows)
     return df.reindex(columns=[c for c in cols if c in df.columns] if rows else cols[:5])
 
 
-def figure_data_path(name: str) -> "Path":
+def figure_data_path(name: str) -> Path:
     """The CSV that :func:`htlib.claims.glue_figure` writes for the figure ``name`` (:data:`FIGURE_DATA_DIR`)."""
-    import os
-    from pathlib import Path
-
     return Path(os.environ.get("HTLIB_FIGURE_DATA") or FIGURE_DATA_DIR) / f"{name}.csv"
 
