@@ -13,9 +13,10 @@ What the code hash covers (:func:`source_hash` with ``scope="results"``):
   ``sweep``, ``claims``, ``plotting``), which draws, tabulates, schedules and
   stores results but computes none;
 - the module of the cached function, when it is not one of those (for a
-  chapter, ``htlib/experiments/<chapter>.py``), and every ``htlib.experiments``
+  chapter, ``htlib/experiments/<chapter>/compute.py``), and every ``htlib.experiments``
   module it imports.  So an edit to one chapter's experiments keeps the other
-  chapters' results.
+  chapters' results, and an edit to a chapter's ``reading.py`` (its claims, levels,
+  tables, figures and wording, which no ``compute.py`` imports) keeps its own.
 
 Each file is hashed as its syntax tree with docstrings removed (comments and
 layout never reach the tree), so a docstring typo fix, a comment or a
@@ -223,12 +224,12 @@ def source_hash(package_dir: str | None = None, scope: str = "results", module: 
         the bytes of every ``.py`` file.
     module
         With ``scope="results"``: the dotted name of the module whose function computes the result
-        (``"htlib.experiments.htmp"``); ``None`` hashes the numerics alone.
+        (``"htlib.experiments.htmp.compute"``); ``None`` hashes the numerics alone.
 
     Examples
     --------
     >>> from htlib.cache import source_hash
-    >>> source_hash(module="htlib.experiments.htmp") != source_hash(module="htlib.experiments.phases")
+    >>> source_hash(module="htlib.experiments.htmp.compute") != source_hash(module="htlib.experiments.phases.compute")
     True
     """
     if scope not in ("results", "all"):

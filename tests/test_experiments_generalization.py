@@ -64,7 +64,7 @@ def test_fig8_configs_share_the_base_run():
 def test_run_trainings_trains_each_training_spec_once(cache_tmp, monkeypatch):
     f8 = exp.fig8_configs(ns=[64], rhos=[0.3], steplr_gammas=[0.5], n=64, d=16, h=24, n_test=32, steps=3)
     trained = []
-    monkeypatch.setattr(exp, "train", lambda c: trained.append(c) or train(c))
+    monkeypatch.setattr(exp.compute, "train", lambda c: trained.append(c) or train(c))
     runs = exp.run_trainings(f8.unique(), executor=None, use_cache=False)
     assert sorted(map(str, trained)) == sorted(map(str, [f8.base, f8.by_steplr_gamma[0.5]]))
     for c, got in zip(f8.unique(), runs):

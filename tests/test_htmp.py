@@ -921,7 +921,7 @@ def test_an_ntk_verdict_rarely_turns_on_the_machine(monkeypatch):
         return sum(verdict() != verdict() for _ in range(draws)) / draws
 
     with_rule = flip_rate()
-    monkeypatch.setattr(ch, "NTK_END_SDS", 0.0)
+    monkeypatch.setattr(ch.reading, "NTK_END_SDS", 0.0)
     without = flip_rate()
     assert with_rule < 0.2 and without > 2 * with_rule, (with_rule, without)
 

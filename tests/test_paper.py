@@ -149,7 +149,7 @@ def test_only_strips_spaces():
 def test_paper_settings_of_setup_chapters_come_from_their_paper_setup(monkeypatch):
     from htlib.experiments import phases
 
-    monkeypatch.setattr(phases, "PAPER", phases.Setup(confusion_seeds=4))
+    monkeypatch.setattr(phases.compute, "PAPER", phases.Setup(confusion_seeds=4))
     (entry,) = paper.plan(["phases"])
     assert entry[1] == {"confusion_seeds": 4}
     monkeypatch.setattr(paper, "PAPER_OVERRIDES", {**paper.PAPER_OVERRIDES, "phases": {}})

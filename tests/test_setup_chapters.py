@@ -290,8 +290,9 @@ def _chapter_sources(path: Path) -> dict[str, str]:
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     out = {path.name: code}
     for module in re.findall(r"^\s*from\s+htlib\.experiments\s+import\s+(\w+)", code, re.M):
-        file = ROOT / "htlib" / "experiments" / f"{module}.py"
-        out[f"htlib/experiments/{module}.py"] = file.read_text(encoding="utf-8")
+        for file in sorted((ROOT / "htlib" / "experiments" / module).glob("*.py")):  # compute, reading
+            out[file.relative_to(ROOT).as_posix()] = file.read_text(encoding="utf-8")
+        assert len(out) > 1, f"htlib/experiments/{module}/ holds no module"
     return out
 
 

@@ -1,15 +1,6 @@
-"""The one-step chapter (paper 003, §4): Figs. 2-3, Theorem 4.1, Corollary 4.2 and their claims.
-
-Built on the two-layer student of :mod:`htlib.two_layer` (which names no figure):
-
-- :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's setting);
-- :func:`run_fig2`, :func:`run_fig3`, :func:`run_scaling`: the chapter's sweeps, each returning a typed
-  result (:class:`Fig2Result`, :class:`Fig3Result`, :class:`ScalingResult`) through
-  :func:`htlib.sweep.run_sweep` (cached, resumable);
-- the learning-rate rules of the paper's thresholds as data (:data:`RULES`), their seed statistics and
-  the chapter's tables (DataFrames);
-- :func:`claims`: the claim records, every threshold written once as a :class:`htlib.claims.Criterion`.
-"""
+"""What the one_step chapter reads from its cached results: claims, measurements, tables, figures and
+glue.  Outside the result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here
+recomputes nothing; what computes lives in :mod:`htlib.experiments.one_step.compute`."""
 
 from __future__ import annotations
 
@@ -20,114 +11,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.stats
-import torch
 
-from htlib import spectra
-from htlib._checks import check_choice
 from htlib.claims import PAPER_SETTING, Claim, Criterion, SeedInterval, seed_interval, seed_interval_text
 from htlib.claims import combine_verdicts as _combine, reduced_claim as _claim
-from htlib.experiments._setup import MIN_WIDTH, SweepSetup, param
-from htlib.sweep import run_sweep
-from htlib.two_layer import (ADAM_BETAS, READOUT_SCALES, AdamState, RunGrid, Trajectory, TwoLayerConfig,
-                             adam_direction, full_batch_gradient, init_weights, make_data, run_grid,
-                             spectral_norm, train)
+from htlib.two_layer import READOUT_SCALES
+from htlib.experiments.one_step.compute import (COR_FORMS, Fig2Result, Fig3Result, MODE_MASS, OPTIMIZERS, SCALING_QUANTITIES, SIGN_FACTOR,
+    ScalingResult, Setup)
 
-OPTIMIZERS: tuple[str, ...] = ("gd", "adam")
-NAMES = {"gd": "GD", "adam": "FB-Adam"}
-SIGN_FACTOR = (1 - ADAM_BETAS[0]) / math.sqrt(1 - ADAM_BETAS[1])
-"""``(1 - beta1)/sqrt(1 - beta2) ~ 3.162``: FB-Adam's first step without bias correction is this times ``sign(G_0)``."""
-READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (the written readout)"}
-
-
-# ----------------------------------------------------------------------------- the chapter's parameters
-
-
-@dataclass(frozen=True)
-class Setup(SweepSetup):
-    """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    The defaults are the paper's §4 setting (:data:`PAPER`); the scaling sweep of Theorem 4.1 and
-    Corollary 4.2 has sizes of the book's choosing (the paper gives none).
-
-    Examples
-    --------
-    >>> Setup(seeds=3).deviations(GRID_FIELDS)
-    'seeds = 3 (paper: 5)'
-    >>> Setup(scaling_ds=[16, 32])
-    Traceback (most recent call last):
-    ...
-    htlib.experiments._setup.ParameterError: parameter 'scaling_ds' must be a list of at least 3 integers; got [16, 32]
-    """
-
-    n: int = param(2000, "train-set and probe-set size", ge=1, le=100_000)
-    d: int = param(1000, "input dimension", ge=MIN_WIDTH, le=20_000)
-    h: int = param(1500, "hidden width", ge=MIN_WIDTH, le=20_000)
-    n_test: int = param(200, "test-set size", ge=1, le=100_000)
-    rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
-    lam: float = param(0.01, "ridge constant of the readout", gt=0)
-    bias_correction: bool = param(True, "FB-Adam with PyTorch's bias correction (False: the paper's eq. (2))")
-    etas: tuple[float, ...] = param([0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0],
-                                    "learning-rate grid of Fig. 3", gt=0)
-    seeds: int = param(5, "runs per optimizer and learning rate, as in the paper", ge=2, le=20)
-    fig2_gd_etas: tuple[float, ...] = param([0.1, 2000.0], "GD learning rates of Fig. 2", gt=0)
-    fig2_adam_etas: tuple[float, ...] = param([0.1, 10.0], "FB-Adam learning rates of Fig. 2", gt=0)
-    scaling_h: int = param(250, "fixed width of the Theorem 4.1 and Corollary 4.2 sweep", ge=8, le=20_000)
-    scaling_ds: tuple[int, ...] = param([250, 500, 1000, 2000, 4000], "input dimensions of that sweep (n/d fixed)",
-                                        ge=8, le=20_000, min_len=3)
-    scaling_seeds: int = param(3, "seeds per size of that sweep", ge=1, le=20)
-    readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
-    ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
-
-    @property
-    def base(self) -> dict:
-        """The :class:`htlib.two_layer.TwoLayerConfig` fields every run of the chapter shares."""
-        return dict(n=self.n, d=self.d, h=self.h, n_test=self.n_test, rho_e=self.rho_e, lam=self.lam,
-                    bias_correction=self.bias_correction, readout_scale=self.readout)
-
-    @property
-    def edge(self) -> float:
-        """The MP edge of ``W0ᵀW0`` for ``N(0, 1)`` entries, ``(sqrt(h) + sqrt(d))^2``."""
-        return mp_edge(self.h, self.d)
-
-    def deviations(self, names: Sequence[str]) -> str:
-        """``"paper"`` if the fields ``names`` have the paper's values (seeds: at least), else the list
-        of deviations, for a claim's ``setting``."""
-        out = []
-        for name in names:
-            mine, theirs = getattr(self, name), getattr(PAPER, name)
-            if name == "seeds" and mine >= theirs:
-                continue
-            if name == "etas" and set(theirs) <= set(mine):
-                continue
-            if mine != theirs:
-                out.append(f"{name} = {_show(mine)} (paper: {_show(theirs)})")
-        return PAPER_SETTING if not out else "; ".join(out)
-
-
-PAPER = Setup()
-"""The paper's §4 setting: n = 2000, d = 1000, h = 1500, the nine-rate grid and 5 runs are the defaults."""
-
-GRID_FIELDS = ("n", "d", "h", "n_test", "rho_e", "lam", "bias_correction", "etas", "seeds")
-"""The fields a claim of the Fig. 2-3 grid depends on."""
-
-
-def _show(v) -> str:
-    if isinstance(v, tuple):
-        return "[" + ", ".join(f"{x:g}" for x in v) + "]"
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def mp_edge(h: int, d: int) -> float:
-    """The MP edge of ``W0ᵀW0`` for ``N(0, 1)`` entries: ``max(h, d) (1 + sqrt(min/max))^2 = (sqrt(h) + sqrt(d))^2``."""
-    return max(h, d) * spectra.mp_edges(min(h, d) / max(h, d))[1]
-
-
-# ----------------------------------------------------------------------------- the paper's thresholds as data
-
-
-PAPER_ETAS: dict[str, float] = {"gd": 2000.0, "adam": 0.1}
-"""The learning rates the paper names as one step's thresholds (§4.1, Figs. 2-3), per optimizer."""
 
 RISE = 1.1
 """The one level at which a ratio to its reference has "risen": more than 10% above it.  The spike rule
@@ -148,6 +38,20 @@ RULES: dict[str, Criterion] = {
 threshold is the first grid learning rate at which the rule holds.  Every level is the book's: the
 paper reads its thresholds off its figures and states none (see :func:`threshold_claim`)."""
 
+
+NAMES = {"gd": "GD", "adam": "FB-Adam"}
+READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (the written readout)"}
+
+GRID_FIELDS = ("n", "d", "h", "n_test", "rho_e", "lam", "bias_correction", "etas", "seeds")
+"""The fields a claim of the Fig. 2-3 grid depends on."""
+
+
+# ----------------------------------------------------------------------------- the paper's thresholds as data
+
+
+PAPER_ETAS: dict[str, float] = {"gd": 2000.0, "adam": 0.1}
+"""The learning rates the paper names as one step's thresholds (§4.1, Figs. 2-3), per optimizer."""
+
 KTA_FIRST_LEVEL = 1.5
 """The KTA rule's level as first fixed, before the runs (``KTA(W1) / KTA(W0) >= 1.5``).  It was lowered to
 :data:`RISE` after the runs had been seen, so a KTA threshold that agrees only at the new level is not an
@@ -167,8 +71,6 @@ KTA_REVERSAL = Criterion("seed mean of KTA(eta_max) / max over eta of KTA", "<",
 """Fig. 3(c), "a reversal of trend in the KTA plot": FB-Adam's KTA ends below its peak."""
 KTA_PEAK_BAND = (0.1, 10.0)
 """Where FB-Adam's KTA must peak for the reversal to be "near eta = 1"."""
-MODE_MASS = 0.1
-"""A mode of the log-ESD must hold this fraction of the eigenvalues (:func:`htlib.spectra.esd_modes`)."""
 BIMODAL = Criterion(f"modes of the log10-ESD density holding >= {MODE_MASS:.0%} of the eigenvalues, every seed",
                     ">=", 2)
 """Fig. 2(d), "a seemingly bimodal distribution"."""
@@ -182,58 +84,6 @@ of the norms it is built from (the theorem's norms have no finite-size form to f
 COR_EXPONENT = 0.0
 """Corollary 4.2's exponent in d of both learning rates at fixed h (Theta(1)); the book fits it after
 dividing out the finite-size form (:func:`finite_size_form`) and asks that its interval contain this."""
-COR_FORMS: dict[str, str] = {"eta_f": "1", "eta_2": "1 + sqrt(h/d)"}
-"""The finite-size form of each Corollary 4.2 learning rate, as the claims name it."""
-
-
-# ----------------------------------------------------------------------------- Fig. 2
-
-
-@dataclass(frozen=True)
-class Fig2Result:
-    """The initialization and one step of each Fig. 2 learning rate, for every seed (ESD recorded).
-
-    ``init[s]`` is seed ``s``'s ``W0`` run; ``runs[(optimizer, eta)][s]`` its one-step run;
-    ``modes`` holds the :func:`htlib.spectra.esd_modes` of each of them (key ``"init"`` for ``W0``).
-    """
-
-    edge: float
-    init: tuple[Trajectory, ...]
-    runs: dict[tuple[str, float], tuple[Trajectory, ...]]
-    modes: dict
-
-    @property
-    def panels(self) -> list[tuple[str, float]]:
-        """The (optimizer, eta) of the figure's panels, GD first."""
-        return list(self.runs)
-
-
-def init_configs(setup: Setup) -> list[TwoLayerConfig]:
-    """The initializations (``steps = 0``, ESD recorded) of seeds ``0..seeds-1``: Fig. 2's ``W0`` and the
-    reference values of Fig. 3."""
-    return [TwoLayerConfig(**setup.base, steps=0, seed=s) for s in range(setup.seeds)]
-
-
-def fig2_configs(setup: Setup) -> list[TwoLayerConfig]:
-    """One step of each optimizer at each Fig. 2 learning rate and seed, ESD of ``W1`` recorded."""
-    return [TwoLayerConfig(**setup.base, optimizer=opt, eta=eta, seed=s, record_initial=False)
-            for opt, grid in (("gd", setup.fig2_gd_etas), ("adam", setup.fig2_adam_etas))
-            for eta in grid for s in range(setup.seeds)]
-
-
-def run_fig2(setup: Setup) -> Fig2Result:
-    """Fig. 2 for every seed: ``W0`` and ``W1`` of each panel, with the modes of their log-ESDs."""
-    init, steps = init_configs(setup), fig2_configs(setup)
-    with setup.executor_context() as pool:
-        done = run_sweep(train, init + steps, executor=pool, desc="Fig. 2")
-    init_runs, step_runs = tuple(done[:len(init)]), done[len(init):]
-    runs: dict[tuple[str, float], tuple[Trajectory, ...]] = {}
-    for c, r in zip(steps, step_runs):
-        runs.setdefault((c.optimizer, c.eta), ())
-        runs[(c.optimizer, c.eta)] += (r,)
-    modes = {"init": [spectra.esd_modes(r.esd[-1], min_mass=MODE_MASS) for r in init_runs]}
-    modes.update({k: [spectra.esd_modes(r.esd[-1], min_mass=MODE_MASS) for r in v] for k, v in runs.items()})
-    return Fig2Result(edge=setup.edge, init=init_runs, runs=runs, modes=modes)
 
 
 def fig2_table(res: Fig2Result) -> pd.DataFrame:
@@ -249,68 +99,6 @@ def fig2_table(res: Fig2Result) -> pd.DataFrame:
     rows = [row("W0", res.init, res.modes["init"])]
     rows += [row(f"{NAMES[o]}, eta = {e:g}", res.runs[(o, e)], res.modes[(o, e)]) for o, e in res.panels]
     return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------------- Fig. 3
-
-
-@dataclass(frozen=True)
-class Fig3Result:
-    """The Fig. 3 grid (one step, every optimizer x eta x seed), its initializations and the norms of the
-    first update at the chapter's size (seed 0), from which the spike thresholds are predicted."""
-
-    grid: RunGrid
-    init: tuple[Trajectory, ...]
-    edge: float
-    norms: "FirstStepNorms"
-
-    def init_values(self, metric: str) -> np.ndarray:
-        """``metric`` of ``W0`` per seed (aligned with ``grid.seeds``)."""
-        return np.array([r.metric(metric)[0] for r in self.init])
-
-    def init_mean(self, metric: str) -> float:
-        return float(self.init_values(metric).mean())
-
-    @property
-    def predicted(self) -> dict[str, float]:
-        """The learning rate at which ``||eta * first update||_2 = ||W0||_2``, per optimizer."""
-        return {"gd": self.norms.w0_spec / self.norms.gd_spec, "adam": self.norms.w0_spec / self.norms.adam_spec}
-
-    def statistic(self, rule: str, optimizer: str, readout: str = "d") -> np.ndarray:
-        """The per-seed statistic of rule ``rule`` (a key of :data:`RULES`), shape ``(etas, seeds)``."""
-        check_choice("rule", rule, tuple(RULES))
-        g = self.grid
-        if rule == "spike":
-            return g.get("lambda_max", optimizer) / self.edge
-        if rule == "sim":
-            return g.get("sim", optimizer)
-        if rule == "kta":
-            return g.get(f"kta@{readout}", optimizer) / self.init_values(f"kta@{readout}")
-        drops = [1 - g.get(f"{m}@{readout}", optimizer) / self.init_values(f"{m}@{readout}")
-                 for m in ("train_loss", "test_loss")]
-        return np.minimum(*drops)
-
-    def relative(self, metric: str, optimizer: str, readout: str = "d") -> np.ndarray:
-        """``metric@readout`` per seed over its value at the grid's ``eta = 1`` (NaN if 1 is not in the grid)."""
-        v = self.grid.get(f"{metric}@{readout}", optimizer)
-        j = np.flatnonzero(self.grid.etas == 1.0)
-        return v / v[j[0]] if j.size else np.full_like(v, np.nan)
-
-
-def fig3_configs(setup: Setup) -> list[TwoLayerConfig]:
-    """One step of each optimizer at each learning rate and seed; metrics of ``W_1`` only, no ESD."""
-    return [TwoLayerConfig(**setup.base, optimizer=opt, eta=eta, seed=s, record_initial=False, record_esd=False)
-            for opt in OPTIMIZERS for eta in setup.etas for s in range(setup.seeds)]
-
-
-def run_fig3(setup: Setup) -> Fig3Result:
-    """The Fig. 3 grid, the initializations it is compared with and the first-update norms at seed 0."""
-    configs, init = fig3_configs(setup), init_configs(setup)
-    with setup.executor_context() as pool:
-        done = run_sweep(train, configs + init, executor=pool, desc="Fig. 3")
-        norms = run_sweep(first_step_norms, [TwoLayerConfig(**setup.base, seed=0)], executor=pool, desc="norms")[0]
-    return Fig3Result(grid=run_grid(done[:len(configs)]), init=tuple(done[len(configs):]), edge=setup.edge,
-                      norms=norms)
 
 
 @dataclass(frozen=True)
@@ -395,192 +183,6 @@ def fig3_table(res: Fig3Result) -> pd.DataFrame:
                     row[f"{NAMES[o]} {h}"] = f"{grid.mean(f'{m}@{s}', o)[j]:.4g}"
             rows.append({**row, **{f"{NAMES[o]} sim": f"{grid.mean('sim', o)[j]:.3g}" for o in OPTIMIZERS}})
     return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------------- Theorem 4.1, Corollary 4.2
-
-
-@dataclass(frozen=True)
-class FirstStepNorms:
-    """Norms of the first update directions at one config's data and ``W0`` (Theorem 4.1, Cor. 4.2).
-
-    ``gd_*``: of ``G_0`` (the MSE without 1/2); ``adam_*``: of FB-Adam's ``G~_0`` with PyTorch's
-    bias correction (``~ sign(G_0)``); ``adam_nobc_*``: without it (the paper's eq. (2));
-    ``sign_*``: of ``sign(G_0)``; ``w0_*``: of ``W_0``.  ``dev_bc``, ``dev_nobc``:
-    ``max |G~_0 - c sign(G_0)|`` with ``c = 1`` and ``c = SIGN_FACTOR``; ``zero_fraction``: the
-    fraction of exactly-zero entries of ``G_0``.
-    """
-
-    gd_spec: float
-    gd_frob: float
-    adam_spec: float
-    adam_frob: float
-    adam_nobc_spec: float
-    adam_nobc_frob: float
-    sign_spec: float
-    sign_frob: float
-    dev_bc: float
-    dev_nobc: float
-    w0_spec: float
-    w0_frob: float
-    zero_fraction: float
-
-
-def first_step_norms(config: TwoLayerConfig) -> FirstStepNorms:
-    """:class:`FirstStepNorms` at ``config``'s data and ``W0`` (``optimizer``, ``eta`` and
-    ``bias_correction`` of the config are ignored: the one gradient ``G_0`` gives every direction)."""
-    data = make_data(config)
-    W, a = init_weights(config)
-    G = full_batch_gradient(W, a, data.X_train, data.y_train)
-    zeros = AdamState.zeros_like(W)
-    bc, _ = adam_direction(G, zeros, bias_correction=True)
-    nobc, _ = adam_direction(G, zeros, bias_correction=False)
-    s = torch.sign(G)
-
-    def frob(M: torch.Tensor) -> float:
-        return float(torch.linalg.matrix_norm(M.to(torch.float64)))
-
-    return FirstStepNorms(
-        gd_spec=spectral_norm(G), gd_frob=frob(G), adam_spec=spectral_norm(bc), adam_frob=frob(bc),
-        adam_nobc_spec=spectral_norm(nobc), adam_nobc_frob=frob(nobc), sign_spec=spectral_norm(s), sign_frob=frob(s),
-        dev_bc=float((bc - s).abs().max()), dev_nobc=float((nobc - SIGN_FACTOR * s).abs().max()),
-        w0_spec=spectral_norm(W), w0_frob=frob(W), zero_fraction=float((G == 0).to(torch.float64).mean()))
-
-
-def scaling_configs(setup: Setup) -> list[TwoLayerConfig]:
-    """The scaling sweep: width ``scaling_h`` fixed, input dimension ``d`` over ``scaling_ds`` with the
-    chapter's ``n/d``, seeds ``0..scaling_seeds-1`` (Theorem 4.1 and Corollary 4.2 are statements about
-    ``d -> infinity`` at fixed ``h``)."""
-    return [TwoLayerConfig(**{**setup.base, "n": max(1, round(setup.n / setup.d * d)), "d": d, "h": setup.scaling_h},
-                           seed=s) for d in setup.scaling_ds for s in range(setup.scaling_seeds)]
-
-
-@dataclass(frozen=True)
-class ExponentFit:
-    """Least-squares slope of ``log y`` on ``log d`` over every (d, seed) point, with its t-interval."""
-
-    slope: float
-    low: float
-    high: float
-    level: float
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return (self.low, self.high)
-
-
-def fit_exponent(ds: np.ndarray, y: np.ndarray, level: float = 0.95) -> ExponentFit:
-    """:class:`ExponentFit` of ``y ~ d^slope`` (``scipy.stats.linregress`` on logs; the interval is
-    ``slope +- t * stderr`` with ``points - 2`` degrees of freedom).
-
-    Examples
-    --------
-    >>> d = np.array([100.0, 200, 400, 800])
-    >>> f = fit_exponent(d, 3 * d ** -0.5 * (1 + 0.01 * np.array([1, -1, 1, -1])))
-    >>> round(f.slope, 2), bool(f.low < -0.5 < f.high)
-    (-0.51, True)
-    """
-    x, v = np.log(np.asarray(ds, dtype=float)), np.log(np.asarray(y, dtype=float))
-    if x.size < 3 or x.shape != v.shape:
-        raise ValueError("ds and y must be arrays of the same shape with at least 3 points")
-    fit = scipy.stats.linregress(x, v)
-    t = scipy.stats.t.ppf(0.5 + level / 2, x.size - 2)
-    return ExponentFit(slope=float(fit.slope), low=float(fit.slope - t * fit.stderr),
-                       high=float(fit.slope + t * fit.stderr), level=level)
-
-
-SCALING_QUANTITIES: dict[str, tuple[str, str]] = {
-    "adam_frob": ("||G~0||_F / sqrt(hd)", "Thm. 4.1"),
-    "adam_spec": ("||G~0||_2 / sqrt(hd)", "Thm. 4.1"),
-    "adam_nobc_frob": ("||G~0||_F / sqrt(hd), eq. (2)", "Thm. 4.1"),
-    "adam_nobc_spec": ("||G~0||_2 / sqrt(hd), eq. (2)", "Thm. 4.1"),
-    "gd_spec": ("||G0||_2 / sqrt(hd)", "GD"),
-    "eta_f": ("eta*_F = ||W0||_F / ||G~0||_F", "Cor. 4.2"),
-    "eta_2": ("eta*_2 sqrt(h) = sqrt(h) ||W0||_2 / ||G~0||_2", "Cor. 4.2"),
-    "gd_eta_2": ("GD: sqrt(h) ||W0||_2 / ||G0||_2", "GD"),
-}
-"""The quantities whose exponent in ``d`` the scaling sweep fits (name -> (label, statement))."""
-
-
-def finite_size_form(key: str, h: int, d: int) -> float:
-    """The finite-size factor of a Corollary 4.2 learning rate at ``(h, d)``, which its Theta(1) leaves out.
-
-    ``eta_2``: ``sqrt(h) ||W0||_2 / ||G~0||_2`` with ``||W0||_2 ~ sqrt(h) + sqrt(d)`` (the square root of
-    the MP edge) and ``||G~0||_2 = kappa sqrt(hd)`` is ``(1 + sqrt(h/d)) / kappa``: the factor is
-    ``1 + sqrt(h/d)``, which reaches its limit 1 only for ``d >> h``.  ``eta_f``: ``||W0||_F ~ sqrt(hd)``
-    has no such factor (1).
-
-    Examples
-    --------
-    >>> finite_size_form("eta_2", 250, 1000), finite_size_form("eta_f", 250, 1000)
-    (1.5, 1.0)
-    """
-    check_choice("key", key, tuple(COR_FORMS))
-    return math.sqrt(mp_edge(h, d) / d) if key == "eta_2" else 1.0
-
-
-def residual_exponents(ds: np.ndarray, seeds: np.ndarray, y: np.ndarray, form: np.ndarray) -> np.ndarray:
-    """Per seed, the least-squares exponent ``x`` of ``y / form ~ d^x`` over that seed's sizes.
-
-    Examples
-    --------
-    >>> d = np.array([100.0, 200, 400, 100, 200, 400])
-    >>> residual_exponents(d, np.array([0, 0, 0, 1, 1, 1]), 3 * (1 + 10 / d) * d ** 0.2, 1 + 10 / d).round(6).tolist()
-    [0.2, 0.2]
-    """
-    out = []
-    for s in np.unique(seeds):
-        k = seeds == s
-        if np.unique(ds[k]).size < 2:
-            raise ValueError("every seed needs at least two sizes for its exponent")
-        out.append(scipy.stats.linregress(np.log(ds[k]), np.log(y[k] / form[k])).slope)
-    return np.array(out)
-
-
-@dataclass(frozen=True)
-class ScalingResult:
-    """The scaling sweep: per config its norms, the quantities of :data:`SCALING_QUANTITIES` and their
-    fitted exponents in ``d``; for Corollary 4.2's learning rates also the per-seed exponents left
-    after dividing out :func:`finite_size_form` (``residual``: their seed mean and t-interval)."""
-
-    configs: tuple[TwoLayerConfig, ...]
-    norms: tuple[FirstStepNorms, ...]
-    values: dict[str, np.ndarray]
-    fits: dict[str, ExponentFit]
-    residual: dict[str, SeedInterval] = dataclasses.field(default_factory=dict)
-
-    @property
-    def ds(self) -> np.ndarray:
-        return np.array([c.d for c in self.configs], dtype=float)
-
-    @property
-    def h(self) -> int:
-        return self.configs[0].h
-
-
-def _quantities(c: TwoLayerConfig, r: FirstStepNorms) -> dict[str, float]:
-    root = math.sqrt(c.h * c.d)
-    return {"adam_frob": r.adam_frob / root, "adam_spec": r.adam_spec / root, "adam_nobc_frob": r.adam_nobc_frob / root,
-            "adam_nobc_spec": r.adam_nobc_spec / root, "gd_spec": r.gd_spec / root,
-            "eta_f": r.w0_frob / r.adam_frob, "eta_2": math.sqrt(c.h) * r.w0_spec / r.adam_spec,
-            "gd_eta_2": math.sqrt(c.h) * r.w0_spec / r.gd_spec}
-
-
-def run_scaling(setup: Setup) -> ScalingResult:
-    """The norms of the first update over ``scaling_ds`` at fixed ``scaling_h``, and their exponents in ``d``."""
-    configs = scaling_configs(setup)
-    with setup.executor_context() as pool:
-        norms = run_sweep(first_step_norms, configs, executor=pool, desc="Theorem 4.1")
-    q = [_quantities(c, r) for c, r in zip(configs, norms)]
-    values = {k: np.array([row[k] for row in q]) for k in SCALING_QUANTITIES}
-    ds = np.array([c.d for c in configs], dtype=float)
-    fits = {k: fit_exponent(ds, v, setup.ci_level) for k, v in values.items()}
-    seeds = np.array([c.seed for c in configs])
-    residual = {}
-    for k in COR_FORMS:
-        form = np.array([finite_size_form(k, c.h, c.d) for c in configs])
-        residual[k] = seed_interval(residual_exponents(ds, seeds, values[k], form), level=setup.ci_level)
-    return ScalingResult(configs=tuple(configs), norms=tuple(norms), values=values, fits=fits, residual=residual)
 
 
 def scaling_table(res: ScalingResult) -> pd.DataFrame:

@@ -1,209 +1,22 @@
-"""The phases chapter (``book/phases.ipynb``): Martin & Mahoney's 5+1 phases on labelled matrices.
-
-What the chapter computes, at its sizes (1500 x 1000, the student width of paper 003, and
-300 x 200): one example matrix per phase, the spectrum report of each, the confusion table of the
-classifier :func:`htlib.spectra.analyze_spectrum` on every family of
-:data:`htlib.random_matrices.LABELLED_CASES`, and the chapter's claim records.  The families
-themselves, and the classifier, are numerics; which label each family *should* get at these sizes,
-and why (:data:`EXPECTED_PHASES`), is this chapter's.
-"""
+"""What the phases chapter reads from its cached results: claims, measurements, tables, figures and
+glue.  Outside the result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here
+recomputes nothing; what computes lives in :mod:`htlib.experiments.phases.compute`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from htlib import plotting, spectra
-from htlib._checks import check_choice
 from htlib.claims import Claim
-from htlib.experiments._setup import ParameterError, SweepSetup, param
-from htlib.random_matrices import LABELLED_CASES, labelled_matrix
-from htlib.sweep import run_sweep
+from htlib.random_matrices import LABELLED_CASES
+from htlib.experiments.phases.compute import (Confusion, EXAMPLES, EXPECTED_PHASES, LARGE, PhaseResult, expected_phases)
 
-__all__ = ["Setup", "PAPER", "MIN_SIZE", "EXAMPLES", "SHORT_PHASES", "EXPECTED_PHASES", "expected_phases", "PhaseCase", "PhaseResult", "run_phase_case",
-           "confusion_counts", "run_examples", "run_confusions", "examples_table", "evidence_table", "reasons_table",
-           "metrics_table", "examples_figure", "Confusion", "confusion", "confusion_table",
-           "LARGE", "PLANTED_THETAS", "predicted_outlier_tw", "boundary_evidence", "undecidable_table",
-           "count_phrase", "reliability", "example_numbers", "size_numbers", "FamilyRates", "family_rates", "chapter_claims"]
-
-MIN_SIZE = 60
-"""Fewest rows and columns a labelled matrix can have: the ``rank60`` family plants a rank-60 signal."""
-
-
-@dataclass(frozen=True)
-class Setup(SweepSetup):
-    """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    Both sizes need at least :data:`MIN_SIZE` rows and columns, and no more columns than rows
-    (``gamma = d/h <= 1``).
-
-    Examples
-    --------
-    >>> Setup(small_h=120, small_d=60).small_d
-    60
-    >>> Setup(small_d=59)
-    Traceback (most recent call last):
-    ...
-    htlib.experiments._setup.ParameterError: parameter 'small_d' must be an integer ≥ 60, ≤ 20000; got 59
-    """
-
-    h: int = param(1500, "rows p of the synthetic matrices (the student width of paper 003)", ge=MIN_SIZE, le=20_000)
-    d: int = param(1000, "columns q (needs d ≤ h)", ge=MIN_SIZE, le=20_000)
-    seed: int = param(0, "seed of the six example matrices", ge=0)
-    confusion_seeds: int = param(1, "seeds per family in the confusion table at h x d", ge=1, le=10)
-    small_h: int = param(300, "rows of the small-size confusion table", ge=MIN_SIZE, le=20_000)
-    small_d: int = param(200, "columns of the small-size confusion table (needs small_d ≤ small_h)",
-                         ge=MIN_SIZE, le=20_000)
-    small_seeds: int = param(3, "seeds per family at the small size", ge=1, le=20)
-    bins: int = param(80, "histogram bins per panel", ge=10, le=1000)
-
-    def _check(self) -> None:
-        for rows, cols in (("h", "d"), ("small_h", "small_d")):
-            if getattr(self, cols) > getattr(self, rows):
-                raise ParameterError(f"parameter {cols!r} must be ≤ {rows} = {getattr(self, rows)} (gamma ≤ 1); "
-                                     f"got {getattr(self, cols)}")
-
-
-PAPER = Setup()
-"""The papers' setting: the defaults (Martin & Mahoney give no matrix size; 1500 x 1000 is paper 003's)."""
-
-
-EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", "bulk+spikes": "rank5",
-                            "bulk-decay": "profile", "heavy-tailed": "t1.5", "rank-collapse": "collapse"}
-"""One labelled case per phase: the chapter's six example matrices."""
 
 SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", "collapse")
 """Column names of the confusion table, in the order of :data:`htlib.spectra.PHASES`."""
-
-_BBP = ("just above the BBP threshold: its outlier is predicted a few s_TW past the edge, at the 4 s_TW outlier "
-        "margin")
-_MU4 = ("tail index mu > 4: at finite size the top eigenvalue stays near the Tracy-Widom window of the edge "
-        "(asymptotically the ESD is MP), so Martin & Mahoney's finite-size bulk-decay need not be visible")
-_MU24 = ("tail index mu in (2, 4) with finite variance: the bulk is MP and only a few percent of the eigenvalues leave "
-         "it, in a tail whose exponent sits near Martin & Mahoney's alpha = 4 boundary between heavy-tailed and "
-         "bulk-decay; its top eigenvalues come from single large entries and the spacing test can detach them as spikes")
-
-EXPECTED_PHASES: dict[str, PhaseResult] = {
-    "gaussian": {"label": "random-like"},
-    "rank1-0.5": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
-    "rank1-0.8": {"label": "random-like", "why": "below the BBP threshold gamma**(1/4): no outlier exists"},
-    "rank1-1.0": {"label": "random-like", "undecidable": ("random-like", "bleeding-out"), "why": _BBP},
-    "rank1-1.1": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes", "random-like"),
-                  "why": "its outlier is predicted near the 10 s_TW separation boundary (at small sizes inside the "
-                         "4 s_TW margin)"},
-    "rank1-1.4": {"label": "bulk+spikes", "small": ("bleeding-out",),
-                  "why_small": "at small sizes its outlier is predicted near the 10 s_TW separation boundary"},
-    "rank1-2.0": {"label": "bulk+spikes"},
-    "rank1-4.0": {"label": "bulk+spikes"},
-    "bleed": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes"), "small": ("random-like",),
-              "why": "the theta = 1.15 outlier is predicted near the 10 s_TW separation boundary, a few s_TW above "
-                     "the next one: it can stand apart as a spike",
-              "why_small": "at small sizes some of the four outliers are predicted inside the 4 s_TW margin"},
-    "rank5": {"label": "bulk+spikes"},
-    "rank15": {"label": "bulk+spikes"},
-    "rank60": {"label": "bulk+spikes"},
-    "t1.5": {"label": "heavy-tailed", "why": "mu = 1.5 < 2: very heavy-tailed"},
-    "t2.5": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
-    "t3": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
-    "t6": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
-    "pareto1": {"label": "heavy-tailed", "why": "mu = 1 < 2: very heavy-tailed"},
-    "pareto2.5": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
-    "pareto5": {"label": "bulk-decay", "undecidable": ("random-like", "bulk-decay"), "why": _MU4},
-    "t2.5+spike": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"),
-                   "why": _MU24 + "; the theta = 3 spike sits inside that tail"},
-    "profile": {"label": "bulk-decay", "small": ("random-like", "bleeding-out"),
-                "why": "finite moments, but the MP law with a single sigma^2 does not hold: the edge is deformed and "
-                       "decays into a few outliers just past lambda_+",
-                "why_small": "at small sizes the deformation stays within a few s_TW of the edge"},
-    "zeros5": {"label": "random-like", "why": "5% zeros is below the 10% rank-collapse share; MP holds on the rest"},
-    "zeros20": {"label": "rank-collapse"},
-    "zeros50": {"label": "rank-collapse"},
-    "collapse": {"label": "rank-collapse", "why": "90% of the eigenvalues sit on a 1e-2 noise floor"},
-}
-"""Martin & Mahoney's label of every labelled case, with the labels an honest classifier may return
-where the case is undecidable at the large size (``"undecidable"``) or only below it (``"small"``), and
-the reason (without sizes: :func:`boundary_evidence` measures each case at the size of a run).  The
-allowances were found at :data:`LARGE` and at 300 x 200."""
-
-LARGE = (1500, 1000)
-"""The size from which on (``h * d`` at least as large) only the large-size allowances apply."""
-
-
-def expected_phases(name: str, h: int, d: int) -> tuple[str, ...]:
-    """Labels accepted for case ``name`` at size ``h x d``: the taxonomy's label, or the undecidable set.
-
-    ``h * d >= LARGE[0] * LARGE[1]`` uses the large-size entry; smaller sizes add the ``"small"`` allowances.
-    """
-    check_choice("name", name, tuple(EXPECTED_PHASES))
-    e = EXPECTED_PHASES[name]
-    allowed = tuple(e.get("undecidable", (e["label"],)))
-    if h * d < LARGE[0] * LARGE[1]:
-        allowed = tuple(dict.fromkeys(allowed + tuple(e.get("small", ()))))
-    return allowed
-
-
-@dataclass(frozen=True)
-class PhaseCase:
-    """One labelled case of :data:`LABELLED_CASES` at a size and seed (a sweep configuration)."""
-
-    name: str
-    h: int = 1500
-    d: int = 1000
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_choice("name", self.name, tuple(LABELLED_CASES))
-        if not (isinstance(self.h, int) and isinstance(self.d, int) and self.h >= self.d >= 10):
-            raise ValueError(f"h and d must be integers with h >= d >= 10, got h={self.h!r}, d={self.d!r}")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """One labelled matrix's ESD and spectrum report.
-
-    ``eigs`` is the ESD of ``WᵀW/h``; ``report`` is :func:`htlib.spectra.analyze_spectrum` of the raw
-    ESD of ``WᵀW`` (the phase is scale-free; the raw ESD gives WeightWatcher's alpha); ``scale = h``
-    is the factor between the two.
-    """
-
-    eigs: np.ndarray
-    scale: float
-    report: spectra.SpectrumReport
-
-
-def run_phase_case(cfg: PhaseCase) -> PhaseResult:
-    """Draw the case and analyse its spectrum (:class:`PhaseResult`)."""
-    raw = spectra.esd(labelled_matrix(cfg.name, cfg.h, cfg.d, seed=cfg.seed))
-    return PhaseResult(eigs=raw / cfg.h, scale=float(cfg.h), report=spectra.analyze_spectrum(raw, cfg.d / cfg.h))
-
-
-def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> np.ndarray:
-    """Counts ``[case, phase]`` of the labels ``phases[i]`` (one list per case, e.g. over seeds),
-    columns in the order of :data:`spectra.PHASES`."""
-    if len(cases) != len(phases):
-        raise ValueError(f"cases and phases must have the same length, got {len(cases)} and {len(phases)}")
-    out = np.zeros((len(cases), len(spectra.PHASES)), dtype=int)
-    for i, labels in enumerate(phases):
-        for lab in labels:
-            check_choice("phase", lab, tuple(spectra.PHASES))
-            out[i, spectra.PHASES.index(lab)] += 1
-    return out
-
-
-# --------------------------------------------------------------------------- the six examples
-
-
-def run_examples(setup: Setup) -> dict[str, PhaseResult]:
-    """:func:`run_phase_case` of the :data:`EXAMPLES` at ``setup.h x setup.d``, keyed by phase (through the
-    result cache, on the setup's executor)."""
-    cfgs = [PhaseCase(n, setup.h, setup.d, setup.seed) for n in EXAMPLES.values()]
-    with setup.executor_context() as pool:
-        res = run_sweep(run_phase_case, cfgs, executor=pool, progress=False, desc="phase examples")
-    return dict(zip(EXAMPLES, res))
 
 
 def examples_table():
@@ -285,51 +98,6 @@ def examples_figure(examples: dict[str, PhaseResult], *, bins: int = 80):
                                 title=f"{EXAMPLES[phase]}:\n{res.report.phase}")
     plotting.figure_legend(fig, axes, rename={"MP": "fitted MP density"})
     return fig
-
-
-# --------------------------------------------------------------------------- confusion tables
-
-
-@dataclass(frozen=True)
-class Confusion:
-    """The classifier on every labelled family at one size: labels per seed, counts, agreement."""
-
-    h: int
-    d: int
-    labels: dict[str, list[str]]
-    counts: np.ndarray
-    ok: dict[str, bool]
-    reports: dict[str, list[spectra.SpectrumReport]]
-
-    @property
-    def n_ok(self) -> int:
-        """Families whose every label is one of :func:`expected_phases`."""
-        return sum(self.ok.values())
-
-    @property
-    def n_undecidable(self) -> int:
-        """Families for which several labels are accepted at this size."""
-        return sum(len(expected_phases(n, self.h, self.d)) > 1 for n in self.labels)
-
-
-def confusion(h: int, d: int, seeds: Sequence[int], *, executor=None) -> Confusion:
-    """Classify every family of :data:`LABELLED_CASES` at ``h x d`` for each seed (through the cache,
-    on ``executor``: a ``concurrent.futures`` executor, ``None`` for this process)."""
-    cfgs = [PhaseCase(n, h, d, s) for n in LABELLED_CASES for s in seeds]
-    res = run_sweep(run_phase_case, cfgs, executor=executor, progress=False, desc=f"labelled set {h}x{d}")
-    reports = {n: [r.report for c, r in zip(cfgs, res) if c.name == n] for n in LABELLED_CASES}
-    labels = {n: [r.phase for r in reps] for n, reps in reports.items()}
-    ok = {n: all(x in expected_phases(n, h, d) for x in lab) for n, lab in labels.items()}
-    return Confusion(h, d, labels, confusion_counts(list(labels), list(labels.values())), ok, reports)
-
-
-def run_confusions(setup: Setup) -> tuple[Confusion, Confusion]:
-    """The :func:`confusion` at ``h x d`` (``confusion_seeds`` seeds) and at ``small_h x small_d``
-    (``small_seeds`` seeds), on the setup's executor."""
-    with setup.executor_context() as pool:
-        big = confusion(setup.h, setup.d, range(setup.confusion_seeds), executor=pool)
-        small = confusion(setup.small_h, setup.small_d, range(setup.small_seeds), executor=pool)
-    return big, small
 
 
 def confusion_table(conf: Confusion):

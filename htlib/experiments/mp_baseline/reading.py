@@ -1,26 +1,18 @@
-"""The Marchenko-Pastur baseline chapter (``book/mp_baseline.ipynb``): what "random" looks like.
-
-The chapter draws paper 003's initialisation ``W0`` (i.i.d. N(0, 1), h x d), matrices of other
-aspect ratios, and a finite-size sweep, and compares each ESD of ``WᵀW/p`` with the MP law
-(:mod:`htlib.random_matrices`).  This module holds the chapter's panels, tables, figures and claim
-records; the numbers come from the numerics unchanged.
-"""
+"""What the mp_baseline chapter reads from its cached results: claims, measurements, tables, figures and
+glue.  Outside the result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here
+recomputes nothing; what computes lives in :mod:`htlib.experiments.mp_baseline.compute`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from htlib import plotting, spectra
 from htlib.claims import Claim, Criterion
-from htlib.experiments._setup import ParameterError, SetupBase, param
-from htlib.random_matrices import MPComparison, MPSizeSweep, compare_with_mp, gaussian_matrix, mp_size_sweep
+from htlib.random_matrices import MPComparison
+from htlib.experiments.mp_baseline.compute import GammaPanel, PAPER, Setup, SizeSweep
 
-__all__ = ["Setup", "PAPER", "w0_table", "w0_figure", "GammaPanel", "gamma_panels", "comparison_table", "gamma_table", "gamma_figure",
-           "SizeSweep", "size_sweep", "size_table", "size_figure", "chapter_claims",
-           "KS_BOUND", "TW_BOUND", "RIGID_SLOPE", "IID_SLOPE"]
 
 KS_BOUND = 0.01
 """Criterion of the MP claim: KS distance of the ESD of ``W0`` to MP below this."""
@@ -30,66 +22,6 @@ RIGID_SLOPE = -0.65
 """Criterion of the rigidity claim: fitted slope of log KS against log h below this (rigid rate -1)."""
 IID_SLOPE = -0.5
 """The i.i.d.-sample rate of the KS distance; a slope between it and :data:`RIGID_SLOPE` is "partly"."""
-
-
-# --------------------------------------------------------------------------- the chapter's parameters
-
-
-@dataclass(frozen=True)
-class Setup(SetupBase):
-    """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    Every matrix the chapter draws needs at least :data:`htlib.spectra.MIN_POSITIVE` columns (the MP
-    fit needs that many positive eigenvalues), and ``d <= h`` (MP of ratio ``d/h <= 1``).
-
-    Examples
-    --------
-    >>> Setup().d, Setup(h=600, d=400).gamma
-    (1000, 0.6666666666666666)
-    >>> Setup(d=2000)
-    Traceback (most recent call last):
-    ...
-    htlib.experiments._setup.ParameterError: parameter 'd' must be ≤ h = 1500 (MP of ratio d/h ≤ 1); got 2000
-    """
-
-    h: int = param(1500, "rows of W0 (the student width in paper 003)", ge=spectra.MIN_POSITIVE, le=20_000)
-    d: int = param(1000, "columns of W0 (the input dimension; needs d ≤ h)", ge=spectra.MIN_POSITIVE, le=20_000)
-    seed: int = param(0, "seed of W0", ge=0)
-    gammas: tuple[float, ...] = param([0.1, 0.25, 0.5, 0.9], "aspect ratios d/h of the comparison panels",
-                                      gt=0, le=1, max_len=12)
-    gamma_rows: int = param(2000, "rows of the matrices in the aspect-ratio panels", ge=spectra.MIN_POSITIVE,
-                            le=20_000)
-    sweep_rows: tuple[int, ...] = param([250, 500, 1000, 2000, 4000],
-                                        "row counts of the finite-size sweep, at gamma d/h",
-                                        ge=spectra.MIN_POSITIVE, le=20_000, min_len=2, max_len=12)
-    sweep_seeds: int = param(3, "seeds per size in the finite-size sweep", ge=1, le=20)
-    bins: int = param(80, "histogram bins", ge=10, le=1000)
-
-    @property
-    def gamma(self) -> float:
-        """``d / h``, the aspect ratio of ``W0`` and of the finite-size sweep."""
-        return self.d / self.h
-
-    def _check(self) -> None:
-        if self.d > self.h:
-            raise ParameterError(f"parameter 'd' must be ≤ h = {self.h} (MP of ratio d/h ≤ 1); got {self.d}")
-        least = spectra.MIN_POSITIVE
-        for g in self.gammas:
-            if max(1, round(g * self.gamma_rows)) < least:
-                raise ParameterError(f"parameter 'gammas': gamma {g!r} x gamma_rows {self.gamma_rows} gives fewer "
-                                     f"than {least} columns (the MP fit needs {least} eigenvalues); raise gamma_rows "
-                                     f"or the ratio")
-        for rows in self.sweep_rows:
-            if max(1, round(self.gamma * rows)) < least:
-                raise ParameterError(f"parameter 'sweep_rows': {rows} rows at gamma d/h {self.gamma:.3g} give fewer "
-                                     f"than {least} columns (the MP fit needs {least} eigenvalues); got {list(self.sweep_rows)}")
-        if len(set(self.sweep_rows)) < 2:
-            raise ParameterError(f"parameter 'sweep_rows' needs two or more different sizes (the fitted slope); "
-                                 f"got {list(self.sweep_rows)}")
-
-
-PAPER = Setup()
-"""The papers' setting: the defaults (W0 at paper 003's 1500 x 1000; the rest has no paper scale)."""
 
 
 def size_phrase(setup: Setup) -> str:
@@ -138,26 +70,6 @@ def w0_figure(eigs: np.ndarray, c: MPComparison, *, bins: int = 80):
     return fig
 
 
-# --------------------------------------------------------------------------- other aspect ratios
-
-
-@dataclass(frozen=True)
-class GammaPanel:
-    """One aspect-ratio panel: the MP comparison and the ESD of ``WᵀW/p``."""
-
-    comparison: MPComparison
-    eigs: np.ndarray
-
-
-def gamma_panels(gammas: Sequence[float], rows: int, seed: int) -> list[GammaPanel]:
-    """A ``rows x round(gamma rows)`` Gaussian matrix per ratio, seeded ``seed + 1 + i``."""
-    out = []
-    for i, g in enumerate(gammas):
-        W = gaussian_matrix(rows, max(1, round(g * rows)), seed=seed + 1 + i)
-        out.append(GammaPanel(compare_with_mp(W), spectra.esd(W, normalize="rows")))
-    return out
-
-
 def comparison_table(comparisons: Sequence[MPComparison]):
     """One row per matrix: size, top eigenvalue against the edge, Tracy-Widom gap, KS, spikes."""
     rows = [(c.gamma, c.p, c.q, c.lambda_max, c.lambda_plus, c.edge_gap_tw, c.ks_distance, c.num_spikes)
@@ -187,31 +99,6 @@ def gamma_figure(panels: Sequence[GammaPanel], *, bins: int = 80):
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     return fig
-
-
-# --------------------------------------------------------------------------- finite size
-
-
-@dataclass(frozen=True)
-class SizeSweep:
-    """The finite-size sweep (:class:`htlib.random_matrices.MPSizeSweep`), its seed means and the
-    fitted slope of log KS against log h."""
-
-    raw: MPSizeSweep
-    ks_mean: np.ndarray
-    gap_abs: np.ndarray
-    gap_tw: np.ndarray
-    ks_slope: float
-
-
-def size_sweep(rows: Sequence[int], gamma: float, seeds: int) -> SizeSweep:
-    """The sweep over ``rows`` at ratio ``gamma``, seeds ``100, 101, ...``; means over seeds of the KS
-    distance, ``|lambda_max - lambda_+|`` and its Tracy-Widom multiple, and the slope of log KS on log h."""
-    s = mp_size_sweep(rows, gamma=gamma, seeds=list(range(100, 100 + seeds)))
-    ks_mean = s.ks_distance.mean(axis=1)
-    return SizeSweep(raw=s, ks_mean=ks_mean, gap_abs=np.abs(s.edge_gap).mean(axis=1),
-                     gap_tw=np.abs(s.edge_gap_tw).mean(axis=1),
-                     ks_slope=float(np.polyfit(np.log(s.p), np.log(ks_mean), 1)[0]))
 
 
 def size_table(sw: SizeSweep):

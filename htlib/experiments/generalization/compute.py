@@ -1,0 +1,392 @@
+"""The generalization chapter (paper 003, §5.3 and App. E.4): Figs. 7 and 8, their claims.
+
+The experiments layer of :mod:`htlib.generalization` (rank correlations, seed means, spectral numbers)
+and :func:`htlib.two_layer.train`:
+
+- :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's setting);
+- :func:`run_fig7` (learning-rate grid x optimizer x seed, metrics of ``W_10``; optionally repeated with
+  weight normalization) and :func:`run_fig8` (sample size, ridge constant, label noise, StepLR decay,
+  and the StepLR runs repeated with weight normalization, for every Fig. 8 seed), through the result
+  cache (:func:`htlib.sweep.run_sweep`), each returning a typed result;
+- the ridge-constant panel, recomputed from stored ``W_t`` (no retraining);
+- :func:`claims`: the claim records, every criterion a :class:`htlib.claims.Criterion` judged on a seed
+  interval; the claims that read a loss or the KTA are measured under both readout conventions
+  (``"d"``, the published figures', counted; ``"sqrt_d"``, the paper's formula, a variant).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from htlib import cache
+from htlib._checks import check_int
+from htlib.claims import PAPER_SETTING
+from htlib.generalization import final_metrics
+from htlib.experiments._setup import MIN_WIDTH, SweepSetup, param
+from htlib.sweep import run_sweep
+from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
+                             restrict_recording, ridge_losses, run_grid, train)
+
+
+ETA_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
+"""The learning rates of Fig. 7."""
+
+OPTIMIZERS: tuple[str, ...] = ("gd", "adam")
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(TwoLayerConfig))
+
+
+# ----------------------------------------------------------------------------- the chapter's parameters
+
+
+@dataclass(frozen=True)
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
+
+    The defaults are the paper's §5.3 setting, with Fig. 8 at the authors' two seeds, except that the
+    weight-normalized repeat of the Fig. 7 grid is off (:data:`PAPER` turns it on).
+
+    Examples
+    --------
+    >>> Setup(fig8_seeds=1).deviations(FIG8_FIELDS)
+    'fig8_seeds = 1 (paper: 2)'
+    """
+
+    n: int = param(8000, "training and probe-set size of Fig. 7 and the base of Fig. 8", ge=1, le=100_000)
+    d: int = param(1000, "input dimension", ge=MIN_WIDTH, le=20_000)
+    h: int = param(1500, "width of the student", ge=MIN_WIDTH, le=20_000)
+    n_test: int = param(200, "test-set size", ge=1, le=100_000)
+    rho_e: float = param(0.3, "label-noise standard deviation", ge=0)
+    lam: float = param(0.01, "ridge constant of the readout", gt=0)
+    steps: int = param(10, "full-batch steps", ge=1, le=100_000)
+    etas: tuple[float, ...] = param(list(ETA_GRID), "learning rates of Fig. 7", gt=0)
+    seeds: int = param(5, "seeds per optimizer and learning rate", ge=2, le=20)
+    weight_norm_repeat: bool = param(False, "also run the Fig. 7 grid with weight normalization (doubles the sweep)")
+    fig8_eta: float = param(1.0, "FB-Adam learning rate of Fig. 8", gt=0)
+    fig8_seeds: int = param(2, "seeds of every Fig. 8 run (the authors' configurations use 2)", ge=1, le=20)
+    ns: tuple[int, ...] = param([500, 2000, 4000, 8000], "Fig. 8(a) sample sizes", ge=1, le=100_000)
+    lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
+    rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
+    steplr_gammas: tuple[float, ...] = param([0.2, 0.4, 0.6, 0.8], "Fig. 8(d) StepLR decay factors", gt=0, le=1)
+    n_boot: int = param(2000, "bootstrap replicates of the rank-correlation table",
+                        ge=100, le=100_000)
+    ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
+    readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
+
+    @property
+    def shape(self) -> dict:
+        """The :class:`htlib.two_layer.TwoLayerConfig` fields every run of the chapter shares."""
+        return dict(n=self.n, d=self.d, h=self.h, n_test=self.n_test, rho_e=self.rho_e, lam=self.lam,
+                    steps=self.steps, readout_scale=self.readout)
+
+    def deviations(self, names: Sequence[str]) -> str:
+        """``"paper"`` if the fields ``names`` have the paper's values (seed counts: at least), else the
+        deviations, for a claim's ``setting``."""
+        out = []
+        for name in names:
+            mine, theirs = getattr(self, name), getattr(PAPER, name)
+            if name in ("seeds", "fig8_seeds") and mine >= theirs:
+                continue
+            if isinstance(theirs, tuple) and set(theirs) <= set(mine):
+                continue
+            if mine != theirs:
+                out.append(f"{name} = {_show(mine)} (paper: {_show(theirs)})")
+        return PAPER_SETTING if not out else "; ".join(out)
+
+
+PAPER = Setup(weight_norm_repeat=True)
+"""The paper's setting: §5.3's n = 8000, 10 steps, nine learning rates and 5 runs; Fig. 8 at the authors'
+two seeds; and the weight-normalized repeat of Fig. 7 (App. E.4)."""
+
+
+def _show(v) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(f"{x:g}" for x in v) + "]"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+# ----------------------------------------------------------------------------- configs and runs
+
+
+def _setting(setting: Mapping, fixed: Sequence[str]) -> dict:
+    """:class:`Setup`'s shape updated by ``setting``: TwoLayerConfig fields other than the ``fixed`` ones."""
+    bad = [k for k in setting if k not in _FIELDS or k in fixed]
+    if bad:
+        raise ValueError(f"unknown or fixed setting {bad}; allowed: {[f for f in _FIELDS if f not in fixed]}")
+    out = {**Setup().shape, "dtype": "float32", "device": "cpu", **setting}
+    check_int("steps", out["steps"], 1)
+    return {**out, "rho_e": float(out["rho_e"]), "lam": float(out["lam"])}
+
+
+def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] = OPTIMIZERS, seeds: int = 5,
+                 **setting) -> list[TwoLayerConfig]:
+    """The runs of Fig. 7: every (optimizer, eta, seed), ordered optimizer-major.
+
+    Metrics and the ESD are recorded only at the last step (``record_every = steps``,
+    ``record_initial = False``) and no weight matrix is kept: the figure needs only the numbers of
+    ``W_steps``.
+
+    Parameters
+    ----------
+    etas
+        Learning rates, each ``> 0``.
+    optimizers
+        Subset of ``{"gd", "adam"}``.
+    seeds
+        Number of seeds ``0..seeds-1`` (``>= 1``).
+    **setting
+        :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape (``n``,
+        ``weight_norm``, ...; validated by the config).
+
+    Returns
+    -------
+    list of TwoLayerConfig
+        ``len(optimizers) * len(etas) * seeds`` configs; index ``(i_opt * len(etas) + i_eta) * seeds + seed``.
+
+    Examples
+    --------
+    >>> len(fig7_configs(etas=[1.0, 10.0], seeds=2, n=64, d=16, h=24))
+    8
+    """
+    check_int("seeds", seeds, 1)
+    s = _setting(setting, ("optimizer", "eta", "seed", "record_every", "keep_weights", "record_initial"))
+    if len(etas) == 0 or any(not (float(e) > 0) for e in etas):
+        raise ValueError(f"etas must be a non-empty list of numbers > 0, got {list(etas)!r}")
+    bad = [o for o in optimizers if o not in OPTIMIZERS]
+    if len(optimizers) == 0 or bad:
+        raise ValueError(f"optimizers must be a non-empty subset of {OPTIMIZERS}, got {list(optimizers)!r}")
+    return [TwoLayerConfig(**s, optimizer=opt, eta=float(eta), seed=seed, record_every=s["steps"], keep_weights=(),
+                           record_initial=False)
+            for opt in optimizers for eta in etas for seed in range(seeds)]
+
+
+@dataclass(frozen=True)
+class Fig8Configs:
+    """The runs of Fig. 8 for one seed (FB-Adam, fixed eta), by panel.
+
+    ``base`` (the chapter's ``n`` and ``rho_e``, constant learning rate) keeps every ``W_t``: panel (b)
+    recomputes its readout for each ridge constant and the label-noise check needs ``W_9, W_10``.  The
+    label-noise runs keep ``W_9, W_10``; the other runs keep nothing.  ``wn_by_steplr_gamma`` are the
+    StepLR runs (and, under ``1.0``, the constant learning rate) repeated with weight normalization,
+    measured at the last step only.  A panel config with the base's training spec is not trained
+    again: :func:`run_trainings` reads it off the base run, whose recording covers it.
+    """
+
+    base: TwoLayerConfig
+    by_n: dict[int, TwoLayerConfig]
+    by_rho: dict[float, TwoLayerConfig]
+    by_steplr_gamma: dict[float, TwoLayerConfig]
+    wn_by_steplr_gamma: dict[float, TwoLayerConfig] = dataclasses.field(default_factory=dict)
+
+    def unique(self) -> list[TwoLayerConfig]:
+        """Every distinct config once, base first."""
+        out: list[TwoLayerConfig] = []
+        for c in (self.base, *self.by_n.values(), *self.by_rho.values(), *self.by_steplr_gamma.values(),
+                  *self.wn_by_steplr_gamma.values()):
+            if c not in out:
+                out.append(c)
+        return out
+
+
+def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[float] = (0.1, 0.3, 0.5, 0.7),
+                 steplr_gammas: Sequence[float] = (0.2, 0.4, 0.6, 0.8), eta: float = 1.0, seed: int = 0,
+                 weight_norm_schedules: bool = False, **setting) -> Fig8Configs:
+    """The runs of Fig. 8 for one seed: FB-Adam at learning rate ``eta``, recorded at every step.
+
+    Parameters
+    ----------
+    ns, rhos, steplr_gammas
+        Panel (a) sample sizes, panel (c) label-noise levels, panel (d) StepLR decay factors (the
+        learning rate is multiplied by one after every step).
+    eta, seed
+        FB-Adam's learning rate and the seed of every run.
+    weight_norm_schedules
+        Also the StepLR runs (and the constant learning rate) with weight normalization, recorded at
+        the last step only (App. E.4).
+    **setting
+        :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape; its ``n`` and
+        ``rho_e`` are the base the other panels vary around (panel (b) varies only the readout).
+    """
+    s = _setting(setting, ("optimizer", "eta", "seed", "steplr_gamma", "record_every", "keep_weights"))
+    steps = s["steps"]
+    base = TwoLayerConfig(**s, optimizer="adam", eta=float(eta), seed=seed, record_every=1,
+                          keep_weights=tuple(range(steps + 1)))
+    plain = dataclasses.replace(base, keep_weights=())
+    last_two = (steps - 1, steps)
+    by_n = {int(v): dataclasses.replace(plain, n=int(v)) for v in ns}
+    by_rho = {float(v): dataclasses.replace(plain, rho_e=float(v), keep_weights=last_two) for v in rhos}
+    by_steplr_gamma = {float(v): dataclasses.replace(plain, steplr_gamma=float(v)) for v in steplr_gammas}
+    wn = {}
+    if weight_norm_schedules:
+        wn = {float(g): dataclasses.replace(plain, steplr_gamma=float(g), weight_norm=True, record_every=steps,
+                                            record_initial=False) for g in (*steplr_gammas, 1.0)}
+    return Fig8Configs(base=base, by_n=by_n, by_rho=by_rho, by_steplr_gamma=by_steplr_gamma, wn_by_steplr_gamma=wn)
+
+
+def run_trainings(
+    configs: Sequence[TwoLayerConfig],
+    *,
+    executor: cf.Executor | None = None,
+    use_cache: bool = True,
+    desc: str = "runs",
+) -> list[Trajectory]:
+    """``[train(c) for c in configs]`` through :func:`htlib.sweep.run_sweep` (cached, resumable),
+    training each training spec once.
+
+    A config whose recording another config of the batch covers
+    (:func:`htlib.two_layer.recording_covers`: same training spec, a superset of the recorded steps,
+    kept weights and ESD) is read off that run (:func:`htlib.two_layer.restrict_recording`)
+    instead of being trained again; where that run diverged it is trained itself.  ``executor`` is
+    ``None`` (in this process) or any :class:`concurrent.futures.Executor` (a chapter passes the one of
+    :meth:`Setup.executor_context`), which the caller owns.
+    """
+    configs = list(configs)
+    hosts: list[TwoLayerConfig] = []
+    host_of: dict[TwoLayerConfig, TwoLayerConfig] = {}
+    for c in sorted(dict.fromkeys(configs), key=_recording_size, reverse=True):
+        host = next((h for h in hosts if recording_covers(h, c)), None)
+        if host is None:
+            hosts.append(c)
+            host = c
+        host_of[c] = host
+    done = dict(zip(hosts, run_sweep(train, hosts, executor=executor, use_cache=use_cache, desc=desc)))
+    redo = [c for c, h in host_of.items() if h != c and done[h].diverged_at is not None]
+    if redo:
+        done.update(zip(redo, run_sweep(train, redo, executor=executor, use_cache=use_cache, desc=desc)))
+    return [done[c] if c in done else restrict_recording(done[host_of[c]], c) for c in configs]
+
+
+def _recording_size(c: TwoLayerConfig) -> tuple[int, int, bool]:
+    return len(c.recorded_steps()), len(c.keep_weights), c.record_esd
+
+
+def fig7_grid(trajectories: Sequence[Trajectory]) -> RunGrid:
+    """The finished Fig. 7 runs as a :class:`htlib.two_layer.RunGrid` of
+    :func:`htlib.generalization.final_metrics` (ESD numbers included)."""
+    return run_grid(trajectories, final_metrics)
+
+
+@dataclass(frozen=True)
+class Fig7Result:
+    """The Fig. 7 grid and, when ``weight_norm_repeat`` is on, its weight-normalized repeat."""
+
+    grid: RunGrid
+    grid_wn: RunGrid | None
+
+
+def run_fig7(setup: Setup) -> Fig7Result:
+    """The Fig. 7 grid (and its weight-normalized repeat when ``setup.weight_norm_repeat``)."""
+    plain = fig7_configs(etas=setup.etas, seeds=setup.seeds, **setup.shape)
+    wn = (fig7_configs(etas=setup.etas, seeds=setup.seeds, weight_norm=True, **setup.shape)
+          if setup.weight_norm_repeat else [])
+    with setup.executor_context() as pool:
+        done = run_trainings(plain + wn, executor=pool, desc="Fig. 7")
+    return Fig7Result(grid=fig7_grid(done[:len(plain)]), grid_wn=fig7_grid(done[len(plain):]) if wn else None)
+
+
+@dataclass(frozen=True)
+class Fig8Result:
+    """Fig. 8 for every seed: the configs of each seed, every run, and the ridge-constant curves."""
+
+    configs: tuple[Fig8Configs, ...]
+    runs: dict[TwoLayerConfig, Trajectory]
+    ridge: tuple[dict[float, dict[str, np.ndarray]], ...]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.configs)
+
+    def panel(self, name: str) -> dict:
+        """``{value: (trajectory per seed)}`` of panel ``name`` ("by_n", "by_rho", "by_steplr_gamma" or
+        "wn_by_steplr_gamma")."""
+        keys = getattr(self.configs[0], name)
+        return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in self.configs) for k in keys}
+
+    @property
+    def base(self) -> tuple[Trajectory, ...]:
+        return tuple(self.runs[f8.base] for f8 in self.configs)
+
+
+def run_fig8(setup: Setup) -> Fig8Result:
+    """Fig. 8 for seeds ``0..fig8_seeds-1`` (with the weight-normalized StepLR runs of App. E.4), and the
+    ridge-constant panel recomputed from each base run's stored ``W_t``."""
+    per_seed = tuple(fig8_configs(ns=setup.ns, rhos=setup.rhos, steplr_gammas=setup.steplr_gammas, eta=setup.fig8_eta,
+                                  seed=s, weight_norm_schedules=True, **setup.shape)
+                     for s in range(setup.fig8_seeds))
+    configs = [c for f8 in per_seed for c in f8.unique()]
+    with setup.executor_context() as pool:
+        done = run_trainings(configs, executor=pool, desc="Fig. 8")
+    runs = dict(zip(configs, done))
+    ridge = tuple(readout_curves(f8.base, setup.lams) for f8 in per_seed)
+    return Fig8Result(configs=per_seed, runs=runs, ridge=ridge)
+
+
+# ----------------------------------------------------------------------------- ridge panel
+
+
+@dataclass(frozen=True)
+class ReadoutConfig:
+    """Fig. 8(b): the trained run ``base`` read out with each ridge constant of ``lams``."""
+
+    base: TwoLayerConfig
+    lams: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.lams, tuple) or len(self.lams) == 0:
+            raise ValueError(f"lams must be a non-empty tuple of numbers > 0, got {self.lams!r}")
+        for lam in self.lams:
+            if not (np.isfinite(lam) and lam > 0):
+                raise ValueError(f"lams must hold finite numbers > 0, got {lam!r}")
+        missing = [t for t in range(self.base.steps + 1) if t not in self.base.keep_weights]
+        if missing:
+            raise ValueError(f"base.keep_weights must contain every step 0..{self.base.steps}; missing {missing}")
+
+
+def readout_curve(config: ReadoutConfig) -> dict[float, dict[str, np.ndarray]]:
+    """Train and test loss per step of ``config.base`` for every ridge constant of ``config.lams``.
+
+    The first-layer weights ``W_t`` come from the (cached) base run: nothing is
+    retrained, only the ridge readout ``a`` is refitted.  Module-level, so
+    :func:`htlib.sweep.run_sweep` can cache it.  Returns
+    ``{lam: {"steps", "train_loss", "test_loss", "train_loss@d", ..., "test_loss@sqrt_d"}}``:
+    the plain names under ``base.readout_scale``, the suffixed ones under each convention.
+    """
+    traj = cache.cached_call(train, config.base)
+    if traj.diverged_at is not None:
+        raise ValueError(f"the base run diverged at step {traj.diverged_at}")
+    data = make_data(config.base)
+    dtype = data.X_probe.dtype
+    steps = np.arange(config.base.steps + 1)
+    rows = {s: [ridge_losses(torch.as_tensor(traj.weights[int(t)], dtype=dtype), data, config.lams, s)
+                for t in steps] for s in READOUT_SCALES}
+    out = {}
+    for lam in (float(v) for v in config.lams):
+        curve = {"steps": steps}
+        for s in READOUT_SCALES:
+            curve[f"train_loss@{s}"] = np.array([r[lam][0] for r in rows[s]])
+            curve[f"test_loss@{s}"] = np.array([r[lam][1] for r in rows[s]])
+        curve["train_loss"] = curve[f"train_loss@{config.base.readout_scale}"]
+        curve["test_loss"] = curve[f"test_loss@{config.base.readout_scale}"]
+        out[lam] = curve
+    return out
+
+
+def readout_curves(
+    base: TwoLayerConfig,
+    lams: Iterable[float],
+    *,
+    use_cache: bool = True,
+) -> dict[float, dict[str, np.ndarray]]:
+    """:func:`readout_curve` through the cached sweep runner, in this process.
+
+    Here the base run is found in the cache under the same source hash as the
+    sweep that trained it (a worker process could hash a newer source).
+    """
+    config = ReadoutConfig(base, tuple(float(v) for v in lams))
+    return run_sweep(readout_curve, [config], executor=None, use_cache=use_cache, desc="readouts")[0]

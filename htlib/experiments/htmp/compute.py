@@ -1,0 +1,725 @@
+"""The HTMP chapter (paper 001): the HTMP family checked in the open, the batch-size experiment of
+Fig. 5 on real images with two fits side by side, the 5+1 phases generated from the model, HTMP
+along a training trajectory, and the chapter's claim records.
+
+Owns: :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's
+protocol on the data at hand); :func:`run_batch` (every training run and every pure-noise
+reference of the batch-size experiment, on worker processes, through the result cache) and its
+typed result :class:`BatchResult`; :class:`LayerFit` (the book's KS fit and the min-shifted
+histogram-L1 fit of one layer); the paper's fitted values (:data:`PAPER_KAPPA`) and the claim
+thresholds (:data:`KAPPA_FACTOR`, :data:`TRAINED`, :data:`MP_DELTA`, :data:`NTK_FIT`); :func:`claims`; the Fig. 5
+panels and the fit-comparison figure; the phase model; the chapter's small tables.
+
+The numerics beneath: ``htlib.small_nets`` (one SGD run), ``htlib.htmp`` (the density and both
+fits), ``htlib.spectra`` (ESD, MP, phase labels).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from htlib import htmp, plotting, spectra
+from htlib._checks import check_int
+from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, param
+from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
+from htlib.sweep import run_sweep
+
+
+PAPER_KAPPA: dict[tuple[str, int], float] = {
+    ("minialexnet", 1000): math.inf, ("minialexnet", 800): math.inf, ("minialexnet", 250): 5.5,
+    ("minialexnet", 100): 2.3, ("lenet", 250): 1.1, ("lenet", 100): 0.9,
+}
+"""Paper 001, Fig. 5 (MiniAlexNet on CIFAR-10) and its text (LeNet): the fitted kappa per batch size."""
+
+
+def _delta(kappa: float, gamma: float) -> float:
+    """``delta = kappa (1 - gamma) / (2 gamma)``; ``inf`` for ``kappa = inf``."""
+    return math.inf if math.isinf(kappa) else kappa * (1 - gamma) / (2 * gamma)
+
+
+# ----------------------------------------------------------------------------- the chapter's parameters
+def _feature_side(dataset: str) -> int:
+    """Side of MiniAlexNet's last feature map: 3 on 28 x 28 MNIST, 4 on 32 x 32 CIFAR-10."""
+    return 3 if dataset == "mnist5k" else 4
+
+
+@dataclass(frozen=True)
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once.
+
+    LeNet runs the paper's optimizer (200 epochs, SGD momentum 0.9, lr 0.01, the four batch sizes,
+    three repeats) on ``n_train`` of MNIST-5k's 4,000 training images (the default: all of them, the book's PAPER
+    preset for LeNet); MiniAlexNet runs a short
+    run (``alex_*``), which cannot test the claims (the chapter says so).  :data:`PAPER` is the
+    book's PAPER preset: the paper's protocol on MNIST-5k (all 4,000 images, MiniAlexNet at 200 epochs); the paper's own data
+    (CIFAR-10) is ``dataset="cifar10"`` with ``data_dir`` a local ``cifar-10-batches-py`` folder
+    (:func:`cifar_overrides`).
+
+    Examples
+    --------
+    >>> Setup(repeats=2).repeats
+    2
+    >>> Setup(n_train=5000)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'n_train' must be ≤ 4999 on mnist5k (5,000 images); got 5000
+    """
+
+    gamma: float = param(0.3255, "aspect ratio of the family plots: MiniAlexNet FC1, 1000/(192*4*4)", gt=0, lt=1)
+    kappas: tuple[float, ...] = param((0.5, 1.9, 5.5, 20.0), "kappa values drawn next to MP", gt=0)
+    gammas: tuple[float, ...] = param((0.1, 0.5, 0.9), "further aspect ratios", gt=0, lt=1)
+    check_kappas: tuple[float, ...] = param((0.5, 1.9, 5.5, 20.0), "kappa values of the quadrature checks", gt=0, le=1000)
+    mp_kappas: tuple[float, ...] = param((2.0, 5.5, 20.0, 60.0), "kappa values of the convergence to MP", gt=0)
+    sampler_kappa: float = param(5.5, "kappa of the sampler checks", gt=0)
+    sampler_ns: tuple[int, ...] = param((500, 1000, 3000), "matrix sizes of the sampler checks", ge=2, le=20_000)
+    tail_kappa: float = param(1.9, "kappa of the tail section", gt=0)
+    tail_n: int = param(3000, "sampler size of the tail section", ge=10, le=20_000)
+    seed: int = param(0, "seed of the samplers, the phase spectra and the first repeat", ge=0)
+    dataset: str = param("mnist5k", "images of the training runs (cifar10 needs data_dir)", choices=("mnist5k", "cifar10"))
+    data_dir: str = param("", "local CIFAR-10 folder (cifar-10-batches-py) for cifar10; nothing is downloaded", is_dir=True)
+    batch_sizes: tuple[int, ...] = param((1000, 800, 250, 100), "SGD batch sizes, as in the paper", ge=1)
+    repeats: int = param(3, "LeNet: runs per batch size, as in the paper", ge=1)
+    epochs: int = param(200, "LeNet: SGD epochs, as in the paper", ge=1)
+    n_train: int = param(4000, "LeNet: training images (MNIST-5k has 4000; the paper does not name LeNet's data)", ge=10)
+    alex_repeats: int = param(1, "MiniAlexNet: runs per batch size (the paper: 3)", ge=1)
+    alex_epochs: int = param(1, "MiniAlexNet: SGD epochs (the paper: 200)", ge=1)
+    alex_n_train: int = param(1000, "MiniAlexNet: training images (MNIST-5k has 4000)", ge=10)
+    alex_n_test: int = param(500, "MiniAlexNet: test images, the first of the held-out ones", ge=1)
+    alex_widths: tuple[int, ...] = param((96, 256, 192), "MiniAlexNet: channels of its three conv blocks (the paper "
+                                         "gives only the last)", ge=1, min_len=3, max_len=3)
+    lr: float = param(0.01, "SGD learning rate, as in the paper", gt=0)
+    momentum: float = param(0.9, "SGD momentum, as in the paper", ge=0, lt=1)
+    noise_seeds: int = param(3, "pure-noise matrices per FC1 shape, fitted like the trained layers", ge=1)
+    init_batch: int = param(100, "LeNet batch size of the initialization comparison", ge=1)
+    init_repeats: int = param(1, "LeNet runs of the initialization comparison", ge=1)
+    phase_n: int = param(600, "size of the 5+1 phase spectra", ge=10, le=20_000)
+    phase_gamma: float = param(0.5, "aspect ratio of the 5+1 phase spectra", gt=0, lt=1)
+    traj_n: int = param(1000, "two-layer run: training set size (the spike chapter: 2000)", ge=1)
+    traj_d: int = param(500, "two-layer run: input dimension (the spike chapter: 1000; needs traj_d < traj_h)",
+                        ge=MIN_WIDTH)
+    traj_h: int = param(750, "two-layer run: width (the spike chapter: 1500)", ge=MIN_WIDTH + 1)
+    traj_steps: int = param(10, "two-layer run: FB-Adam steps", ge=2)
+    traj_eta: float = param(1.0, "two-layer run: FB-Adam learning rate", gt=0)
+    ntk_models: tuple[str, ...] = param(("logistic", "lenet"), "models whose NTK spectrum is fitted",
+                                        choices=("logistic", "lenet"))
+    ntk_n: int = param(1000, "NTK runs: training images, as in the paper", ge=10)
+    ntk_epochs: int = param(200, "NTK runs: SGD epochs with cosine annealing, as in the paper", ge=1)
+    ntk_lr: float = param(0.05, "NTK runs: initial learning rate, as in the paper", gt=0)
+    ntk_batch: int = param(64, "NTK runs: batch size, as in the paper", ge=1)
+    ntk_gammas: tuple[float, ...] = param((0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99), "aspect ratios tried by the "
+                                          "inverse-HTMP and inverse-MP fits", gt=0, lt=1)
+    ntk_rtols: tuple[float, ...] = param((1e-9, 1e-6, 1e-4), "NTK eigenvalues at or below rtol x the largest are left "
+                                         "out as zero; the first is the claim's, the others its variants", gt=0, lt=1)
+    ntk_boot: int = param(100, "NTK fits: parametric-bootstrap replicates of each KS null", ge=10, le=10_000)
+    ntk_seeds: int = param(6, "NTK runs: LeNet's training seeds seed, seed+1, ...", ge=1)
+    ntk_logistic_seeds: int = param(4, "NTK runs: logistic regression's training seeds seed, seed+1, ... (a seed "
+                                       "redraws the images; its kernel does not depend on its weights)", ge=1)
+    ntk_seed_boot: int = param(100, "NTK fits: bootstrap replicates of the KS nulls for the seeds after the first "
+                                    "(only their spread enters the claim's interval)", ge=10, le=10_000)
+
+    def _check(self) -> None:
+        if self.traj_d >= self.traj_h:  # the HTMP fit of the two-layer run's W needs gamma = d/h < 1
+            raise ParameterError(f"parameter 'traj_d' must be < traj_h = {self.traj_h}; got {self.traj_d}")
+        side = _feature_side(self.dataset)
+        cols = int(self.alex_widths[2]) * side * side
+        if cols < MIN_WIDTH:
+            raise ParameterError(f"parameter 'alex_widths' must give MiniAlexNet's FC1 at least {MIN_WIDTH} columns "
+                                 f"(its last width times {side * side}); got {list(self.alex_widths)}")
+        if self.dataset == "mnist5k":
+            for name in ("n_train", "alex_n_train", "ntk_n"):
+                if getattr(self, name) > 4999:
+                    raise ParameterError(f"parameter {name!r} must be ≤ 4999 on mnist5k (5,000 images); "
+                                         f"got {getattr(self, name)}")
+        elif not self.data_dir:
+            raise ParameterError("parameter 'data_dir' must name a local CIFAR-10 folder (cifar-10-batches-py) "
+                                 "for dataset 'cifar10'; nothing is downloaded")
+
+    # -- the runs
+    def _config(self, model: str, batch: int, seed: int, **over) -> SmallNetConfig:
+        lenet = model == "lenet"
+        kw = dict(model=model, dataset=self.dataset, batch_size=int(batch), lr=float(self.lr),
+                  momentum=float(self.momentum), data_dir=self.data_dir or None, seed=int(seed),
+                  epochs=self.epochs if lenet else self.alex_epochs,
+                  n_train=self.n_train if lenet else self.alex_n_train,
+                  n_test=None if lenet else self.alex_n_test, conv_widths=tuple(int(w) for w in self.alex_widths))
+        kw.update(over)
+        return SmallNetConfig(**kw)
+
+    def run_configs(self) -> list[SmallNetConfig]:
+        """LeNet then MiniAlexNet, each batch size x repeat (repeat ``r`` has seed ``seed + r``),
+        then the LeNet runs at ``init_batch`` with the literal reading of the initialization."""
+        out = [self._config("lenet", b, self.seed + r) for b in self.batch_sizes for r in range(self.repeats)]
+        out += [self._config("minialexnet", b, self.seed + r) for b in self.batch_sizes for r in range(self.alex_repeats)]
+        out += [self._config("lenet", self.init_batch, self.seed + r, init="variance") for r in range(self.init_repeats)]
+        return out
+
+    def ntk_seed_list(self, model: str) -> list[int]:
+        """The training seeds of ``model``'s NTK runs: ``seed + r`` for ``r < ntk_seeds`` (LeNet) or
+        ``ntk_logistic_seeds``.  Logistic regression's output-traced kernel is ``10 (X Xᵀ + 1)`` whatever its
+        weights, so for it another seed only redraws the 1,000 images: still an out-of-sample test of a level set
+        on the first seed.  Its ratio moves little between seeds (the NTK table), so it runs
+        ``NTK_MIN_UNSEEN`` unseen seeds, the fewest that decide (:func:`ntk_seed_verdict`)."""
+        n = self.ntk_logistic_seeds if model == "logistic" else self.ntk_seeds
+        return [self.seed + r for r in range(n)]
+
+    def ntk_configs(self) -> list:
+        """The NTK runs: each of ``ntk_models`` trained on ``ntk_n`` images with cosine annealing, at each
+        seed of :meth:`ntk_seed_list` (the first with ``ntk_boot`` bootstrap replicates, the others ``ntk_seed_boot``)."""
+        return [NTKConfig(SmallNetConfig(model=m, dataset=self.dataset, batch_size=self.ntk_batch, epochs=self.ntk_epochs,
+                                         lr=float(self.ntk_lr), momentum=float(self.momentum), schedule="cosine",
+                                         n_train=self.ntk_n, data_dir=self.data_dir or None, seed=s),
+                          tuple(float(g) for g in self.ntk_gammas), tuple(float(r) for r in self.ntk_rtols),
+                          int(self.ntk_boot if i == 0 else self.ntk_seed_boot))
+                for m in self.ntk_models for i, s in enumerate(self.ntk_seed_list(m))]
+
+    def ntk_reduction(self, model: str) -> str:
+        """What keeps ``model``'s NTK runs from testing the paper's claim as the paper ran it: a protocol
+        value other than :data:`PAPER`'s (the paper's), or logistic regression on inputs other than the
+        3,072-dimensional ones its 30K parameters imply; ``""`` when nothing does."""
+        bits = [f"{name}={getattr(self, name):g} instead of the paper's {getattr(PAPER, name):g}"
+                for name in ("ntk_n", "ntk_epochs", "ntk_lr", "ntk_batch") if getattr(self, name) != getattr(PAPER, name)]
+        if model == "logistic" and self.dataset == "mnist5k":
+            bits.append("logistic regression on 28x28 digits has 7,850 parameters, not the paper's 30K (3,072-dimensional "
+                        "CIFAR-10/SVHN inputs)")
+        return "; ".join(bits)
+
+    def ntk_at_paper(self, model: str) -> bool:
+        """Whether ``model``'s NTK runs can test the claim as the paper ran it (:meth:`ntk_reduction` empty)."""
+        return not self.ntk_reduction(model)
+
+    def ntk_setting(self, model: str = "") -> str:
+        """Every deviation of the NTK runs (of ``model``, when given) from the paper's."""
+        data = "MNIST-5k" if self.dataset == "mnist5k" else "CIFAR-10"
+        seeds = self.ntk_seed_list(model or "lenet")
+        seed_txt = (f"; training seeds {', '.join(map(str, seeds))} (the kernel does not depend on the weights: each "
+                    "seed redraws the images)" if model == "logistic" else
+                    f"; training seeds {', '.join(map(str, seeds))} (each redraws the images, the initialization and "
+                    "the batch order)")
+        return (f"{data}, {self.ntk_n:,} training images, {self.ntk_epochs} epochs, cosine annealing from "
+                f"{self.ntk_lr:g}, batch {self.ntk_batch}, SGD momentum {self.momentum:g} (unstated in the paper); "
+                "logistic regression on 28x28 digits has 7,850 parameters (the paper's 30K implies 3,072-dimensional "
+                "CIFAR-10/SVHN inputs); LeNet-5 with 61,706; the paper's larger models (ResNet, VGG, DenseNet, "
+                "4.8M-11.1M parameters) not run; output-traced n x n NTK, not the full 10n x 10n; the inverse law's "
+                f"gamma chosen by KS from {', '.join(f'{g:g}' for g in self.ntk_gammas)}; eigenvalues at or below "
+                f"{self.ntk_rtols[0]:g} x the largest left out as zero (the paper gives no cut-off)" + seed_txt)
+
+    def reduction(self, model: str) -> str:
+        """The reductions of ``model``'s runs below the book's PAPER preset (:data:`PAPER`: the paper's
+        protocol on the data at hand), in words, each with the parameter that removes it; ``""`` when there is none."""
+        lenet = model == "lenet"
+        bits = []
+        for name, label in ((("n_train", "training images"), ("epochs", "epochs"), ("repeats", "repeats")) if lenet else
+                            (("alex_n_train", "training images"), ("alex_epochs", "epochs"), ("alex_repeats", "repeats"))):
+            have, want = getattr(self, name), getattr(PAPER, name)
+            if have < want:
+                bits.append(f"{have:,} {label} instead of {want:,} ({name}={want} in PAPER, make paper)")
+        return "; ".join(bits)
+
+    def at_paper(self, model: str) -> bool:
+        """Whether ``model``'s runs are at the book's PAPER preset: no reduction below :data:`PAPER`
+        (:meth:`reduction`) and, for MiniAlexNet, the paper's data (CIFAR-10, all 50,000 images)."""
+        if self.reduction(model):
+            return False
+        return model == "lenet" or (self.dataset == "cifar10" and self.alex_n_train >= 50_000)
+
+    def setting(self, model: str) -> str:
+        """Every deviation of ``model``'s runs from the paper's protocol, in words."""
+        lenet = model == "lenet"
+        reps, ep, n = ((self.repeats, self.epochs, self.n_train) if lenet else
+                       (self.alex_repeats, self.alex_epochs, self.alex_n_train))
+        data = ("MNIST-5k" if self.dataset == "mnist5k" else "CIFAR-10")
+        bits = [f"{data}, {n:,} training images" + (" (the paper: CIFAR-10, 50,000)" if not lenet else
+                                                     " (the paper does not name LeNet's data)"),
+                f"{ep} epoch{'s' if ep != 1 else ''}" + ("" if ep == 200 else " (the paper: 200)"),
+                f"{reps} repeat{'s' if reps != 1 else ''} combined by the median (the paper: 3, 'average')"]
+        if lenet:
+            bits.append("max-pool (the group's public code: average-pool)")
+        else:
+            bits.append(f"conv widths {'/'.join(str(int(w)) for w in self.alex_widths)} (the paper gives none); "
+                        f"FC1 1000 x {int(self.alex_widths[2]) * _feature_side(self.dataset) ** 2}")
+        bits.append("one scalar mean/std normalization (the public code: per channel)")
+        return "; ".join(bits)
+
+
+ALEX_IMAGES_PER_SECOND = 190.0
+"""Training rate of MiniAlexNet (default widths, 28x28) on one idle one-thread worker, images/s: about
+90 % of the one-thread oneDNN convolution rate of a 2-core x86 machine (``benchmarks/bench_small_nets.py``
+measures the fraction in the same run).  Used only for the stated estimate of the paper protocol's cost."""
+
+
+def alex_paper_hours(setup: "Setup", workers: int = 2) -> float:
+    """Estimated hours of MiniAlexNet at :data:`PAPER`'s protocol (every batch size x repeat, 200
+    epochs on 4,000 images) on ``workers`` idle one-thread workers, scaled by the conv widths' cost."""
+    c1, c2, c3 = (int(w) for w in setup.alex_widths)
+    # cost per image ~ the three conv blocks' multiply-adds (28x28, 14x14, 7x7 maps, 5x5 kernels)
+    cost = lambda a, b, c: 784 * a * 25 + 196 * a * b * 25 + 49 * b * c * 25  # noqa: E731
+    scale = cost(c1, c2, c3) / cost(96, 256, 192)
+    images = PAPER.alex_n_train * PAPER.alex_epochs * PAPER.alex_repeats * len(setup.batch_sizes)
+    return images * scale / (workers * ALEX_IMAGES_PER_SECOND) / 3600.0
+
+
+PAPER = Setup(n_train=4000, alex_repeats=3, alex_epochs=200, alex_n_train=4000, alex_n_test=1000)
+"""The paper's protocol on MNIST-5k: every run 200 epochs over all 4,000 training images, three
+repeats, both architectures (MiniAlexNet at the default widths: about 7 hours on two idle cores)."""
+
+
+def cifar_overrides(data_dir: str) -> dict:
+    """The parameters that move :data:`PAPER` onto all of CIFAR-10 from the folder ``data_dir``."""
+    return {"dataset": "cifar10", "data_dir": data_dir, "n_train": 50_000, "alex_n_train": 50_000, "alex_n_test": 10_000}
+
+
+# ----------------------------------------------------------------------------- fits of one layer
+@dataclass(frozen=True)
+class NoiseConfig:
+    """A pure Marchenko-Pastur reference: an ``rows x cols`` matrix of i.i.d. N(0, 1/cols) entries."""
+
+    rows: int
+    cols: int
+    seed: int
+    model: str = "noise"
+
+    def __post_init__(self) -> None:
+        check_int("rows", self.rows, 10)
+        check_int("cols", self.cols, 10)
+        check_int("seed", self.seed, 0)
+
+
+@dataclass(frozen=True)
+class NTKConfig:
+    """One NTK job: train ``net``, fit the inverse HTMP law over ``gammas`` to its NTK spectrum at each
+    zero cut-off of ``rtols``, and draw ``boot`` replicates of each fit's KS null (:func:`ks_null`)."""
+
+    net: SmallNetConfig
+    gammas: tuple
+    rtols: tuple = (1e-9,)
+    boot: int = 100
+    model: str = "ntk"
+
+
+@dataclass(frozen=True)
+class NTKFit:
+    """The NTK spectrum of one trained net (:class:`htlib.small_nets.NTKSpectrum`) and its inverse-HTMP fit.
+
+    ``fit`` is the fit at ``rtols[0]``; ``fits`` the fit at each cut-off of ``rtols``; ``nulls`` the
+    bootstrap KS distances of the inverse-HTMP law at each cut-off and ``mp_null`` those of the
+    inverse-MP law at ``rtols[0]`` (:func:`ks_null`); ``gammas`` the grid the fits chose from; ``seed``
+    the training seed.
+    """
+
+    model: str
+    eigs: np.ndarray
+    train_acc: float
+    test_acc: float
+    n_params: int
+    fit: htmp.InverseFit
+    rtols: tuple = ()
+    fits: tuple = ()
+    nulls: tuple = ()
+    mp_null: np.ndarray | None = None
+    gammas: tuple = ()
+    seed: int = 0
+
+
+def ks_null(kappa: float, gamma: float, n: int, *, reps: int, seed) -> np.ndarray:
+    """The KS distance of a law fitted to a sample drawn from that law: ``reps`` seeded replicates.
+
+    Each replicate draws ``n`` i.i.d. values from HTMP(``kappa``, ``gamma``) (Marchenko-Pastur for
+    ``kappa = inf``) by inverse transform and refits them exactly as the data were fitted, at the same
+    ``gamma``: :func:`htlib.htmp.fit_htmp` (``kappa`` and scale by KS, or MP where it is at least as
+    close) for finite ``kappa``, the KS-fitted MP scale for ``kappa = inf``.  The KS distance is
+    invariant under ``y -> 1/y`` and the fits under the scale, so this is the null of the inverse
+    law's KS at the fitted parameters: a KS against a *fitted* law is smaller than the Kolmogorov law says.
+
+    Examples
+    --------
+    >>> null = ks_null(math.inf, 0.5, 500, reps=20, seed=0)
+    >>> null.shape, bool(0.005 < np.median(null) < 1.36 / math.sqrt(500))
+    ((20,), True)
+    """
+    check_int("n", n, 10)
+    check_int("reps", reps, 1)
+    rng = np.random.default_rng(seed)
+    if math.isinf(kappa):
+        lo, hi = spectra.mp_edges(gamma)
+        grid = np.linspace(lo, hi, 20_001)
+        cdf = spectra.mp_cdf(grid, gamma)
+        out = []
+        for _ in range(reps):
+            x = np.sort(np.interp(rng.random(n), cdf, grid))
+            out.append(htmp.fit_scale_ks(x, lambda y: spectra.mp_cdf(y, gamma, 1.0), float(x.mean()))[1])
+        return np.asarray(out)
+    return np.asarray([htmp.fit_htmp(htmp.htmp.ppf(rng.random(n), kappa, gamma), gamma).ks for _ in range(reps)])
+
+
+@dataclass(frozen=True)
+class LayerFit:
+    """One layer's ESD and both fits of it.
+
+    KS fit (the book's, :func:`htlib.htmp.fit_htmp`): ``kappa`` (``inf``: MP fits at least as
+    well), ``scale``, ``ks``; ``mp_scale``/``mp_ks`` the KS-fitted MP.  Histogram-L1 fit
+    (:func:`htlib.htmp.fit_htmp_l1`, smallest eigenvalue subtracted, kappa in [0.01, 10]):
+    ``l1_kappa``, ``l1``, ``l1_mp`` (MP's L1 on the same histogram), ``l1_shift``, ``l1_scale``,
+    ``l1_at_bound``.  ``model`` is ``"noise"`` for a pure-noise reference; then the accuracies are
+    NaN and ``batch_size`` is 0.
+    """
+
+    model: str
+    batch_size: int
+    seed: int
+    init: str
+    train_acc: float
+    test_acc: float
+    weight_change: float
+    gamma: float
+    eigs: np.ndarray
+    kappa: float
+    scale: float
+    ks: float
+    mp_scale: float
+    mp_ks: float
+    l1_kappa: float
+    l1: float
+    l1_mp: float
+    l1_shift: float
+    l1_scale: float
+    l1_at_bound: bool
+    steps: int = 0
+
+    @property
+    def delta(self) -> float:
+        return _delta(self.kappa, self.gamma)
+
+    @property
+    def l1_delta(self) -> float:
+        return _delta(self.l1_kappa, self.gamma)
+
+
+def fit_layer(W: np.ndarray, *, model: str, batch_size: int, seed: int, init: str = "std", train_acc: float = math.nan,
+              test_acc: float = math.nan, weight_change: float = math.nan, steps: int = 0) -> LayerFit:
+    """Both fits of the ESD of ``W Wᵀ`` (the smaller Gram side, ``gamma = min/max`` of the shape)."""
+    lam = spectra.esd(W)
+    g = min(W.shape) / max(W.shape)
+    ks = htmp.fit_htmp(lam, g)
+    l1 = htmp.fit_htmp_l1(lam, g)
+    return LayerFit(model, int(batch_size), int(seed), init, float(train_acc), float(test_acc), float(weight_change), g,
+                    lam, ks.kappa, ks.scale, ks.ks, ks.mp_scale, ks.mp_ks, l1.kappa, l1.l1, l1.mp_l1, l1.shift,
+                    l1.scale, l1.at_bound, int(steps))
+
+
+def train_and_fit(config):
+    """One job of the chapter's sweep: an SGD run and the fits of its FC1 (a ``SmallNetConfig``),
+    a pure-noise reference and its fits (:class:`NoiseConfig`), or an NTK run and its inverse-HTMP
+    fit (:class:`NTKConfig`).  Module-level and of one frozen config, so ``run_sweep`` caches it."""
+    if isinstance(config, NTKConfig):
+        sp = ntk_spectrum(config.net)
+        fits = tuple(htmp.fit_inverse_htmp(sp.eigs, config.gammas, rtol=r) for r in config.rtols)
+        nulls, done = [], {}
+        for i, f in enumerate(fits):
+            key = (f.n, f.kappa, f.gamma)  # a cut-off that keeps the same eigenvalues has the same null
+            if key not in done:
+                done[key] = ks_null(f.kappa, f.gamma, f.n, reps=config.boot, seed=(config.net.seed, i))
+            nulls.append(done[key])
+        mp_null = ks_null(math.inf, fits[0].mp_gamma, fits[0].n, reps=config.boot, seed=(config.net.seed, 1000))
+        return NTKFit(config.net.model, sp.eigs, sp.train_acc, sp.test_acc, sp.n_params, fits[0], tuple(config.rtols),
+                      fits, tuple(nulls), mp_null, tuple(config.gammas), int(config.net.seed))
+    if isinstance(config, NoiseConfig):
+        rng = np.random.default_rng(config.seed)
+        W = rng.standard_normal((config.rows, config.cols)) / math.sqrt(config.cols)
+        return fit_layer(W, model="noise", batch_size=0, seed=config.seed)
+    r: SmallNetResult = train_small_net(config)
+    n = r.config.n_train
+    steps = config.epochs * math.ceil(n / config.batch_size) if n else 0
+    return fit_layer(r.weights, model=config.model, batch_size=config.batch_size, seed=config.seed, init=config.init,
+                     train_acc=r.train_acc, test_acc=r.test_acc, weight_change=r.weight_change, steps=steps)
+
+
+# ----------------------------------------------------------------------------- the batch-size sweep
+@dataclass(frozen=True)
+class BatchResult:
+    """Every fitted layer of the batch-size experiment.
+
+    ``fits``: the trained layers in :meth:`Setup.run_configs` order (``init="variance"`` ones are the
+    initialization check); ``noise``: the pure-noise references, ``noise_seeds`` per FC1 shape;
+    ``summary``: :func:`summarize` of the ``init="std"`` fits; ``ntk``: the :class:`NTKFit` of each
+    of ``ntk_models``.
+    """
+
+    setup: Setup
+    fits: list
+    noise: list
+    summary: pd.DataFrame = field(repr=False)
+    ntk: list = field(default_factory=list)
+
+    def of(self, model: str, init: str = "std") -> list:
+        return [f for f in self.fits if f.model == model and f.init == init]
+
+    def noise_of(self, model: str) -> list:
+        shape = {f.eigs.size for f in self.of(model)}
+        ref = [f for f in self.fits if f.model == model]
+        g = ref[0].gamma if ref else math.nan
+        return [f for f in self.noise if f.eigs.size in shape and math.isclose(f.gamma, g)]
+
+
+def _fc1_shape(setup: Setup, model: str) -> tuple[int, int]:
+    if model == "lenet":
+        return 120, 400
+    s = _feature_side(setup.dataset)
+    return 1000, int(setup.alex_widths[2]) * s * s
+
+
+def batch_configs(setup: Setup) -> list:
+    """The jobs of :func:`run_batch`: the training runs, then ``noise_seeds`` pure-noise matrices per FC1 shape."""
+    noise = [NoiseConfig(*_fc1_shape(setup, m), seed=setup.seed + i) for m in ("lenet", "minialexnet")
+             for i in range(setup.noise_seeds)]
+    return setup.run_configs() + noise + setup.ntk_configs()
+
+
+def run_batch(setup: Setup) -> BatchResult:
+    """Train and fit every run of ``setup`` and fit the noise references, on the Setup's executor
+    (one-thread worker processes), through the result cache."""
+    jobs = batch_configs(setup)
+    # the costliest jobs first, so that the two workers finish together
+    order = sorted(range(len(jobs)), key=lambda i: -_cost(jobs[i]))
+    with setup.executor_context() as pool:
+        done = run_sweep(train_and_fit, [jobs[i] for i in order], executor=pool, progress=False)
+    out = [None] * len(jobs)
+    for i, r in zip(order, done):
+        out[i] = r
+    ntk = [r for r in out if isinstance(r, NTKFit)]
+    fits = [r for r in out if isinstance(r, LayerFit) and r.model != "noise"]
+    noise = [r for r in out if isinstance(r, LayerFit) and r.model == "noise"]
+    return BatchResult(setup, fits, noise, summarize([f for f in fits if f.init == "std"]), ntk)
+
+
+def _cost(job) -> float:
+    if isinstance(job, NoiseConfig):
+        return 0.0
+    if isinstance(job, NTKConfig):  # the NTK's Gram products dominate LeNet's, then the bootstrap refits
+        return (3e6 if job.net.model == "lenet" else 2e5) * (job.net.n_train / 1000) ** 2 + 3e4 * job.boot
+    per_image = 400.0 if job.model == "minialexnet" else 1.0  # MiniAlexNet costs ~400x LeNet per image
+    return per_image * job.epochs * (job.n_train or 4000) * (1.0 + 50.0 / job.batch_size)
+
+
+def _q(values) -> tuple[float, float, float]:
+    v = np.asarray(values, dtype=np.float64)
+    return float(np.median(v)), float(np.min(v)), float(np.max(v))
+
+
+def summarize(fits: list) -> pd.DataFrame:
+    """Per (model, batch size): the seed-median, lowest and highest kappa and delta of both fits,
+    the paper's kappa (NaN where it gives none), the accuracies, KS distances and FC1's move from
+    its initialization.  The median, because ``kappa = inf`` (MP) is a possible outcome of a repeat."""
+    rows = []
+    keys = list(dict.fromkeys((f.model, f.batch_size) for f in fits))
+    for m, b in keys:
+        sel = [f for f in fits if (f.model, f.batch_size) == (m, b)]
+        k, d, lk, ld = (_q([getattr(f, a) for f in sel]) for a in ("kappa", "delta", "l1_kappa", "l1_delta"))
+        rows.append({"model": m, "batch": b, "repeats": len(sel), "steps": sel[0].steps,
+                     "kappa": k[0], "kappa lo": k[1], "kappa hi": k[2], "delta": d[0], "delta lo": d[1], "delta hi": d[2],
+                     "L1 kappa": lk[0], "L1 kappa lo": lk[1], "L1 kappa hi": lk[2],
+                     "L1 delta": ld[0], "L1 delta lo": ld[1], "L1 delta hi": ld[2],
+                     "paper kappa": PAPER_KAPPA.get((m, b), np.nan),
+                     "train acc": float(np.mean([f.train_acc for f in sel])),
+                     "train acc lo": float(np.min([f.train_acc for f in sel])),
+                     "test acc": float(np.mean([f.test_acc for f in sel])),
+                     "KS HTMP": float(np.mean([f.ks for f in sel])), "KS MP": float(np.mean([f.mp_ks for f in sel])),
+                     "weight change": float(np.median([f.weight_change for f in sel])), "gamma": sel[0].gamma})
+    return pd.DataFrame(rows).set_index(["model", "batch"])
+
+
+def moments_table(kappas, gamma: float) -> pd.DataFrame:
+    """Mass, mean and second moment by quadrature of the density against the closed forms."""
+    rows = []
+    for k in kappas:
+        q = htmp.quadrature_moments(k, gamma)
+        exact = np.array([1.0, 1.0, htmp.htmp_moments(k, gamma).second])
+        rows.append({"kappa": k, "mass": q[0], "mean": q[1], "2nd moment": q[2], "closed form": exact[2],
+                     "max |error|": float(np.max(np.abs(q - exact)))})
+    return pd.DataFrame(rows).set_index("kappa")
+
+
+def mp_convergence_table(kappas, gamma: float, grid: np.ndarray) -> pd.DataFrame:
+    """Sup distances between the HTMP and MP densities and CDFs on ``grid``, per kappa."""
+    mp_pdf, mp_cdf = spectra.mp_density(grid, gamma), spectra.mp_cdf(grid, gamma)
+    return pd.DataFrame([{"kappa": k, "sup|pdf - MP|": float(np.max(np.abs(htmp.htmp_pdf(grid, k, gamma) - mp_pdf))),
+                          "sup|CDF - MP|": float(np.max(np.abs(htmp.htmp_cdf(grid, k, gamma) - mp_cdf)))}
+                         for k in kappas]).set_index("kappa")
+
+
+def sampler_table(ns, kappa: float, gamma: float, seed: int) -> tuple[pd.DataFrame, list[np.ndarray]]:
+    """The finite-n sampler at each size: KS distance to the density, 1/sqrt(n), second moment."""
+    samples = [htmp.sample_htmp(n, kappa, gamma, seed=seed) for n in ns]
+    second = htmp.htmp_moments(kappa, gamma).second
+    df = pd.DataFrame([{"n": n, "KS": htmp.ks_distance(lam, kappa, gamma), "1/sqrt(n)": 1 / math.sqrt(n),
+                        "2nd moment": float(np.mean(lam**2)), "closed form": second} for n, lam in zip(ns, samples)])
+    return df.set_index("n"), samples
+
+
+PHASE_MODEL: tuple[tuple[str, float, tuple[float, ...]], ...] = (
+    ("random-like", math.inf, ()), ("bleeding-out", math.inf, (1.9, 2.0, 2.1)),
+    ("bulk+spikes", math.inf, (4.0, 6.0, 9.0)), ("bulk-decay", 5.5, (4.0, 6.0, 9.0)),
+    ("heavy-tailed", 0.5, (4.0, 6.0, 9.0)), ("rank-collapse", 0.05, (4.0, 6.0, 9.0)),
+)
+"""The 5+1 phases from paper 001's model: (intended phase, kappa of the bulk, population spikes)."""
+
+
+def phase_spectra(n: int, gamma: float, seed: int) -> tuple[list[np.ndarray], pd.DataFrame]:
+    """Each phase of :data:`PHASE_MODEL` generated by ``htmp.spiked_htmp_spectrum`` and labelled by
+    ``spectra.classify_phase``; the table lists the intended phase next to the label."""
+    norm = lambda s: "".join(ch for ch in s.lower() if ch.isalpha())  # noqa: E731
+    eigs = [htmp.spiked_htmp_spectrum(n, k, gamma, sp, seed=seed) for _, k, sp in PHASE_MODEL]
+    labels = [spectra.classify_phase(lam, gamma) for lam in eigs]
+    df = pd.DataFrame([{"intended": want, "kappa": k, "spikes": str(sp), "label": lab, "as intended": norm(lab) == norm(want)}
+                       for (want, k, sp), lab in zip(PHASE_MODEL, labels)])
+    return eigs, df
+
+
+def trajectory_table(steps, esds, gamma: float, p: int) -> pd.DataFrame:
+    """Per step of a training run: HTMP's fitted kappa and KS, MP's KS, the power-law alpha and the
+    phase label, for the ESD divided by ``p`` (so that MP at initialization has scale about 1)."""
+    rows = []
+    for t, lam in zip(steps, esds):
+        lam = np.asarray(lam) / p
+        fit = htmp.fit_htmp(lam, gamma)
+        rows.append({"step": int(t), "kappa": fit.kappa, "KS": fit.ks, "KS of MP": fit.mp_ks,
+                     "alpha (power law)": spectra.fit_power_law(lam).alpha, "phase": spectra.classify_phase(lam, gamma)})
+    return pd.DataFrame(rows).set_index("step")
+
+
+def run_trajectory(setup: "Setup") -> pd.DataFrame:
+    """The two-layer FB-Adam run of paper 003 at the Setup's sizes, and :func:`trajectory_table` of it."""
+    from htlib.two_layer import TwoLayerConfig, train
+
+    cfg = TwoLayerConfig(n=setup.traj_n, d=setup.traj_d, h=setup.traj_h, seed=setup.seed, device="cpu",
+                         optimizer="adam", eta=float(setup.traj_eta), steps=setup.traj_steps,
+                         keep_weights=(0, 1, setup.traj_steps - 1, setup.traj_steps))
+    traj = run_sweep(train, [cfg], progress=False)[0]
+    g = min(setup.traj_d, setup.traj_h) / max(setup.traj_d, setup.traj_h)
+    return trajectory_table(traj.steps, traj.esd, g, max(setup.traj_d, setup.traj_h))
+
+
+def tail_panels(kappa: float, gamma: float) -> plt.Figure:
+    """Both tails on log-log axes: the lower tail of HTMP with slope ``delta - 1`` and the upper
+    tail of the inverse law with slope ``-(1 + delta)`` (the reference lines shifted up)."""
+    te = htmp.tail_exponents(kappa, gamma)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+    x_low = np.geomspace(1e-8, 1.0, 300)
+    y0 = htmp.htmp_pdf(x_low[:1], kappa, gamma)[0]
+    axes[0].loglog(x_low, htmp.htmp_pdf(x_low, kappa, gamma), color=plotting.color(0), label=rf"HTMP, $\kappa={kappa:g}$")
+    axes[0].loglog(x_low[:200], 3 * y0 * (x_low[:200] / x_low[0]) ** te.htmp_lower, "k--",
+                   label=rf"slope $\delta-1={te.htmp_lower:.3g}$ (shifted up)")
+    axes[0].set(xlabel="$x$", ylabel="density", title="lower tail of HTMP")
+    y = np.geomspace(1.0, 1e6, 300)
+    y1 = htmp.inverse_htmp_pdf(y[-1:], kappa, gamma)[0]
+    axes[1].loglog(y, htmp.inverse_htmp_pdf(y, kappa, gamma), color=plotting.color(0), label="inverse law")
+    axes[1].loglog(y[100:], 3 * y1 * (y[100:] / y[-1]) ** (-te.inverse_alpha), "k--",
+                   label=rf"slope $-(1+\delta)={-te.inverse_alpha:.3g}$ (shifted up)")
+    axes[1].set(xlabel="$y = 1/x$", title="upper tail of the inverse law")
+    for ax in axes:
+        ax.legend(fontsize=9)
+    return fig
+
+
+def inverse_tail_fit(kappa: float, gamma: float, n: int, seed: int) -> pd.DataFrame:
+    """``spectra.fit_power_law`` on the inverses of a finite-n HTMP sample, next to the asymptotic
+    exponent ``1 + delta`` and the exact local log-log slope of the inverse density at ``xmin``,
+    ``10 xmin`` and ``1e4 xmin``."""
+    pl = spectra.fit_power_law(1.0 / htmp.sample_htmp(n, kappa, gamma, seed=seed))
+    slopes = -htmp.inverse_tail_slope(np.array([pl.xmin, 10 * pl.xmin, 1e4 * pl.xmin]), kappa, gamma)
+    row = {"n": n, "predicted 1 + delta": htmp.tail_exponents(kappa, gamma).inverse_alpha, "fitted exponent": pl.alpha,
+           "+-": pl.sigma, "tail points": pl.n_tail, "KS": pl.ks_distance, "xmin": pl.xmin,
+           "slope at xmin": slopes[0], "at 10 xmin": slopes[1], "at 1e4 xmin": slopes[2]}
+    return pd.DataFrame([row])
+
+
+@functools.lru_cache(maxsize=8)
+def _mp_null(gamma: float, n: int, reps: int, seed: int) -> np.ndarray:
+    return ks_null(math.inf, gamma, n, reps=reps, seed=(seed, 2000))
+
+
+def wishart_calibration(res: BatchResult) -> dict | None:
+    """The i.i.d. bootstrap null against a real Wishart spectrum: the MP KS of the pure-noise matrices
+    of the largest FC1 shape against :func:`ks_null` of MP at the same size (``ntk_boot`` draws).
+    Eigenvalues repel one another, so a Wishart spectrum sits closer to MP than i.i.d. draws do; where
+    its KS lies below every draw, the i.i.d. null is too wide for a spectrum.  ``None`` without noise."""
+    if not res.noise or max(f.eigs.size for f in res.noise) < 10:
+        return None
+    n = max(f.eigs.size for f in res.noise)
+    sel = [f for f in res.noise if f.eigs.size == n]
+    g = sel[0].gamma
+    null = _mp_null(round(float(g), 12), int(n), int(res.setup.ntk_boot), int(res.setup.seed))
+    ks = float(np.median([f.mp_ks for f in sel]))
+    return dict(n=int(n), cols=int(round(n / g)), gamma=float(g), matrices=len(sel), ks=ks, null=null,
+                below=bool(ks < null.min()),
+                text=(f"a pure {n:,} x {round(n / g):,} Wishart spectrum has MP KS {ks:.2g} (median of {len(sel)}) "
+                      f"against an i.i.d. null of {np.mean(null):.3g} +- {np.std(null):.2g} (lowest {null.min():.3g}, "
+                      f"{null.size} draws)"))
+
+
+PAPER_TEST_REPS = 60
+"""Draws of the null of :func:`paper_kappa_test` (beta-Laguerre spectra of the paper's law)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _bulk_fit_cached(eigs: bytes, gamma: float) -> tuple[int, float]:
+    lam = np.sort(np.frombuffer(eigs, dtype=np.float64))
+    try:
+        mp = spectra.fit_mp(lam, gamma)
+        bulk = lam[: lam.size - mp.num_spikes]
+        return int(mp.num_spikes), float(htmp.fit_htmp(bulk, gamma).kappa)
+    except ValueError:  # too few eigenvalues to fit a bulk
+        return 0, math.nan
+
+
+def bulk_fit(f: "LayerFit") -> tuple[int, float]:
+    """The outliers of a layer's ESD and the KS fit of what is left: ``(count, kappa of the bulk)``.
+
+    Outliers are :func:`htlib.spectra.fit_mp`'s spikes (beyond MP's fitted edge by 4 Tracy-Widom widths);
+    the bulk is the ESD without them, fitted by :func:`htlib.htmp.fit_htmp` at the layer's ``gamma``
+    (``nan`` when the spectrum is too small to fit).
+    A whole-spectrum kappa that falls while the bulk's stays at MP is a change of the outliers, not of
+    the tail of the bulk.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> W = rng.standard_normal((120, 400)) / 20.0
+    >>> W[:3] *= 3.0  # three rows carry spikes
+    >>> f = fit_layer(W, model="noise", batch_size=0, seed=0)
+    >>> n, k = bulk_fit(f)
+    >>> n, k
+    (3, inf)
+    """
+    return _bulk_fit_cached(np.ascontiguousarray(f.eigs, dtype=np.float64).tobytes(), float(f.gamma))
+
+
+def paper_kappa_test(eigs, kappa: float, gamma: float, *, reps: int = PAPER_TEST_REPS, seed=0) -> tuple[float, np.ndarray]:
+    """A direct test of one fixed law: the KS distance of HTMP(``kappa``, ``gamma``), scale fitted by KS,
+    to ``eigs``, and its null, the same distance for ``reps`` beta-Laguerre spectra of that law at the
+    same size (:func:`htlib.htmp.sample_htmp`).  The spectrum's eigenvalues repel, as the sampler's do.
+
+    Examples
+    --------
+    >>> x = htmp.sample_htmp(120, 1.1, 0.3, seed=5)
+    >>> ks, null = paper_kappa_test(x, 1.1, 0.3, reps=20, seed=1)
+    >>> bool(ks <= null.max()), null.shape
+    (True, (20,))
+    """
+    cdf = functools.partial(htmp.htmp_cdf, kappa=float(kappa), gamma=float(gamma))
+
+    def ks_of(x) -> float:
+        x = np.sort(np.asarray(x, dtype=np.float64))
+        x = x[x > 0]
+        return htmp.fit_scale_ks(x, cdf, float(x.mean()))[1]
+
+    rng = np.random.default_rng(seed)
+    n = int(np.asarray(eigs).size)
+    null = np.array([ks_of(htmp.sample_htmp(n, float(kappa), float(gamma), seed=int(rng.integers(2**31))))
+                     for _ in range(int(reps))])
+    return ks_of(eigs), null

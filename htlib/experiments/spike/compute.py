@@ -1,0 +1,131 @@
+"""The spike-to-heavy-tail chapter (paper 003, §1, §5, §6, App. A): runs, tables, figures and claims.
+
+Built on :func:`htlib.two_layer.train` and the trajectory analysis of :mod:`htlib.dynamics`
+(overlaps, spectrum widths, the one spectrum report and its phase tracks), which name no figure.
+Here live the chapter's run configurations (keyed by what each figure needs), its tables
+(DataFrames), its figures (on :mod:`htlib.plotting`) and its claim records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from htlib import spectra
+from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, param
+from htlib.sweep import run_sweep
+from htlib.two_layer import Trajectory, TwoLayerConfig, train
+
+
+@dataclass(frozen=True)
+class Setup(SweepSetup):
+    """The chapter's parameters (its ``parameters`` cell), validated once; :func:`chapter_configs` builds every
+    run from them and :func:`run_training` trains them through the one executor option.
+
+    The defaults are paper 003's §4 setting (n = 2000, d = 1000, h = 1500) and App. A's; only the slow run of
+    the review discussion is shorter than the paper's (:data:`PAPER` sets its 30,000 steps).
+
+    Examples
+    --------
+    >>> Setup().slow_budget < PAPER.slow_budget
+    True
+    >>> Setup(steps=1)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'steps' must be an integer ≥ 2; got 1
+    >>> Setup(d=50)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'block' must be ≤ min(d, h) = 50; got 100
+    """
+
+    n: int = param(2000, "training (and probe) set size, paper §4", ge=1)
+    d: int = param(1000, "input dimension, paper §4", ge=MIN_WIDTH)
+    h: int = param(1500, "width of the student, paper §4", ge=MIN_WIDTH)
+    seed: int = param(0, "seed of the data and of W0", ge=0)
+    steps: int = param(10, "full-batch steps of Figs. 1, 5, 6, 9 and of the phase tracks", ge=2)
+    eta_gd: float = param(2000.0, "GD learning rate of Figs. 1 and 4", gt=0)
+    eta_adam: float = param(1.0, "FB-Adam learning rate of Figs. 4, 5 and 6", gt=0)
+    eta_adam_fig1: float = param(0.5, "FB-Adam learning rate of Fig. 1", gt=0)
+    block: int = param(100, "leading block of the overlap heatmaps (needs block ≤ min(d, h))", ge=2)
+    etas_adam_track: tuple[float, ...] = param([0.1, 0.5, 1.0], "FB-Adam learning rates traced through the phases",
+                                               gt=0)
+    etas_gd_track: tuple[float, ...] = param([1000.0, 2000.0], "GD learning rates traced through the phases", gt=0)
+    etas_review: tuple[float, ...] = param([0.001, 0.01, 0.1, 0.5, 1.0, 10.0, 100.0],
+                                           "FB-Adam learning rates of the review's three cases", gt=0)
+    appA_n: int = param(4000, "App. A: training set size", ge=1)
+    appA_d: int = param(500, "App. A: input dimension", ge=MIN_WIDTH)
+    appA_h: int = param(3000, "App. A: width", ge=MIN_WIDTH)
+    appA_eta_gd: float = param(5000.0, "App. A: GD learning rate (with weight normalization)", gt=0)
+    appA_eta_adam: float = param(3.0, "App. A: FB-Adam learning rate (with weight normalization)", gt=0)
+    ht_steps: int = param(30, "FB-Adam steps at eta_adam, every one recorded: steps to a heavy tail", ge=2)
+    slow_eta: float = param(0.1, "FB-Adam learning rate of the slow run (the review: about 10^4 steps)", gt=0)
+    slow_budget: int = param(100, "steps of the slow run (the review's 10^4 needs 30000)", ge=1)
+    slow_record_every: int = param(20, "the slow run records the ESD every k steps", ge=1)
+    strict_alpha: float = param(4.0, "stricter heavy-tail option: PL_Alpha_KS below this", gt=1)
+    strict_pvalue: float = param(0.01, "... and the top eigenvalue no outlier of the fitted power law at this level",
+                                 ge=0, lt=1)
+    device: str = param("cpu", "torch device of the training", choices=("cpu", "cuda"))
+    readout: str = param("d", "readout convention of the loss figures (d: the published figures')",
+                         choices=("d", "sqrt_d"))
+
+    def _check(self) -> None:
+        if self.block > min(self.d, self.h):
+            raise ParameterError(f"parameter 'block' must be ≤ min(d, h) = {min(self.d, self.h)}; got {self.block}")
+
+    def rules(self) -> spectra.PhaseRules:
+        """The one spectrum report's thresholds, with this Setup's stricter heavy-tail option."""
+        return spectra.PhaseRules(strict_alpha=self.strict_alpha, strict_pvalue=self.strict_pvalue)
+
+
+PAPER = Setup(slow_budget=30_000, slow_record_every=500)
+"""Paper 003's setting: the defaults, with the review discussion's slow run at eta = 0.1 long enough for its
+"about 10^4 steps" to a heavy tail (the steps criterion reads up to 3x that)."""
+
+
+def run_training(setup: Setup) -> dict[tuple, Trajectory]:
+    """Every run of :func:`chapter_configs`, trained through ``setup``'s executor (cached per run).
+
+    Examples
+    --------
+    >>> runs = run_training(Setup(n=32, d=10, h=12, block=10, steps=2, ht_steps=2, slow_budget=2, slow_record_every=1,
+    ...                           appA_n=32, appA_d=10, appA_h=12, etas_review=[0.5], executor="serial"))
+    >>> int(runs[("adam", 1.0)].steps[-1])
+    2
+    """
+    configs = chapter_configs(setup)
+    with setup.executor_context() as pool:
+        trained = run_sweep(train, list(configs.values()), executor=pool, desc="training runs")
+    return dict(zip(configs, trained))
+
+
+def adam_etas(s: Setup) -> list[float]:
+    """Every FB-Adam learning rate with a ``steps``-step run."""
+    return sorted({*s.etas_adam_track, *s.etas_review, s.eta_adam, s.eta_adam_fig1})
+
+
+def chapter_configs(s: Setup) -> dict[tuple, TwoLayerConfig]:
+    """Every run of the chapter, keyed ``("ht", eta_adam)`` (``ht_steps`` FB-Adam steps at ``eta_adam``,
+    every step recorded: steps to a heavy tail), ``("slow", slow_eta)`` (``slow_budget`` steps recorded
+    every ``slow_record_every``), ``("appA", opt)`` (App. A, weight normalization), ``("adam", eta)`` /
+    ``("gd", eta)`` (``steps``-step runs that record every step and keep ``W_0, W_1, W_{T-1}, W_T``) and
+    ``("adam-wn", eta_adam)``; the long runs first (they set the wall time)."""
+    def run(optimizer, eta, steps, **kw):
+        return TwoLayerConfig(n=s.n, d=s.d, h=s.h, seed=s.seed, device=s.device, optimizer=optimizer, eta=float(eta),
+                              steps=steps, readout_scale=s.readout, **kw)
+
+    configs = {("ht", s.eta_adam): run("adam", s.eta_adam, s.ht_steps),
+               ("slow", s.slow_eta): run("adam", s.slow_eta, s.slow_budget, record_every=s.slow_record_every)}
+    for opt, eta in (("gd", s.appA_eta_gd), ("adam", s.appA_eta_adam)):
+        configs[("appA", opt)] = TwoLayerConfig(n=s.appA_n, d=s.appA_d, h=s.appA_h, seed=s.seed, device=s.device,
+                                                optimizer=opt, eta=float(eta), steps=s.steps, weight_norm=True,
+                                                record_every=s.steps, record_initial=False)
+    keep = (0, 1, s.steps - 1, s.steps)
+    traced = {*s.etas_adam_track, s.eta_adam, s.eta_adam_fig1}
+    for eta in adam_etas(s):
+        # The review's other learning rates are read after the last step only (two records, not eleven).
+        configs[("adam", eta)] = (run("adam", eta, s.steps, keep_weights=keep) if eta in traced
+                                  else run("adam", eta, s.steps, record_every=s.steps))
+    for eta in sorted({*s.etas_gd_track, s.eta_gd}):
+        configs[("gd", eta)] = run("gd", eta, s.steps, keep_weights=keep)
+    configs[("adam-wn", s.eta_adam)] = run("adam", s.eta_adam, s.steps, weight_norm=True, keep_weights=keep)
+    return configs
