@@ -9,7 +9,10 @@
   a chapter's figures and tables depend on ``plotting`` and ``claims``).  Jupyter
   Book keys its cache on code cells only, so without this an edit to htlib would
   leave stale figures.
-- :func:`build` renders the book with that cache and fails on any cell error.
+- :func:`build` renders the book with that cache and fails on any cell error; a failed or timed-out
+  cell is named (chapter and cell) with what to do (:func:`failure_advice`).  The per-cell timeout is
+  ``_config.yml``'s ``execute.timeout`` (1800 s, the regression's), or ``HTLIB_CELL_TIMEOUT`` seconds
+  (0: no limit).
 
 Command line::
 
@@ -20,8 +23,10 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +39,7 @@ from htlib.cache import source_hash
 
 __all__ = [
     "strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters", "pages",
+    "cell_timeout", "failure_advice",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -169,6 +175,9 @@ def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -
     and MathJax served from the book itself."""
     config = yaml.safe_load((root / "_config.yml").read_text())
     config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
+    timeout = cell_timeout()
+    if timeout is not None:
+        config["execute"]["timeout"] = timeout
     # The generated file lives in _build/, and Jupyter Book resolves these paths
     # against the config file's folder: make them absolute.
     local = config.get("sphinx", {}).get("local_extensions") or {}
@@ -215,10 +224,67 @@ def jupyter_book_command() -> str:
     return str(beside) if beside.exists() else "jupyter-book"
 
 
+def cell_timeout() -> int | None:
+    """``HTLIB_CELL_TIMEOUT`` as the book build's per-cell timeout in seconds (-1: none), ``None`` if unset.
+
+    A slow or shared machine must be able to build the book without editing ``_config.yml``.
+    """
+    text = os.environ.get("HTLIB_CELL_TIMEOUT", "").strip()
+    if not text:
+        return None
+    try:
+        seconds = int(float(text))
+    except ValueError:
+        raise ValueError(f"HTLIB_CELL_TIMEOUT must be a number of seconds (0: no limit), got {text!r}") from None
+    return seconds if seconds > 0 else -1  # nbclient reads -1 as "no timeout"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# myst-nb's one line per failed notebook; the traceback it shows follows it.
+_EXEC_FAILED = re.compile(r"^(\S+\.ipynb): WARNING: Executing notebook failed: (\w+)")
+_RULE = re.compile(r"^-{10,}\s*$")  # nbclient frames the failing cell's source between such rules
+
+
+def _failing_cell(notebook: Path, log: list[str]) -> str:
+    """``cell N (`first line`)`` of the cell whose source nbclient quotes in ``log``, or "a cell"."""
+    first = next((log[i + 1].strip() for i, line in enumerate(log[:-1]) if _RULE.match(line)), "")
+    if first.startswith("['"):  # a long cell is previewed as the list of its lines
+        try:
+            first = str(ast.literal_eval(first)[0]).strip()
+        except (ValueError, SyntaxError, IndexError):
+            pass
+    try:
+        cells = nbformat.read(str(notebook), as_version=4).cells
+    except Exception:  # the message must not fail on an unreadable notebook
+        cells = []
+    for n, cell in enumerate(cells, 1):
+        lines = cell.source.strip().splitlines()
+        if cell.cell_type == "code" and first and lines and lines[0].strip() == first:
+            return f"cell {n} (`{first}`)"
+    return f"the cell starting `{first}`" if first else "a cell"
+
+
+def failure_advice(notebook: Path, error: str, log: list[str], root: Path = REPO_ROOT) -> str:
+    """What the build says when executing ``notebook`` failed with ``error`` (nbclient's class name), given
+    the log lines myst-nb printed after its failure line: the chapter, the cell, and what to do."""
+    notebook, root = Path(notebook).resolve(), Path(root).resolve()
+    shown = notebook.relative_to(root) if notebook.is_relative_to(root) else notebook
+    cell = _failing_cell(notebook, log)
+    rerun = f"`python -m htlib.run {shown} --no-html` reruns this chapter alone, keeping its partial notebook"
+    if error == "CellTimeoutError":
+        limit = next((m.group(1) for line in log if (m := re.search(r"after (\d+) seconds", line))), "?")
+        return (f"book build failed: chapter {shown}, {cell}, ran past the per-cell timeout of {limit} s, which "
+                "this machine is too slow or busy for: raise it with `HTLIB_CELL_TIMEOUT=<seconds> make book` "
+                f"(0: no limit); {rerun}, with no timeout.")
+    return f"book build failed: chapter {shown}, {cell}, raised an error ({error}; its traceback is above); {rerun}."
+
+
 def build(root: Path = REPO_ROOT, package_dir: str | None = None) -> int:
     """Execute every chapter (or reuse the cache for this htlib source) and render HTML.
 
-    Any cell error fails the build (``-W --keep-going`` plus ``raise_on_error``).
+    Any cell error fails the build (``-W --keep-going`` plus ``raise_on_error``).  The build's log is
+    echoed as it comes and read for myst-nb's execution failures, so that the last word of a failed
+    build names the chapter and the cell and says what to do, not Sphinx's traceback.
     """
     config = write_build_config(root, package_dir)
     cmd = [
@@ -227,11 +293,26 @@ def build(root: Path = REPO_ROOT, package_dir: str | None = None) -> int:
         "-W", "--keep-going",
     ]
     env = dict(os.environ, TQDM_DISABLE="1")
-    code = subprocess.call(cmd, cwd=root, env=env)
+    failed: list[tuple[Path, str, list[str]]] = []  # (notebook, nbclient's error, the log lines after it)
+    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            plain = _ANSI.sub("", line).rstrip("\n")
+            m = _EXEC_FAILED.match(plain)
+            if m:
+                failed.append((Path(m.group(1)), m.group(2), []))
+            elif failed and len(failed[-1][2]) < 2000:
+                failed[-1][2].append(plain)
+    code = proc.returncode
     index = root / "_build" / "html" / "index.html"
     if code == 0:
         print(f"\nThe book is at {index}")
     else:
+        sys.stdout.flush()
+        for notebook, error, log in failed:
+            print(f"\n{failure_advice(notebook, error, log, root)}", file=sys.stderr)
         print(f"\nbook build failed (exit {code}); see the log above", file=sys.stderr)
     return code
 

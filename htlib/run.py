@@ -25,7 +25,10 @@ Jupyter Book build of the book's own configuration (so glued numbers, citations 
 render as in the book; its asset folders sit beside it), which opens with a note of the parameters that
 differ from the book's, the code version and the date (:func:`rerun_banner`); nothing is ever written
 into ``book/``.  A failed run keeps its partial
-notebook, says where it is and why it failed.
+notebook, says where it is and why it failed; Ctrl-C prints one line naming it.  A repeated ``-p NAME`` is
+refused, and so is a folder parameter (the scoreboard's ``source``) naming no folder.  Reruns may run at
+once: each kernel keeps its connection files in a private temporary folder, and each run writes its own
+working notebook, moved into place when it ends.
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ import nbformat
 from htlib.experiments._setup import ParameterError, SetupBase
 
 __all__ = [
-    "Parameter", "ParameterError", "RunFailed", "chapter_setup", "declared_parameters", "read_parameters", "validate",
-    "check_overrides", "check_output_dir", "preflight", "output_path", "rerun_banner", "add_banner", "run_chapter",
-    "render_html", "main",
+    "Parameter", "ParameterError", "RunFailed", "Interrupted", "chapter_setup", "declared_parameters",
+    "read_parameters", "validate", "check_overrides", "check_output_dir", "preflight", "output_path", "rerun_banner",
+    "add_banner", "run_chapter", "render_html", "main",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +65,10 @@ _CONSTRAINT = re.compile(r"\[([^\[\]]*)\]\s*$")
 
 class RunFailed(RuntimeError):
     """A chapter's execution (or its rendering) failed; the message says why and where its partial output is."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (SIGINT); the message says where its partial notebook is."""
 
 
 # --------------------------------------------------------------------------- notebooks without a Setup
@@ -80,6 +87,7 @@ class Parameter:
     choices: tuple[Any, ...] | None = None
     each: bool = False  # constraints apply to list elements
     constraint_text: str = ""
+    is_dir: bool = False  # described as a "folder ...": must exist when given (the scoreboard's source)
 
     @property
     def type_name(self) -> str:
@@ -125,7 +133,8 @@ def _parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
     """The parameters declared in a chapter's parameters cell, in its order (transitional: the comment DSL
-    of chapters without a ``Setup``; :func:`declared_parameters` is what the tools call)."""
+    of chapters without a ``Setup``; :func:`declared_parameters` is what the tools call).  A string
+    parameter whose description starts with "folder" names a folder that must exist when given."""
     nb = nbformat.read(str(notebook), as_version=4)
     source = _parameters_cell(nb).source
     comments: dict[int, str] = {}
@@ -147,7 +156,8 @@ def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
         if m:
             kwargs = _parse_constraint(m.group(1), name)
             comment = comment[: m.start()].strip()
-        params[name] = Parameter(name=name, default=default, description=comment, **kwargs)
+        is_dir = isinstance(default, str) and bool(re.match(r"(folder|directory)\b", comment, re.I))
+        params[name] = Parameter(name=name, default=default, description=comment, is_dir=is_dir, **kwargs)
     return params
 
 
@@ -208,6 +218,11 @@ def validate(params: dict[str, Parameter], overrides: dict[str, Any]) -> dict[st
             else:
                 value = _coerce_scalar(value, p.default, name)
                 _check_value(p, value)
+            if p.is_dir and value:  # absolute: the kernel runs in the notebook's folder, not where it was typed
+                value = str(Path(value).expanduser().resolve())
+                if not Path(value).is_dir():
+                    raise ParameterError(f"parameter {name!r} must be an existing folder, got {value} "
+                                         f"({'a file' if Path(value).exists() else 'no such folder'})")
         except ParameterError as err:
             raise ParameterError(f"{err}\n{_listing(params)}") from None
         clean[name] = value
@@ -395,29 +410,77 @@ def _default_output_dir() -> Path:
 
 
 def kernel_manager_class(log: str | Path | None = None):
-    """The kernel manager of papermill's runs: IPC sockets where the platform has them, and the kernel's
-    own log (not the cells' output) written to ``log`` when given.
+    """The kernel manager of papermill's runs: IPC sockets where the platform has them, in a private
+    runtime folder of each kernel, and the kernel's own log (not the cells' output) written to ``log``
+    when given.
 
     Over TCP the kernel prints "Kernel is running over TCP without encryption" on every run, which reads
-    as if something were wrong; a local run has no reason to open TCP ports.  The kernel process's own
-    log lines (for example the "KeyboardInterrupt caught in kernel" that jupyter_client's shutdown
-    interrupt can provoke) say nothing about the chapter; with ``log`` they go to that file, which a
-    failed run names.
+    as if something were wrong; a local run has no reason to open TCP ports.  jupyter_client names IPC
+    sockets ``kernel-ipc-<n>`` relative to the kernel's working folder (``book/``) and picks ``n`` by
+    looking for a free name, so two kernels started at once raced for the same sockets there (``Kernel
+    didn't respond``, ``Invalid Signature``) and left stale files in ``book/``: each kernel's connection
+    file and sockets go to a fresh temporary folder instead, removed when the kernel is cleaned up.  The
+    kernel process's own log lines (for example the "KeyboardInterrupt caught in kernel" that
+    jupyter_client's shutdown interrupt can provoke) say nothing about the chapter; with ``log`` they go
+    to that file, which a failed run names.
     """
+    import shutil
+    import tempfile
+    import weakref
+
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
     class RunKernelManager(AsyncKernelManager):
+        launched: list[AsyncKernelManager] = []  # noqa: RUF012 - this class's kernels (stop_kernels)
+
         @default("transport")
         def _default_transport(self) -> str:
             return "tcp" if os.name == "nt" else "ipc"  # no IPC transport on Windows
 
+        @property
+        def _runtime(self) -> str:
+            if "_htlib_runtime" not in self.__dict__:
+                self.__dict__["_htlib_runtime"] = folder = tempfile.mkdtemp(prefix="htlib-kernel-")
+                weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)  # also if never cleaned up
+            return self.__dict__["_htlib_runtime"]
+
+        @default("connection_file")
+        def _default_connection_file(self) -> str:
+            return os.path.join(self._runtime, "kernel.json")
+
+        @default("ip")
+        def _default_ip(self) -> str:
+            return os.path.join(self._runtime, "kernel-ipc") if self.transport == "ipc" else "127.0.0.1"
+
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if log is not None:
                 kw["stderr"] = open(log, "ab")  # noqa: SIM115 - held by the kernel process until it exits
+            RunKernelManager.launched.append(self)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
 
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart and "_htlib_runtime" in self.__dict__:
+                shutil.rmtree(self.__dict__["_htlib_runtime"], ignore_errors=True)
+
     return RunKernelManager
+
+
+def stop_kernels(manager_class) -> None:
+    """Kill what is left of the kernels of a :func:`kernel_manager_class` and remove their runtime folders.
+
+    After Ctrl-C while a kernel starts, nbclient never shuts it down, and Ctrl-C does not reach it
+    (jupyter_client starts kernels in a session of their own): it would stay, an orphan, holding its folder.
+    """
+    import shutil
+
+    for km in manager_class.launched:
+        proc = getattr(getattr(km, "provisioner", None), "process", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        shutil.rmtree(km.__dict__.get("_htlib_runtime", ""), ignore_errors=True)
 
 
 def failure_reason(err: BaseException) -> str:
@@ -485,33 +548,51 @@ def run_chapter(
     RunFailed
         When a cell fails (the message names the cell's exception and the partial notebook) or the
         HTML rendering fails.
+    Interrupted
+        On Ctrl-C during the execution (a ``KeyboardInterrupt`` naming the partial notebook).
     """
     import papermill as pm
 
     notebook, clean, out = preflight(notebook, overrides, output_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    log = out.with_suffix(".kernel.log")
-    log.unlink(missing_ok=True)
+    # Papermill rewrites the notebook as it goes: two reruns with the same parameters at once (one output
+    # path) would write into one file.  Each runs into its own working files, moved into place when it ends
+    # (os.replace is atomic), the partial notebook and the kernel log included when it fails.
+    work = out.with_name(f"{out.stem}.running-{os.getpid()}.ipynb")
+    work_log, log = work.with_suffix(".kernel.log"), out.with_suffix(".kernel.log")
     # The numbers behind the figures go beside the run, not into book/ (the kernel inherits the variable).
     from htlib.plotting import FIGURE_DATA_DIR
 
     before = os.environ.get("HTLIB_FIGURE_DATA")
     os.environ["HTLIB_FIGURE_DATA"] = str(out.parent.resolve() / FIGURE_DATA_DIR)
+    managers = kernel_manager_class(work_log)
     try:
         pm.execute_notebook(
-            str(notebook), str(out), parameters=clean, cwd=str(notebook.parent),
-            kernel_name="python3", progress_bar=progress, kernel_manager_class=kernel_manager_class(log),
+            str(notebook), str(work), parameters=clean, cwd=str(notebook.parent),
+            kernel_name="python3", progress_bar=progress, kernel_manager_class=managers,
         )
-    except Exception as err:
+    except (Exception, KeyboardInterrupt) as err:
+        stop_kernels(managers)
+        if work.exists():
+            os.replace(work, out)
+        # After Ctrl-C the kernel's log holds only its own KeyboardInterrupt: not worth keeping.
+        has_log = not isinstance(err, KeyboardInterrupt) and work_log.exists() and work_log.stat().st_size > 0
+        if has_log:
+            os.replace(work_log, log)
+        work_log.unlink(missing_ok=True)
+        if isinstance(err, KeyboardInterrupt):  # Ctrl-C: where the partial run is, not papermill's traceback
+            raise Interrupted(f"interrupted: the partial notebook of {notebook.name} is {out}") from None
         raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; the partial notebook is {out}"
-                        + (f" (kernel log: {log})" if log.exists() and log.stat().st_size else "")) from err
+                        + (f" (kernel log: {log})" if has_log else "")) from err
     finally:
         if before is None:
             os.environ.pop("HTLIB_FIGURE_DATA", None)
         else:
             os.environ["HTLIB_FIGURE_DATA"] = before
-    log.unlink(missing_ok=True)
-    add_banner(out, rerun_banner(notebook, clean))
+    work_log.unlink(missing_ok=True)
+    add_banner(work, rerun_banner(notebook, clean))
+    os.replace(work, out)
+    log.unlink(missing_ok=True)  # the log of an earlier failed run with these parameters
     if html:
         try:
             render_html(out)
@@ -618,6 +699,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="check everything the run would refuse, print where it would go, compute nothing")
     args = parser.parse_args(argv)
     try:
+        names = [name for name, _ in args.parameter]
+        for name in dict.fromkeys(n for n in names if names.count(n) > 1):  # argparse would keep the last
+            given = " and ".join(f"-p {n} {v}" for n, v in args.parameter if n == name)
+            raise ParameterError(f"parameter {name!r} is given {names.count(name)} times ({given}); give it once")
         decl = declared_parameters(args.notebook)
         if args.list:
             print(decl.listing())
@@ -635,6 +720,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailed as err:
         print(f"\nerror: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as err:  # one line, not the traceback of wherever Ctrl-C landed
+        print(f"\n{err}" if isinstance(err, Interrupted) else "\ninterrupted", file=sys.stderr)
+        return 130
     except Exception as err:  # anything else: its reason, never a silent exit
         print(f"\nerror: {failure_reason(err)}", file=sys.stderr)
         return 1

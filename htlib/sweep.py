@@ -4,7 +4,11 @@
 here, ``distributed.Client().get_executor()`` on a Dask cluster), serves
 finished configs from :mod:`htlib.cache`, and writes each new result as soon
 as it arrives, so an interrupted sweep resumes where it stopped.  Results come
-back in the order of the configs.
+back in the order of the configs.  On a Dask cluster, a retry recomputes (tasks
+are impure: a pure key would replay a stored error), and a scheduler that dies
+or stops answering fails the sweep within :data:`SCHEDULER_POLL_S` +
+:data:`SCHEDULER_ANSWER_S` seconds (:class:`SchedulerLost`) instead of waiting
+forever; what finished stays cached.
 """
 
 from __future__ import annotations
@@ -20,7 +24,31 @@ from tqdm import tqdm
 from htlib import cache
 
 __all__ = ["run_sweep", "process_executor", "limit_threads", "progress_enabled", "executor_kind", "executor_for",
-           "dask_workers"]
+           "dask_workers", "SchedulerLost"]
+
+SCHEDULER_POLL_S = 10.0
+"""While nothing finishes, a sweep on a Dask cluster asks its scheduler this often whether it is alive."""
+SCHEDULER_ANSWER_S = 20.0
+"""How long the scheduler has to answer; a dead one fails the sweep within the two together (30 s)."""
+
+
+class SchedulerLost(ConnectionError):
+    """The Dask scheduler of a sweep died or stopped answering; finished results are cached."""
+
+
+def _dask_client(executor: cf.Executor | None) -> Any:
+    """The ``distributed.Client`` behind a Dask ``ClientExecutor``; ``None`` for any other executor."""
+    return getattr(executor, "_client", None) if type(executor).__module__.startswith("distributed") else None
+
+
+def _scheduler_answers(client: Any) -> bool:
+    if client.status != "running":  # closed, or reconnecting (which has cancelled every pending task)
+        return False
+    try:
+        client.sync(client.scheduler.identity, callback_timeout=SCHEDULER_ANSWER_S)
+    except Exception:  # a timeout, a refused connection: no scheduler there any more
+        return False
+    return True
 
 
 def progress_enabled() -> bool:
@@ -53,8 +81,33 @@ def limit_threads(n_threads: int = 1) -> None:
     threadpool_limits(n_threads)
 
 
+PARENT_POLL_S = 1.0
+"""How often a pool worker checks that the process that started it is still alive."""
+
+
+def _worker_init(n_threads: int, parent: int) -> None:
+    """A pool worker's initializer: :func:`limit_threads`, and exit when ``parent`` is gone.
+
+    A killed kernel (SIGKILL, a dead-kernel restart) cannot shut its pool down; its workers would live on as
+    orphans holding the kernel's pipes open, so that whatever waits for those pipes (a rerun's caller) waits
+    forever.  Once the parent dies a worker is re-parented, and its ``os.getppid()`` changes.
+    """
+    import threading
+    import time
+
+    limit_threads(n_threads)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="htlib-parent-watch", daemon=True).start()
+
+
 def process_executor(max_workers: int | None = None, *, threads_per_worker: int = 1) -> cf.ProcessPoolExecutor:
-    """A process pool whose workers each use ``threads_per_worker`` BLAS threads."""
+    """A process pool whose workers each use ``threads_per_worker`` BLAS threads, and exit with the process
+    that made the pool (no orphans when it is killed)."""
     import multiprocessing as mp
 
     workers = max_workers or os.cpu_count() or 1
@@ -63,8 +116,8 @@ def process_executor(max_workers: int | None = None, *, threads_per_worker: int 
     return cf.ProcessPoolExecutor(
         max_workers=workers,
         mp_context=mp.get_context("spawn"),  # fork + torch threads deadlock
-        initializer=limit_threads,
-        initargs=(threads_per_worker,),
+        initializer=_worker_init,
+        initargs=(threads_per_worker, os.getpid()),
     )
 
 
@@ -104,6 +157,9 @@ def run_sweep(
     Exception
         When configs fail, the failure of the first failing config, with a note naming it, after
         every other config has run and its result has been stored.
+    SchedulerLost
+        When the Dask scheduler of ``executor`` dies or stops answering mid-sweep; the message names
+        it and says how many results finished (and are cached).
     """
     name = f"{fn.__module__}.{fn.__qualname__}"
     results: list[Any] = [cache.MISSING] * len(configs)
@@ -130,14 +186,33 @@ def run_sweep(
             cache.store(keys[i], results[i])
         bar.update(1)
 
+    def lost(client: Any) -> SchedulerLost:
+        done = sum(r is not cache.MISSING for r in results)
+        kept = (f"; they are kept in the result cache, so a rerun computes only the {len(configs) - done} missing "
+                "(start a new scheduler, or use the executor 'process')") if use_cache else ""
+        return SchedulerLost(f"run_sweep({name}): the Dask scheduler at {client.scheduler.address} died or stopped "
+                             f"answering mid-sweep; {done} of {len(configs)} configs had finished{kept}")
+
     try:
         if executor is None:
             for i in todo:
                 finish(i, lambda: fn(configs[i]))
         else:
-            futures = {executor.submit(fn, configs[i]): i for i in todo}
-            for future in cf.as_completed(futures):
-                finish(futures[future], future.result)
+            client = _dask_client(executor)
+            # Dask keys pure tasks by their arguments: a retry on the same client would get the stored error.
+            extra = {"pure": False} if client is not None else {}
+            futures = {executor.submit(fn, configs[i], **extra): i for i in todo}
+            pending = set(futures)
+            # Not as_completed: its wait has no end when the scheduler dies without cancelling our futures.
+            while pending:
+                done, pending = cf.wait(pending, timeout=SCHEDULER_POLL_S if client is not None else None,
+                                        return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    if client is not None and future.cancelled():  # Dask cancels every task when it loses them
+                        raise lost(client)
+                    finish(futures[future], future.result)
+                if client is not None and not done and not _scheduler_answers(client):
+                    raise lost(client)
     finally:
         bar.close()
     if failures:
@@ -199,8 +274,12 @@ def executor_for(executor: str, workers: int = 2, *, timeout: float = 10.0) -> I
     else:
         import distributed
 
-        with distributed.Client(executor, timeout=timeout) as client:
-            yield client.get_executor()
+        client = distributed.Client(executor, timeout=timeout)
+        try:
+            yield client.get_executor(pure=False)  # a retry recomputes (run_sweep asks for this as well)
+        finally:
+            with contextlib.suppress(Exception):  # a dead scheduler's close error must not hide the sweep's
+                client.close(timeout=timeout)
 
 
 def dask_workers(address: str, *, timeout: float = 5.0) -> int:

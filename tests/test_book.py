@@ -305,3 +305,47 @@ def test_every_figure_links_the_numbers_behind_it(path):
     blocks = re.findall(r"```\{glue:figure\} (\S+)\n(.*?)```", md, flags=re.S)
     missing = [name for name, body in blocks if f"{{download}}`CSV <_figure-data/{name}.csv>`" not in body]
     assert not missing, f"{path.name}: figures whose caption does not link their CSV: {missing}"
+
+
+# --- a slow machine: the book's per-cell timeout, and what a failed build says (issue 40) ---------
+
+
+def test_the_book_allows_each_cell_at_least_the_regressions_time(monkeypatch):
+    import yaml
+
+    regression = int(re.search(r"--nbval-cell-timeout=(\d+)", (ROOT / "Makefile").read_text()).group(1))
+    timeout = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+    assert timeout == -1 or timeout >= regression, f"make book would time out a cell nbval lets run ({timeout} s)"
+    monkeypatch.setenv("HTLIB_CELL_TIMEOUT", "0")
+    assert book.cell_timeout() == -1  # 0: no limit (the build below shows the variable reaches the build)
+
+
+def test_a_cell_slower_than_the_timeout_fails_the_build_naming_chapter_and_cell(tmp_path, monkeypatch, capsys):
+    """The tiny fixture chapter with a slow cell, built with a 3 s timeout (set by HTLIB_CELL_TIMEOUT)."""
+    (tmp_path / "book").mkdir()
+    nb = nbformat.read(str(ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"), as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("import time; time.sleep(120)  # slower than the timeout"))
+    nbformat.write(nb, str(tmp_path / "book" / "tiny_chapter.ipynb"))
+    (tmp_path / "_config.yml").write_text("title: t\nexecute:\n  execute_notebooks: cache\n  timeout: 3600\n"
+                                          "sphinx:\n  config:\n    nb_execution_raise_on_error: true\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/tiny_chapter\n")
+    monkeypatch.setenv("HTLIB_CELL_TIMEOUT", "3")
+    assert book.build(tmp_path) != 0
+    err = capsys.readouterr().err
+    assert "book/tiny_chapter.ipynb" in err and "cell 4 (`import time; time.sleep(120)" in err, err
+    assert "timeout of 3 s" in err and "HTLIB_CELL_TIMEOUT" in err
+    assert "python -m htlib.run book/tiny_chapter.ipynb" in err  # how to rerun that chapter alone
+
+
+def test_a_failing_cell_is_named_with_what_to_do(tmp_path):
+    """The advice for a cell that raised, read from nbclient's text as myst-nb logs it."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# c"), nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("y = 1 / 0\nprint(y)")])
+    path = tmp_path / "book" / "ch.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, str(path))
+    log = ["Traceback (most recent call last):", "nbclient.exceptions.CellExecutionError: An error occurred while "
+           "executing the following cell:", "------------------", "y = 1 / 0", "print(y)", "------------------", "",
+           "ZeroDivisionError: division by zero"]
+    text = book.failure_advice(path, "CellExecutionError", log, root=tmp_path)
+    assert "book/ch.ipynb" in text and "cell 3 (`y = 1 / 0`)" in text and "python -m htlib.run book/ch.ipynb" in text

@@ -8,6 +8,8 @@ import dataclasses
 import errno
 import os
 import pickle
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -527,3 +529,128 @@ def test_failed_config_keeps_the_others_and_the_rerun_recomputes_only_it(tmp_pat
         p.unlink()
     assert sweep.run_sweep(flaky, jobs, progress=False) == [0, 10, 20, 30]
     assert _calls(log) == [0]  # only the failed config ran again
+
+
+# --- cluster faults: a retry on a reused Dask client recomputes; a dead scheduler fails the sweep (issue 40) ----
+
+
+@pytest.fixture()
+def dask_cluster():
+    """A one-worker in-process Dask cluster over TCP and a client of it (a fraction of a second to start)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address=None)
+    client = distributed.Client(cluster.scheduler_address, timeout=5)
+    yield cluster, client
+    with warnings.catch_warnings(), __import__("contextlib").suppress(Exception):
+        warnings.simplefilter("ignore")
+        client.close(timeout=2)
+        cluster.close(timeout=2)
+
+
+def test_a_retry_on_a_reused_dask_client_recomputes_the_failed_config(tmp_path, dask_cluster):
+    _, client = dask_cluster
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "broken").touch()
+    jobs = [Job(x, str(log)) for x in range(4)]
+    executor = client.get_executor()  # as a user would pass it: Dask's default, pure tasks
+    with pytest.raises(ValueError, match="x = 0 is broken") as failed:  # kept alive, as a notebook keeps it
+        sweep.run_sweep(flaky, jobs, executor=executor, progress=False)
+    (log / "broken").unlink()
+    for p in log.glob("call-*"):
+        p.unlink()
+    assert sweep.run_sweep(flaky, jobs, executor=executor, progress=False) == [0, 10, 20, 30]
+    assert _calls(log) == [0] and failed.value is not None  # recomputed, and the others served from the cache
+
+
+def slow_square(job: Job) -> int:
+    """Quick for x < 2; the others take a while, so that they are still running when the scheduler goes."""
+    time.sleep(0 if job.x < 2 else 3)
+    (Path(job.log) / f"done-{job.x}").touch()
+    return job.x**2
+
+
+def test_the_scheduler_poll_bounds_a_sweep_on_a_dead_scheduler_to_a_minute():
+    assert sweep.SCHEDULER_POLL_S + sweep.SCHEDULER_ANSWER_S <= 60
+
+
+@pytest.mark.parametrize("fault", ["closed", "frozen"])
+def test_a_sweep_whose_scheduler_dies_fails_soon_naming_it_and_keeps_what_finished(tmp_path, dask_cluster,
+                                                                                   monkeypatch, fault):
+    """``closed``: the scheduler goes away (Dask cancels the tasks); ``frozen``: it stops answering, with its
+    connections open (nothing is ever cancelled: a plain ``as_completed`` waits forever)."""
+    import threading
+
+    cluster, client = dask_cluster
+    monkeypatch.setattr(sweep, "SCHEDULER_POLL_S", 0.5)
+    monkeypatch.setattr(sweep, "SCHEDULER_ANSWER_S", 1.0)
+    log = tmp_path / "log"
+    log.mkdir()
+    jobs = [Job(x, str(log)) for x in range(6)]
+    thaw = threading.Event()
+
+    def kill_when_two_finished():
+        while len(list(log.glob("done-*"))) < 2:
+            time.sleep(0.01)
+        time.sleep(0.2)  # their results reach the client
+        if fault == "closed":
+            cluster.sync(cluster.scheduler.close)
+        else:  # the scheduler's (and its worker's) event loop stops, as under SIGSTOP or a partition
+            cluster.loop.add_callback(thaw.wait, 30)
+
+    killer = threading.Thread(target=kill_when_two_finished, daemon=True)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(sweep.SchedulerLost) as info:
+            sweep.run_sweep(slow_square, jobs, executor=client.get_executor(), progress=False)
+        elapsed = time.monotonic() - start
+    finally:
+        thaw.set()
+        killer.join(10)
+    text = str(info.value)
+    assert elapsed < 10 and cluster.scheduler_address in text and "result cache" in text, (elapsed, text)
+    finished = int(text.split(" of 6 configs had finished")[0].rsplit(" ", 1)[1])
+    keys = [cache.config_key(f"{slow_square.__module__}.{slow_square.__qualname__}", j) for j in jobs]
+    assert finished >= 2 and sum(cache.load(k) is not cache.MISSING for k in keys) == finished
+
+
+_ORPHAN = """
+import os, sys, time
+from htlib.sweep import process_executor
+pool = process_executor(2)
+futures = [pool.submit(time.sleep, 0.5) for _ in range(4)]
+for f in futures:
+    f.result()
+print(" ".join(str(p) for p in pool._processes), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_pool_owner_leaves_no_worker_behind(tmp_path):
+    """SIGKILL of the process that made a pool (a killed kernel): its workers exit within seconds, instead of
+    living on as orphans that hold its pipes open (issue 40)."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 20
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in workers), "a pool worker outlived the process that made the pool"
+    finally:
+        proc.kill()
+        proc.stdout.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
+    except OSError:
+        return False

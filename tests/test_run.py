@@ -360,3 +360,118 @@ def test_a_rerun_writes_the_numbers_behind_its_figures_beside_it(chapter, tmp_pa
     assert data == ["panel,kind,label,x,y", "1,line,,0,7", "1,line,,1,14"]
     assert not (chapter.parent / "_figure-data").exists()
     assert "HTLIB_FIGURE_DATA" not in os.environ
+
+
+# --- concurrency and bad input at the command line (issue 40) ---------------------------------
+
+
+def _listing(folder: Path) -> list[str]:
+    """Every path under ``folder``, ignored files included (``git status`` would not show sockets or caches)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_two_reruns_started_at_once_both_succeed_alike_and_write_nothing_beside_the_chapter(tmp_path):
+    """Both kernels run in the fixture's folder; their connection files and IPC sockets must not go there
+    (jupyter_client's default, ``kernel-ipc-<n>`` in the working folder, made them race for the same names)."""
+    import threading
+    import time
+
+    folder = FIXTURE.parent
+    before = _listing(folder)
+    seen: set[str] = set()
+    running = threading.Event()
+    running.set()
+
+    def watch():  # anything that appears beside the chapter while the two run
+        while running.is_set():
+            seen.update(set(_listing(folder)) - set(before))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    go = tmp_path / "go"  # each process imports everything, says it is ready, then starts its kernel on "go"
+    code = ("import os, sys, time, papermill; from htlib import run; open(sys.argv[1] + '.' + str(os.getpid()), 'w')"
+            ".close()\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.005)\nsys.exit(run.main(sys.argv[2:]))")
+    out_dirs = [tmp_path / "a", tmp_path / "b"]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(go), str(FIXTURE), "--no-html", "--output-dir",
+                               str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "TQDM_DISABLE": "1"}) for out in out_dirs]
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("go.*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    results = [p.communicate(timeout=180) for p in procs]
+    running.clear()
+    watcher.join()
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in results]
+    assert not seen and _listing(folder) == before, sorted(seen)
+    texts = []
+    for out in out_dirs:
+        (nb_path,) = out.glob("tiny_chapter-*.ipynb")
+        assert sorted(p.name for p in out.iterdir()) == ["_figure-data", nb_path.name]  # no working file left
+        nb = book.strip_for_commit(nbformat.read(str(nb_path), as_version=4))
+        texts.append([(o.get("text"), o.get("data")) for c in nb.cells if c.cell_type == "code" for o in c.outputs])
+    assert texts[0] == texts[1] and "value = 15.000\n" in [t for t, _ in texts[0]]
+
+
+def test_a_repeated_parameter_is_refused_naming_it(chapter):
+    proc = _cli(str(chapter), "-p", "n", "3", "-p", "eta", "0.1", "-p", "n", "4", "--dry-run")
+    assert proc.returncode == 2 and "parameter 'n' is given 2 times" in proc.stderr and "-p n 4" in proc.stderr
+    assert "would write" not in proc.stdout
+
+
+def test_the_scoreboards_source_must_be_an_existing_folder(tmp_path):
+    scoreboard = ROOT / "book" / "scoreboard.ipynb"
+    for missing in (tmp_path / "no-such-run", tmp_path / "a-file"):
+        if missing.name == "a-file":
+            missing.write_text("")
+        proc = _cli(str(scoreboard), "-p", "source", str(missing), "--dry-run")
+        assert proc.returncode == 2 and "parameter 'source' must be an existing folder" in proc.stderr
+        assert str(missing) in proc.stderr, proc.stderr
+    # A relative folder is taken from where it is typed (the kernel runs in book/): made absolute.
+    assert run.check_overrides(scoreboard, {"source": "tests"}) == {"source": str(ROOT / "tests")}
+
+
+@pytest.mark.parametrize("when", ["in a cell", "while the kernel starts"])
+def test_ctrl_c_during_a_rerun_prints_one_line_naming_the_partial_notebook(tmp_path, when):
+    """One line, no traceback; and no kernel or runtime folder left (nbclient never shuts down a kernel
+    interrupted while it starts, and Ctrl-C does not reach it: jupyter_client gives it its own session)."""
+    import signal
+    import time
+
+    nb = nbformat.read(str(FIXTURE), as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("open('started', 'w').close(); import time; time.sleep(120)"))
+    chapter = tmp_path / "ch" / "slow.ipynb"
+    chapter.parent.mkdir()
+    nbformat.write(nb, str(chapter))
+    tmp = tmp_path / "tmp"  # the kernels' runtime folders appear here
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "htlib.run", str(chapter), "--no-html", "--output-dir",
+                             str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)})
+    marker = (lambda: list(tmp.glob("htlib-kernel-*/kernel.json"))) if when != "in a cell" else (
+        lambda: (chapter.parent / "started").exists())
+    deadline = time.monotonic() + 120
+    while not marker() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    kernels = [str(f) for f in tmp.glob("htlib-kernel-*/kernel.json")]
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    _, err = proc.communicate(timeout=60)
+    partial = run.output_path(chapter, {}, tmp_path / "runs")
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines() == [f"interrupted: the partial notebook of slow.ipynb is {partial}"]
+    if when == "in a cell":
+        assert "value = 15.000" in partial.read_text() and "time.sleep(120)" in partial.read_text()
+    assert partial.exists() and kernels and not list(tmp.glob("htlib-kernel-*"))
+    assert not [pid for pid in _pids() if any(k in _cmdline(pid) for k in kernels)], "a kernel process is left"
+
+
+def _pids() -> list[str]:
+    return [p for p in os.listdir("/proc") if p.isdigit()] if os.path.isdir("/proc") else []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
