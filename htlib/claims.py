@@ -11,13 +11,14 @@ Nothing here knows a paper's number: the chapters and their experiment code buil
 
 from __future__ import annotations
 
+import dataclasses
 import html as _html
 import json
 import math
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Literal, Mapping, Sequence
 
 __all__ = [
     "Spec", "Measurement", "judge", "judge_table", "claim_glue", "glue_claims", "KINDS", "STATISTICS",
@@ -50,6 +51,7 @@ __all__ = [
     "checks",
     "revisions",
     "checks_frame",
+    "as_checks",
     "robustness_frame",
     "GluedText",
 ]
@@ -577,12 +579,34 @@ def robustness_frame(claims: Sequence[Claim]):
     return frame
 
 
+def as_checks(claims: Sequence[Claim], checks: Mapping[str, str]) -> list[Claim]:
+    """``claims`` with the records keyed in ``checks`` turned into numerical checks (``kind="check"``, never
+    counted), each with ``checks[key]``, why it holds by algebra at the point judged, first in its cause.
+
+    A claim that cannot fail where the book judges it (an identity, a closed form compared with the solver that
+    computes it) is a check of the numerics, not evidence for the paper.
+
+    Examples
+    --------
+    >>> c = Claim(paper="003", where="Thm. 4.1", claim="||G||_F = sqrt(hd)", criterion="exponent in [0.45, 0.55]",
+    ...           measured="0.5", verdict="agrees", setting="paper", key="frob")
+    >>> [(r.kind, r.counted) for r in as_checks([c], {"frob": "sign(G) has hd entries of modulus 1"})]
+    [('check', False)]
+    """
+    missing = sorted(set(checks) - {c.key for c in claims})
+    if missing:
+        raise ValueError(f"checks names keys no record has: {missing}")
+    return [dataclasses.replace(c, kind="check", variant_of="",
+                                cause=f"holds by algebra: {checks[c.key]}" + (f"; {c.cause}" if c.cause else ""))
+            if c.key in checks else c for c in claims]
+
+
 def checks_frame(claims: Sequence[Claim]):
     """The numerical checks among ``claims``: identities and closed forms that hold by algebra at the point
     judged, shown apart from the claims and never counted ("holds" where the check passes)."""
     checks = [c for c in claims if c.kind == "check"]
     frame = _frame(checks, {"where": "where", "claim": "identity", "criterion": "check", "measured": "measured",
-                            "verdict": "result"})
+                            "verdict": "result", "cause": "why it cannot fail"})
     frame["result"] = [_CHECK_RESULT[c.verdict] for c in checks]
     return frame
 

@@ -333,3 +333,14 @@ def test_scoreboard_lists_checks_and_revisions_apart_from_the_counted_claims(tmp
     # a board without any: the sections say so instead of showing an empty table
     empty = cl.Scoreboard({Path("x.ipynb"): [plain]})
     assert "|" not in empty.checks_markdown() and "|" not in empty.revisions_markdown()
+
+
+def test_as_checks_moves_identities_out_of_the_count_and_refuses_unknown_keys():
+    rows = [judge(spec(key="frob"), m([1.3, 1.4, 1.5])), judge(spec(key="spec"), m([1.3, 1.4, 1.5])),
+            judge(spec(key="frob_nobc", kind="variant", variant_of="frob"), m([1.3, 1.4, 1.5]))]
+    out = cl.as_checks(rows, {"frob": "sign(G) entrywise", "frob_nobc": "c sign(G) entrywise"})
+    assert [(c.key, c.kind, c.counted, c.variant_of) for c in out] == [
+        ("frob", "check", False, ""), ("spec", "claim", True, ""), ("frob_nobc", "check", False, "")]
+    assert "sign(G) entrywise" in out[0].cause and cl.verdict_counts(out)["agrees"] == 1
+    with pytest.raises(ValueError, match="no record"):
+        cl.as_checks(rows, {"missing": "why"})
