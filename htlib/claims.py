@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Mapping, Sequence
 
 __all__ = [
-    "Spec", "Measurement", "judge", "judge_table", "claim_glue", "glue_claims", "KINDS", "STATISTICS",
+    "Spec", "Measurement", "judge", "judge_table", "read_table", "claim_glue", "glue_claims", "KINDS", "STATISTICS",
     "reduced_claim", "combine_verdicts",
     "SeedInterval", "seed_interval", "seed_interval_text",
     "Claim",
@@ -1045,9 +1045,10 @@ def split_counts_table(board: Scoreboard):
 # its measure_* functions return a Measurement per key, and judge() turns each pair into a Claim record
 # through one fixed list of gates.  No chapter decides or words a verdict anywhere else.
 
-STATISTICS: tuple[str, ...] = ("mean", "sign", "bootstrap", "value")
+STATISTICS: tuple[str, ...] = ("mean", "sign", "bootstrap", "value", "parts")
 """How a :class:`Spec` reads its measurement: the mean over runs with its Student-t interval, an exact
-sign test of a direction over runs, a parametric-bootstrap interval of one fit, or one exact value (checks)."""
+sign test of a direction over runs, a parametric-bootstrap interval of one fit, one deterministic value (a
+check, or a quantity no random draw enters), or the parts of a compound claim, each judged on its own."""
 
 MIN_DRAWS = 100
 """The fewest bootstrap refits whose percentile interval the judge reads."""
@@ -1103,7 +1104,10 @@ class Spec:
         ``"mean"``: the Student-t interval of the mean over runs must lie on one side;
         ``"sign"``: an exact sign test over runs of the direction ``op`` against ``level``;
         ``"bootstrap"``: the parametric-bootstrap percentile interval of a single fit;
-        ``"value"``: one exact number (kind ``"check"`` only).
+        ``"value"``: one deterministic number: a check's identity, or a quantity no random draw enters
+        (a count or a closed form at given sizes), where one evaluation is the whole measurement;
+        ``"parts"``: a compound claim whose ``parts`` are judged each on its own and combined
+        (all agree: agrees; some agree and some disagree: partly; else inconclusive).
     kind : {"claim", "check", "variant"}, optional
         Only ``"claim"`` is counted.  A ``"check"`` is a numerical check of an identity or closed form;
         a ``"variant"`` is another convention or fit of the claim ``variant_of``.
@@ -1125,6 +1129,9 @@ class Spec:
         For ``op == "=="``: the largest accepted ``|value - level|``.
     confidence : float, optional
         The confidence level of the interval or test, in ``(0, 1)``.
+    parts : tuple of Spec, optional
+        For statistic ``"parts"`` (with ``op="all"`` and ``level=None``): the parts of the compound
+        claim, each with its own measurement, level and statistic.
 
     Examples
     --------
@@ -1152,6 +1159,7 @@ class Spec:
     fmt: str = ".3g"
     tolerance: float | None = None
     confidence: float = 0.95
+    parts: tuple["Spec", ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not _KEY.match(self.key):
@@ -1165,9 +1173,20 @@ class Spec:
             raise ValueError(f"statistic must be one of {list(STATISTICS)}, got {self.statistic!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}")
-        if self.statistic == "value" and self.kind != "check":
-            raise ValueError(f"statistic 'value' (one exact number) is for kind 'check' only; a {self.kind!r} reads "
-                             f"'mean', 'sign' or 'bootstrap' (spec {self.key!r})")
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if (self.statistic == "parts") != bool(self.parts) or (self.statistic == "parts") != (self.op == "all"):
+            raise ValueError(f"statistic 'parts', op 'all' and a non-empty parts go together (spec {self.key!r})")
+        if self.statistic == "parts":
+            if self.level is not None or self.revised_from is not None:
+                raise ValueError(f"a compound claim's levels are its parts' (level=None; spec {self.key!r})")
+            for part in self.parts:
+                if not isinstance(part, Spec) or part.statistic == "parts" or part.revised_from is not None:
+                    raise ValueError(f"each part of {self.key!r} must be a Spec that is not itself compound and "
+                                     f"whose level was not revised (split the claim instead), got {part!r}")
+            names = [p.key for p in self.parts]
+            if len(set(names)) != len(names):
+                raise ValueError(f"the parts of {self.key!r} need distinct keys, got {names}")
+            return self._post_init_common()
         if self.op not in (*_OPS, "=="):
             raise ValueError(f"op must be one of {[*_OPS, '==']}, got {self.op!r}")
         if (self.op == "==") != (self.tolerance is not None) or (self.op == "==" and self.statistic != "value"):
@@ -1175,6 +1194,9 @@ class Spec:
         if self.statistic == "sign" and self.op not in _ONE_SIDED:
             raise ValueError(f"statistic 'sign' tests a direction: op must be one of {list(_ONE_SIDED)}, got {self.op!r}")
         object.__setattr__(self, "level", _level_value("level", self.level, self.op))
+        self._post_init_common()
+
+    def _post_init_common(self) -> None:
         if self.revised_from is not None:
             object.__setattr__(self, "revised_from", _level_value("revised_from", self.revised_from, self.op))
             if self.revised_from == self.level:
@@ -1209,6 +1231,8 @@ class Spec:
 
     def criterion_at(self, level) -> str:
         """The criterion's text at ``level`` (the spec's level or its earlier one)."""
+        if self.statistic == "parts":
+            return " and ".join(p.criterion for p in self.parts)
         if self.op == "==":
             return f"{self.measurement} = {self.formatted(level)} ± {self.tolerance:.2g}"
         return Criterion(self.measurement, self.op, level, self.fmt).text
@@ -1264,6 +1288,9 @@ class Measurement:
         For a failure outside the paper's setting: the measurement showing the reduction does not explain it.
     setting : str, optional
         The setting of this run where it differs from the spec's (e.g. a rerun at the paper's protocol).
+    parts : dict of str to Measurement, optional
+        For a compound spec (statistic ``"parts"``): one measurement per part key.  The parts inherit this
+        measurement's ``setting`` and ``reduction_check`` where they set none.
 
     Non-finite values are refused unless ``cannot_test`` says why (a diverged run must not vanish).
     """
@@ -1277,16 +1304,20 @@ class Measurement:
     note: str = ""
     reduction_check: str = ""
     setting: str = ""
+    parts: Mapping[str, "Measurement"] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", _floats("values", self.values))
+        object.__setattr__(self, "parts", dict(self.parts))
+        if any(not isinstance(v, Measurement) for v in self.parts.values()):
+            raise ValueError("parts must map part keys to Measurement objects")
         object.__setattr__(self, "draws", _floats("draws", self.draws))
         if not isinstance(self.ran, bool):
             raise ValueError(f"ran must be True or False, got {self.ran!r}")
         if self.ran == bool(self.not_run_reason.strip()):
             raise ValueError("not_run_reason is required with ran=False and only then "
                              f"(ran={self.ran}, not_run_reason={self.not_run_reason!r})")
-        if self.ran and not self.cannot_test.strip():
+        if self.ran and not self.cannot_test.strip() and not self.parts:
             if not self.values:
                 raise ValueError("values must not be empty for a measurement that ran (else set cannot_test or ran=False)")
             for name in ("values", "draws"):
@@ -1381,9 +1412,12 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
        ``reduction_check``, else it is "inconclusive" naming the setting (checks and variants excepted).
 
     A level revised after the numbers were seen is stated in the reason, with the verdict at the old level.
+    A compound claim (statistic ``"parts"``) passes its parts through the same gates and combines them.
     """
     if not m.ran:
         return "not tested", f"not run: {m.not_run_reason.strip()}", "", ""
+    if spec.statistic == "parts" and not m.cannot_test.strip():
+        return _assess_parts(spec, m)
     n = len(m.values)
     if m.cannot_test.strip():
         gate = f"the setting cannot test it: {m.cannot_test.strip()}"
@@ -1417,6 +1451,30 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     return verdict, cause, measured, uncertainty
 
 
+def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
+    """A compound claim: each part through :func:`_assess`, combined by :func:`combine_verdicts`."""
+    missing = sorted({p.key for p in spec.parts} - set(m.parts))
+    extra = sorted(set(m.parts) - {p.key for p in spec.parts})
+    if missing or extra:
+        raise ValueError(f"compound claim {spec.key!r}: parts missing a measurement {missing}, measurements "
+                         f"of no part {extra}")
+    read = []
+    for part in spec.parts:
+        pm = m.parts[part.key]
+        pm = dataclasses.replace(pm, setting=pm.setting.strip() or m.setting.strip() or spec.setting,
+                                 reduction_check=pm.reduction_check.strip() or m.reduction_check.strip())
+        read.append((part, _assess(part, pm)))
+    verdicts = [v for _, (v, *_rest) in read]
+    if set(verdicts) == {"not tested"}:
+        verdict = "not tested"
+    else:
+        verdict = combine_verdicts(["inconclusive" if v == "not tested" else v for v in verdicts])
+    cause = "; ".join(f"{p.criterion}: {v}" + (f" ({c})" if v != "agrees" else "") for p, (v, c, _, _) in read)
+    measured = "; ".join(f"{p.measurement}: {x}" for p, (_, _, x, _) in read if x)
+    uncertainty = "; ".join(f"{p.measurement}: {u}" for p, (_, _, _, u) in read if u)
+    return verdict, cause, measured, uncertainty
+
+
 def judge(spec: Spec, measurement: Measurement) -> Claim:
     """The record of ``spec`` judged on ``measurement``, through the one fixed list of gates (see :func:`_assess`).
 
@@ -1437,13 +1495,89 @@ def judge(spec: Spec, measurement: Measurement) -> Claim:
     return Claim(paper=spec.paper, where=spec.where, claim=spec.claim, criterion=spec.criterion,
                  measured=measured, verdict=verdict, setting=measurement.setting.strip() or spec.setting,
                  uncertainty=uncertainty, cause=cause, section=spec.section, key=spec.key,
-                 variant_of=spec.variant_of, threshold=_threshold(spec.level),
+                 variant_of=spec.variant_of, threshold=None if spec.level is None else _threshold(spec.level),
                  reduction_check=measurement.reduction_check.strip(), kind=spec.kind,
                  revised_from=None if spec.revised_from is None else _threshold(spec.revised_from),
                  revised_because=spec.revised_because.strip())
 
 
-def judge_table(specs: Sequence[Spec], measurements: dict[str, Measurement]) -> list[Claim]:
+def read_table(path: str | Path) -> dict[str, Spec]:
+    """A chapter's claims table, read from its TOML file: the specs by key, in the file's order.
+
+    The file has an optional ``[defaults]`` table (fields every row shares, e.g. ``paper``) and one
+    ``[[row]]`` per claim, check or variant, with the fields of :class:`Spec`.  A compound claim
+    (``statistic = "parts"``) lists its parts as ``[[row.parts]]``, each with at least ``key``,
+    ``measurement``, ``op``, ``level`` and ``statistic``; a part inherits the row's other fields and its key
+    is ``<row key>-<part key>``.  Levels given as arrays become ``(low, high)`` pairs.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> text = '''
+    ... [defaults]
+    ... paper = "003"
+    ... [[row]]
+    ... key = "spike"
+    ... where = "§4"
+    ... claim = "a spike appears"
+    ... measurement = "ratio"
+    ... op = ">"
+    ... level = 1.1
+    ... statistic = "mean"
+    ... '''
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "claims.toml"
+    ...     _ = f.write_text(text, encoding="utf-8")
+    ...     table = read_table(f)
+    >>> table["spike"].criterion
+    'ratio > 1.1'
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    path = Path(path)
+    with path.open("rb") as fh:
+        data = tomllib.load(fh)
+    unknown = sorted(set(data) - {"defaults", "row"})
+    if unknown:
+        raise ValueError(f"{path}: a claims table holds [defaults] and [[row]] only, got {unknown}")
+    names = {f.name for f in fields(Spec)}
+
+    def spec(row: dict, where: str) -> Spec:
+        bad = sorted(set(row) - names)
+        if bad:
+            raise ValueError(f"{path}: {where} has fields that are not Spec fields: {bad}; allowed: {sorted(names)}")
+        row = {k: (tuple(v) if isinstance(v, list) and k in ("level", "revised_from") else v) for k, v in row.items()}
+        if row.get("statistic") == "parts":
+            row.setdefault("op", "all")
+            row.setdefault("level", None)
+        try:
+            return Spec(**row)
+        except TypeError as err:
+            raise ValueError(f"{path}: {where}: {err}") from None
+
+    table: dict[str, Spec] = {}
+    defaults = dict(data.get("defaults", {}))
+    for i, raw in enumerate(data.get("row", [])):
+        row = {**defaults, **raw}
+        parts = row.pop("parts", [])
+        if parts:
+            shared = {k: v for k, v in row.items() if k not in ("key", "statistic", "op", "level", "measurement",
+                                                                 "kind", "variant_of", "fmt", "tolerance", "min_runs")}
+            row["parts"] = tuple(spec({**shared, **p, "key": f"{row.get('key')}-{p.get('key')}"},
+                                      f"row {i + 1}, part {j + 1}") for j, p in enumerate(parts))
+        if row.get("parts"):
+            row.setdefault("measurement", " and ".join(p.measurement for p in row["parts"]))
+        s = spec(row, f"row {i + 1} ({row.get('key')!r})")
+        if s.key in table:
+            raise ValueError(f"{path}: key {s.key!r} appears twice")
+        table[s.key] = s
+    return table
+
+
+def judge_table(specs: Sequence[Spec] | Mapping[str, Spec], measurements: dict[str, Measurement]) -> list[Claim]:
     """Every spec of a claims table judged on its measurement (``measurements`` keyed by spec key).
 
     Raises
@@ -1452,6 +1586,8 @@ def judge_table(specs: Sequence[Spec], measurements: dict[str, Measurement]) -> 
         If a spec has no measurement or a measurement no spec, or the records break
         :func:`check_records` (repeated keys, a variant of no claim).
     """
+    if isinstance(specs, Mapping):
+        specs = list(specs.values())
     keys = [s.key for s in specs]
     missing = [k for k in keys if k not in measurements]
     extra = sorted(set(measurements) - set(keys))
@@ -1462,7 +1598,7 @@ def judge_table(specs: Sequence[Spec], measurements: dict[str, Measurement]) -> 
     return claims
 
 
-_GLUED = ("verdict", "measured", "uncertainty", "cause", "criterion")
+_GLUED = ("verdict", "measured", "uncertainty", "cause", "criterion", "level")
 
 
 def claim_glue(claims: Sequence[Claim], prefix: str = "") -> dict[str, str]:
@@ -1480,7 +1616,13 @@ def claim_glue(claims: Sequence[Claim], prefix: str = "") -> dict[str, str]:
     unnamed = [c.where for c in claims if not c.key]
     if unnamed:
         raise ValueError(f"records to glue need a key; none for {unnamed}")
-    return {f"{prefix}{c.key}_{name}": " ".join(str(getattr(c, name)).split()) for c in claims for name in _GLUED}
+    def text(c: Claim, name: str) -> str:
+        if name == "level":  # the level as the record states it: one number, or "low to high"
+            t = c.threshold
+            return "" if t is None else (f"{t[0]:.3g} to {t[1]:.3g}" if isinstance(t, list) else f"{t:.3g}")
+        return " ".join(str(getattr(c, name)).split())
+
+    return {f"{prefix}{c.key}_{name}": text(c, name) for c in claims for name in _GLUED}
 
 
 def glue_claims(claims: Sequence[Claim], prefix: str = "") -> dict[str, str]:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from htlib import claims as cl
-from htlib.claims import Claim, Measurement, Spec, judge, judge_table
+from htlib.claims import Claim, Measurement, Spec, judge, judge_table, read_table
 from htlib.stats import t_interval
 
 ORIGINAL_FIELDS = {"paper", "where", "claim", "criterion", "measured", "verdict", "setting", "uncertainty",
@@ -228,7 +228,8 @@ def test_new_records_round_trip_with_their_new_fields(tmp_path):
     (dict(op="in", level=1.0), "level"),
     (dict(op="in", level=(2.0, 1.0)), "low <= high"),
     (dict(statistic="median"), "statistic"),
-    (dict(statistic="value"), "check"),
+    (dict(statistic="parts"), "parts"),
+    (dict(op="all"), "parts"),
     (dict(statistic="sign", op="in", level=(0, 1)), "direction"),
     (dict(kind="identity"), "kind"),
     (dict(kind="variant"), "variant_of"),
@@ -283,7 +284,8 @@ def test_glue_comes_from_the_records():
     for c in records:
         for field in ("verdict", "measured", "uncertainty", "cause", "criterion"):
             assert names[f"ch_{c.key}_{field}"] == " ".join(getattr(c, field).split())
-    assert len(names) == 10
+        assert names[f"ch_{c.key}_level"] == format(spec().level, ".3g")
+    assert len(names) == 12
 
 
 # --- more runs never make agreement less likely -----------------------------------------------------------
@@ -344,3 +346,95 @@ def test_as_checks_moves_identities_out_of_the_count_and_refuses_unknown_keys():
     assert "sign(G) entrywise" in out[0].cause and cl.verdict_counts(out)["agrees"] == 1
     with pytest.raises(ValueError, match="no record"):
         cl.as_checks(rows, {"missing": "why"})
+
+
+# --- compound claims, deterministic values, the TOML table ------------------------------------------------
+
+def _compound():
+    a = spec(key="a", measurement="ratio", op=">", level=1.0)
+    b = spec(key="b", measurement="slope", op="<", level=0.0, statistic="sign")
+    return spec(key="both", statistic="parts", op="all", level=None, parts=(a, b))
+
+
+@pytest.mark.parametrize("a_values, b_values, verdict", [
+    ([2.0, 2.1, 2.2], [-1.0] * 6, "agrees"),
+    ([2.0, 2.1, 2.2], [1.0] * 6, "partly"),
+    ([0.1, 0.2, 0.15], [1.0] * 6, "disagrees"),
+    ([2.0, 2.1], [-1.0] * 6, "inconclusive"),  # one part has too few runs: the gate applies inside the part
+])
+def test_a_compound_claim_passes_each_part_through_the_gates(a_values, b_values, verdict):
+    c = judge(_compound(), Measurement(parts={"a": m(a_values), "b": m(b_values)}))
+    assert c.verdict == verdict and c.counted and c.threshold is None
+    assert "ratio > 1" in c.criterion and "slope < 0" in c.criterion
+
+
+def test_a_compound_claim_needs_every_part_measured_and_no_other():
+    with pytest.raises(ValueError, match="missing"):
+        judge(_compound(), Measurement(parts={"a": m([2.0, 2.1, 2.2])}))
+
+
+def test_a_reduced_compound_failure_is_inconclusive_without_a_reduction_check():
+    c = judge(dataclasses.replace(_compound(), setting="n = 100"),
+              Measurement(parts={"a": m([0.1, 0.2, 0.15]), "b": m([1.0] * 6)}))
+    assert c.verdict == "inconclusive"
+    c = judge(dataclasses.replace(_compound(), setting="n = 100"),
+              Measurement(parts={"a": m([0.1, 0.2, 0.15]), "b": m([1.0] * 6)}, reduction_check="Fig. 2 at n = 4000"))
+    assert c.verdict == "disagrees"
+
+
+def test_a_deterministic_claim_reads_one_value_and_is_counted():
+    s = spec(key="count", statistic="value", op="<=", level=10.0, measurement="nonzero eigenvalues")
+    assert judge(s, m([12.0])).verdict == "disagrees" and judge(s, m([12.0])).counted
+    assert judge(s, m([8.0])).verdict == "agrees"
+
+
+def test_read_table_builds_specs_with_defaults_pairs_and_parts(tmp_path):
+    f = tmp_path / "claims.toml"
+    f.write_text('''
+[defaults]
+paper = "004"
+where = "Fig. 8"
+[[row]]
+key = "band"
+claim = "lambda stays in a band"
+measurement = "lambda"
+op = "in"
+level = [1.0, 2.0]
+statistic = "mean"
+revised_from = [1.0, 3.0]
+revised_because = "the band was read off the paper's figure after the runs"
+[[row]]
+key = "both"
+claim = "two things hold"
+statistic = "parts"
+[[row.parts]]
+key = "up"
+measurement = "rise"
+op = ">"
+level = 0
+statistic = "sign"
+[[row.parts]]
+key = "big"
+measurement = "size"
+op = ">="
+level = 3
+statistic = "mean"
+''', encoding="utf-8")
+    table = read_table(f)
+    assert list(table) == ["band", "both"]
+    assert table["band"].level == (1.0, 2.0) and table["band"].revised_from == (1.0, 3.0)
+    assert [p.key for p in table["both"].parts] == ["both-up", "both-big"]
+    assert table["both"].parts[0].paper == "004" and table["both"].parts[0].where == "Fig. 8"
+    c = judge(table["both"], Measurement(parts={"both-up": m([1.0] * 6), "both-big": m([4.0, 4.1, 4.2])}))
+    assert c.verdict == "agrees"
+
+
+@pytest.mark.parametrize("text, match", [
+    ("[[rows]]\nkey = 'a'\n", "holds"),
+    ("[[row]]\nkey = 'a'\nlevle = 1\n", "levle"),
+])
+def test_read_table_names_what_is_wrong(tmp_path, text, match):
+    f = tmp_path / "claims.toml"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=match):
+        read_table(f)
