@@ -32,9 +32,11 @@ test: unit nbval
 unit: venv
 	$(QUIET) $(PY) -m pytest tests/ -m "not browser" --durations=15
 
+# --keep-executed: each chapter that passes goes into the book's execution cache, so a later `make book`
+# (test-book in CI) renders these executions instead of running every chapter again (tests/nbval_keep.py).
 nbval: venv
 	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS)
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
 
 # One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) on one
 # thread, arithmetic other than the references': portability stays tested (.ci/run; about a minute idle).

@@ -22,8 +22,8 @@ from typing import Iterable, Literal, Mapping, Sequence
 
 __all__ = [
     "Spec", "Measurement", "judge", "judge_table", "read_table", "claim_glue", "glue_claims", "KINDS", "STATISTICS",
-    "reduced_claim", "combine_verdicts",
-    "SeedInterval", "seed_interval", "seed_interval_text",
+    "combine_verdicts",
+    "SeedInterval", "seed_interval",
     "Claim",
     "Criterion",
     "check_records",
@@ -51,7 +51,6 @@ __all__ = [
     "checks",
     "revisions",
     "checks_frame",
-    "as_checks",
     "robustness_frame",
     "GluedText",
 ]
@@ -183,11 +182,6 @@ class Criterion:
             return "disagrees"
         return "inconclusive"
 
-    def straddle_cause(self, interval: tuple[float, float]) -> str:
-        """The cause of an ``"inconclusive"`` verdict whose interval straddles the threshold."""
-        low, high = sorted(float(v) for v in interval)
-        return (f"the interval [{format(low, self.fmt)}, {format(high, self.fmt)}] of the statistic "
-                f"straddles the criterion ({self.text})")
 
 
 @dataclass(frozen=True)
@@ -254,7 +248,8 @@ class Claim:
     revised_from : float or list of float, optional
         The criterion's earlier threshold, where it was changed after the numbers were seen.
     revised_because : str, optional
-        Why it was changed; required with ``revised_from``.
+        Why it was changed; required with ``revised_from``.  Alone, it says that the criterion was chosen
+        after the numbers were seen, with no level fixed before.
 
     Examples
     --------
@@ -300,8 +295,8 @@ class Claim:
             raise ValueError("a record of kind 'variant' needs variant_of (the key of the claim it varies)")
         if self.kind == "check" and self.variant_of:
             raise ValueError("a record of kind 'check' cannot be a variant (variant_of must be empty)")
-        if (self.revised_from is None) != (not self.revised_because.strip()):
-            raise ValueError("revised_from (the earlier level) and revised_because (why it changed) go together "
+        if self.revised_from is not None and not self.revised_because.strip():
+            raise ValueError("revised_from (the earlier level) needs revised_because (why it changed) "
                              f"(claim {self.where!r}: {self.claim[:60]!r})")
         if self.paper not in PAPERS:
             raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {self.paper!r}")
@@ -339,54 +334,6 @@ class Claim:
         """Whether the scoreboard counts the record (variants and checks are never counted)."""
         return self.kind == "claim" and not self.variant_of
 
-    @classmethod
-    def judged(cls, criterion: Criterion, value: float, interval: tuple[float, float] | None = None, *,
-               measured: str | None = None, cause: str = "", **fields_) -> "Claim":
-        """The record whose verdict is ``criterion.judge(value, interval)``.
-
-        ``measured`` defaults to the value (and interval) at 3 significant digits; ``uncertainty``
-        defaults to the interval.  An "inconclusive" verdict from a straddling interval gets
-        :meth:`Criterion.straddle_cause` as its cause when none is given.
-
-        Examples
-        --------
-        >>> crit = Criterion("fitted slope", "<", 0.1)
-        >>> c = Claim.judged(crit, 0.08, (0.01, 0.15), paper="004", where="Fig. 8",
-        ...                  claim="sharpness is independent of n", setting="paper")
-        >>> c.verdict, c.cause
-        ('inconclusive', 'the interval [0.01, 0.15] of the statistic straddles the criterion (fitted slope < 0.1)')
-        """
-        verdict = criterion.judge(value, interval)
-        if measured is None:
-            measured = format(float(value), ".3g")
-            if interval is not None:
-                low, high = sorted(float(v) for v in interval)
-                measured += f" [{low:.3g}, {high:.3g}]"
-        if "uncertainty" not in fields_ and interval is not None:
-            low, high = sorted(float(v) for v in interval)
-            fields_["uncertainty"] = f"interval [{low:.3g}, {high:.3g}]"
-        if verdict == "inconclusive" and not cause and interval is not None:
-            cause = criterion.straddle_cause(interval)
-        return cls(criterion=criterion, measured=measured, verdict=verdict, cause=cause, **fields_)
-
-
-def reduced_claim(**fields) -> Claim:
-    """A :class:`Claim` built from ``fields``, where a "disagrees" measured outside the paper's setting (and
-    not a variant, and without a ``reduction_check``) becomes "inconclusive": no measurement shows that the
-    reduction does not explain it.
-
-    Examples
-    --------
-    >>> reduced_claim(paper="003", where="§4", claim="c", criterion="x < 1", measured="x = 2",
-    ...               verdict="disagrees", setting="seeds = 2", cause="x = 2").verdict
-    'inconclusive'
-    """
-    if (fields.get("verdict") == "disagrees" and fields.get("setting") != PAPER_SETTING
-            and not fields.get("variant_of") and not fields.get("reduction_check")):
-        fields["verdict"] = "inconclusive"
-        fields["cause"] = (f"measured at a reduced setting ({fields['setting']}), which may explain it: "
-                           + fields.get("cause", ""))
-    return Claim(**fields)
 
 
 def combine_verdicts(verdicts: Sequence[str]) -> str:
@@ -473,20 +420,6 @@ def seed_interval(x, level: float = 0.95) -> SeedInterval:
         half = scipy.stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
     half = np.where(n >= 2, half, np.nan)
     return SeedInterval(mean=mean, low=mean - half, high=mean + half, level=level, n_seeds=n)
-
-
-def seed_interval_text(n_seeds: int, level: float) -> str:
-    """How a claim's ``uncertainty`` names the interval of :func:`seed_interval`.
-
-    Examples
-    --------
-    >>> seed_interval_text(2, 0.95)
-    '2 seeds; 95% Student-t interval of the seed mean (1 degree of freedom)'
-    """
-    n = int(n_seeds)
-    dof = n - 1
-    return (f"{n} seeds; {level:.0%} Student-t interval of the seed mean "
-            f"({dof} degree{'s' if dof != 1 else ''} of freedom)")
 
 
 def check_records(claims: Sequence[Claim]) -> None:
@@ -577,28 +510,6 @@ def robustness_frame(claims: Sequence[Claim]):
     frame["variant of"] = [f"{by_key[c.variant_of].where}: {by_key[c.variant_of].claim}"
                            if c.variant_of in by_key else c.variant_of for c in variants]
     return frame
-
-
-def as_checks(claims: Sequence[Claim], checks: Mapping[str, str]) -> list[Claim]:
-    """``claims`` with the records keyed in ``checks`` turned into numerical checks (``kind="check"``, never
-    counted), each with ``checks[key]``, why it holds by algebra at the point judged, first in its cause.
-
-    A claim that cannot fail where the book judges it (an identity, a closed form compared with the solver that
-    computes it) is a check of the numerics, not evidence for the paper.
-
-    Examples
-    --------
-    >>> c = Claim(paper="003", where="Thm. 4.1", claim="||G||_F = sqrt(hd)", criterion="exponent in [0.45, 0.55]",
-    ...           measured="0.5", verdict="agrees", setting="paper", key="frob")
-    >>> [(r.kind, r.counted) for r in as_checks([c], {"frob": "sign(G) has hd entries of modulus 1"})]
-    [('check', False)]
-    """
-    missing = sorted(set(checks) - {c.key for c in claims})
-    if missing:
-        raise ValueError(f"checks names keys no record has: {missing}")
-    return [dataclasses.replace(c, kind="check", variant_of="",
-                                cause=f"holds by algebra: {checks[c.key]}" + (f"; {c.cause}" if c.cause else ""))
-            if c.key in checks else c for c in claims]
 
 
 def checks_frame(claims: Sequence[Claim]):
@@ -841,9 +752,9 @@ class Scoreboard:
         return sorted(rows, key=lambda row: where_key(row[1].where))
 
     def revisions(self) -> list[tuple[Path, Claim]]:
-        """Every record whose level was changed after the numbers were seen, paper by paper."""
+        """Every record whose level was changed, or whose criterion was chosen, after the numbers were seen."""
         return [(nb, c) for paper in SCOREBOARD_ORDER for k in KINDS for nb, c in self.rows(paper, kind=k)
-                if c.revised_from is not None]
+                if c.revised_because.strip()]
 
     def differences(self) -> list[tuple[Path, Claim]]:
         """Every counted record whose verdict is one of :data:`DIFFERENCES`, paper by paper."""
@@ -978,6 +889,8 @@ def _kind_of(c: Claim) -> str:
 
 
 def _level_text(level) -> str:
+    if level is None:
+        return "none: the criterion was chosen after the numbers were seen"
     if isinstance(level, (list, tuple)):
         return "[" + ", ".join(format(float(v), ".3g") for v in level) + "]"
     return format(float(level), ".3g")
@@ -1120,7 +1033,9 @@ class Spec:
     revised_from : float or (float, float), optional
         The earlier level, where ``level`` was changed after the numbers were seen.
     revised_because : str, optional
-        Why; required with ``revised_from``.
+        Why; required with ``revised_from``.  Without ``revised_from``: the criterion (the statistic or the
+        reading, not only its level) was chosen after the numbers were seen and nothing was fixed before;
+        the record says so and the scoreboard lists it with the revisions.
     min_runs : int, optional
         The fewest independent runs a ``"mean"`` or ``"sign"`` verdict rests on (at least 3).
     fmt : str, optional
@@ -1129,6 +1044,9 @@ class Spec:
         For ``op == "=="``: the largest accepted ``|value - level|``.
     confidence : float, optional
         The confidence level of the interval or test, in ``(0, 1)``.
+    why : str, optional
+        For kind ``"check"``: why the identity holds by algebra where it is evaluated (the checks table
+        shows it first in the record's cause).
     parts : tuple of Spec, optional
         For statistic ``"parts"`` (with ``op="all"`` and ``level=None``): the parts of the compound
         claim, each with its own measurement, level and statistic.
@@ -1159,6 +1077,7 @@ class Spec:
     fmt: str = ".3g"
     tolerance: float | None = None
     confidence: float = 0.95
+    why: str = ""
     parts: tuple["Spec", ...] = ()
 
     def __post_init__(self) -> None:
@@ -1174,15 +1093,19 @@ class Spec:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}")
         object.__setattr__(self, "parts", tuple(self.parts))
+        if str(self.why).strip() and self.kind != "check":
+            raise ValueError(f"why (the reason an identity cannot fail) is for kind 'check' only (spec {self.key!r})")
         if (self.statistic == "parts") != bool(self.parts) or (self.statistic == "parts") != (self.op == "all"):
             raise ValueError(f"statistic 'parts', op 'all' and a non-empty parts go together (spec {self.key!r})")
         if self.statistic == "parts":
             if self.level is not None or self.revised_from is not None:
                 raise ValueError(f"a compound claim's levels are its parts' (level=None; spec {self.key!r})")
             for part in self.parts:
-                if not isinstance(part, Spec) or part.statistic == "parts" or part.revised_from is not None:
-                    raise ValueError(f"each part of {self.key!r} must be a Spec that is not itself compound and "
-                                     f"whose level was not revised (split the claim instead), got {part!r}")
+                if not isinstance(part, Spec) or part.statistic == "parts":
+                    raise ValueError(f"each part of {self.key!r} must be a Spec that is not itself compound, got {part!r}")
+            if sum(bool(str(p.revised_because).strip()) for p in [self, *self.parts]) > 1:
+                raise ValueError(f"at most one part of {self.key!r} may have a revised level (the record keeps one "
+                                 "earlier level); split the claim")
             names = [p.key for p in self.parts]
             if len(set(names)) != len(names):
                 raise ValueError(f"the parts of {self.key!r} need distinct keys, got {names}")
@@ -1201,9 +1124,9 @@ class Spec:
             object.__setattr__(self, "revised_from", _level_value("revised_from", self.revised_from, self.op))
             if self.revised_from == self.level:
                 raise ValueError(f"revised_from must differ from level, both are {self.level!r}")
-        if (self.revised_from is None) != (not str(self.revised_because).strip()):
-            raise ValueError("revised_from (the level before the numbers were seen) and revised_because (why it "
-                             f"changed) go together (spec {self.key!r})")
+        if self.revised_from is not None and not str(self.revised_because).strip():
+            raise ValueError("revised_from (the level before the numbers were seen) needs revised_because (why it "
+                             f"changed) (spec {self.key!r})")
         if self.kind == "variant":
             if not self.variant_of or self.variant_of == self.key:
                 raise ValueError(f"a 'variant' needs variant_of: the key of another claim (spec {self.key!r})")
@@ -1416,8 +1339,16 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     """
     if not m.ran:
         return "not tested", f"not run: {m.not_run_reason.strip()}", "", ""
-    if spec.statistic == "parts" and not m.cannot_test.strip():
-        return _assess_parts(spec, m)
+    if spec.statistic == "parts":
+        verdict, cause, measured, uncertainty = _assess_parts(spec, m)
+        if m.cannot_test.strip():
+            verdict, cause = "inconclusive", f"the setting cannot test it: {m.cannot_test.strip()}"
+        elif spec.revised_because.strip():
+            cause += (f"; the criterion was chosen after the numbers were seen ({spec.revised_because.strip()}), "
+                      "so this verdict is not out of sample")
+        if m.note.strip():
+            uncertainty = f"{uncertainty}; {m.note.strip()}" if uncertainty else m.note.strip()
+        return verdict, cause, measured, uncertainty
     n = len(m.values)
     if m.cannot_test.strip():
         gate = f"the setting cannot test it: {m.cannot_test.strip()}"
@@ -1446,6 +1377,9 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
                       f"{spec.formatted(spec.level)}, revised after the numbers were seen from "
                       f"{spec.formatted(spec.revised_from)} ({spec.revised_because.strip()}); at "
                       f"{spec.formatted(spec.revised_from)} it would read {before}")
+        elif spec.revised_because.strip():
+            cause += (f"; the criterion was chosen after the numbers were seen ({spec.revised_because.strip()}), "
+                      "so this verdict is not out of sample")
     if m.note.strip():
         uncertainty = f"{uncertainty}; {m.note.strip()}"
     return verdict, cause, measured, uncertainty
@@ -1453,6 +1387,8 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
 
 def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     """A compound claim: each part through :func:`_assess`, combined by :func:`combine_verdicts`."""
+    if m.cannot_test.strip() and not m.parts:
+        return "inconclusive", "", "no usable value", ""
     missing = sorted({p.key for p in spec.parts} - set(m.parts))
     extra = sorted(set(m.parts) - {p.key for p in spec.parts})
     if missing or extra:
@@ -1469,7 +1405,8 @@ def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
         verdict = "not tested"
     else:
         verdict = combine_verdicts(["inconclusive" if v == "not tested" else v for v in verdicts])
-    cause = "; ".join(f"{p.criterion}: {v}" + (f" ({c})" if v != "agrees" else "") for p, (v, c, _, _) in read)
+    cause = "; ".join(f"{p.criterion}: {v}" + (f" ({c})" if v != "agrees" or p.revised_because.strip() else "")
+                      for p, (v, c, _, _) in read)
     measured = "; ".join(f"{p.measurement}: {x}" for p, (_, _, x, _) in read if x)
     uncertainty = "; ".join(f"{p.measurement}: {u}" for p, (_, _, _, u) in read if u)
     return verdict, cause, measured, uncertainty
@@ -1492,13 +1429,19 @@ def judge(spec: Spec, measurement: Measurement) -> Claim:
         raise TypeError(f"judge takes a Spec and a Measurement, got {type(spec).__name__} and "
                         f"{type(measurement).__name__}")
     verdict, cause, measured, uncertainty = _assess(spec, measurement)
+    if spec.why.strip():
+        cause = f"holds by algebra: {spec.why.strip()}; {cause}"
+    # A compound claim's record keeps the one revised part's earlier level, naming the part.
+    revised = spec if spec.revised_because.strip() else next((p for p in spec.parts if p.revised_because.strip()), None)
+    revised_because = "" if revised is None else (
+        revised.revised_because.strip() if revised is spec else f"{revised.measurement}: {revised.revised_because.strip()}")
     return Claim(paper=spec.paper, where=spec.where, claim=spec.claim, criterion=spec.criterion,
                  measured=measured, verdict=verdict, setting=measurement.setting.strip() or spec.setting,
                  uncertainty=uncertainty, cause=cause, section=spec.section, key=spec.key,
                  variant_of=spec.variant_of, threshold=None if spec.level is None else _threshold(spec.level),
                  reduction_check=measurement.reduction_check.strip(), kind=spec.kind,
-                 revised_from=None if spec.revised_from is None else _threshold(spec.revised_from),
-                 revised_because=spec.revised_because.strip())
+                 revised_from=None if revised is None or revised.revised_from is None else _threshold(revised.revised_from),
+                 revised_because=revised_because)
 
 
 def read_table(path: str | Path) -> dict[str, Spec]:
@@ -1507,8 +1450,9 @@ def read_table(path: str | Path) -> dict[str, Spec]:
     The file has an optional ``[defaults]`` table (fields every row shares, e.g. ``paper``) and one
     ``[[row]]`` per claim, check or variant, with the fields of :class:`Spec`.  A compound claim
     (``statistic = "parts"``) lists its parts as ``[[row.parts]]``, each with at least ``key``,
-    ``measurement``, ``op``, ``level`` and ``statistic``; a part inherits the row's other fields and its key
-    is ``<row key>-<part key>``.  Levels given as arrays become ``(low, high)`` pairs.
+    ``measurement``, ``op``, ``level`` and ``statistic``; a part inherits the row's other fields (its kind
+    and ``variant_of`` among them; not a revision) and its key is ``<row key>-<part key>``.  One part may
+    carry ``revised_from`` and ``revised_because``.  Levels given as arrays become ``(low, high)`` pairs.
 
     Examples
     --------
@@ -1565,7 +1509,8 @@ def read_table(path: str | Path) -> dict[str, Spec]:
         parts = row.pop("parts", [])
         if parts:
             shared = {k: v for k, v in row.items() if k not in ("key", "statistic", "op", "level", "measurement",
-                                                                 "kind", "variant_of", "fmt", "tolerance", "min_runs")}
+                                                                 "fmt", "tolerance", "min_runs", "revised_from",
+                                                                 "revised_because")}
             row["parts"] = tuple(spec({**shared, **p, "key": f"{row.get('key')}-{p.get('key')}"},
                                       f"row {i + 1}, part {j + 1}") for j, p in enumerate(parts))
         if row.get("parts"):

@@ -61,8 +61,10 @@ WORK_SCALE: dict[str, float] = {
 """Rough ratio of the paper setting's work to the default's, per chapter (1 where nothing changes)."""
 
 DEFAULT_MINUTES: dict[str, float] = {
-    "mp_baseline": 0.32, "phases": 0.29, "one_step_adam": 1.41, "spike_to_heavy_tail": 2.08,
-    "generalization": 8.66, "htmp": 3.76, SCOREBOARD: 0.13,
+    "mp_baseline": 0.32, "one_step_adam": 1.41, "generalization": 8.66, "htmp": 3.76, SCOREBOARD: 0.13,
+    # Derived 2026-12-03, not yet re-timed idle: phases at 3 draws per family (1.7 x the 1-draw CPU time, measured
+    # under load), spike at 3 seeds (3 x its 1-seed idle 2.08 min).
+    "phases": 0.5, "spike_to_heavy_tail": 6.2,
     # 4.57 min measured idle (benchmarks/README.md) + about 0.47 min for Fig. 8's 108 extra exact minimizers
     # (30 subsets per size instead of 3; 0.52 s of CPU each on two workers), derived, not yet re-timed idle
     "linear_hessian": 5.04,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,7 @@ def test_every_chapter_is_split():
 def test_the_key_covers_compute_and_never_reading(chapter):
     files = {p.relative_to(PKG).as_posix() for p in cache._result_files(PKG, f"htlib.experiments.{chapter}.compute")}
     assert f"experiments/{chapter}/compute.py" in files
-    assert not any(f.endswith("reading.py") or f.endswith(f"{chapter}/__init__.py") for f in files), files
+    assert not any(f.endswith(("reading.py", "claims.toml", f"{chapter}/__init__.py")) for f in files), files
     # the chapter is complete through its face: Setup and PAPER from compute, the claims from reading
     import importlib
 
@@ -50,17 +51,19 @@ def _copy(tmp_path: Path) -> Path:
     return root
 
 
-def _edit_first_level(path: Path) -> None:
-    """Change the first module-level numeric constant of ``path`` (a level of the chapter's claims)."""
-    src = path.read_text()
-    for node in ast.parse(src).body:
-        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
-                and type(node.value.value) in (int, float)):
-            lines = src.splitlines(keepends=True)
-            lines[node.end_lineno - 1] = lines[node.end_lineno - 1].rstrip("\n") + " * 2\n"
-            path.write_text("".join(lines))
-            return
-    raise AssertionError(f"{path} has no module-level numeric level to edit")
+def _edit_first_level(chapter: Path) -> None:
+    """Change the first numeric level of the chapter's claims table (``claims.toml``), and check the table
+    read back has it."""
+    from htlib.claims import read_table
+
+    table = chapter / "claims.toml"
+    src = table.read_text()
+    m = re.search(r"(?m)^level\s*=\s*(-?[0-9][0-9_.eE+-]*)\s*$", src)
+    assert m, f"{table} has no numeric level to edit"
+    old = float(m.group(1))
+    new = old * 2 if old else 1.0
+    table.write_text(src[:m.start(1)] + repr(new) + src[m.end(1):])
+    assert new in [s.level for row in read_table(table).values() for s in (row, *row.parts)]
 
 
 def _edit_first_run(path: Path) -> str:
@@ -79,7 +82,7 @@ def test_a_level_edit_keeps_the_key_and_a_run_edit_changes_it(chapter, tmp_path)
     root = _copy(tmp_path) / "htlib"
     module = f"htlib.experiments.{chapter}.compute"
     key = cache.source_hash.__wrapped__(str(root), "results", module)
-    _edit_first_level(root / "experiments" / chapter / "reading.py")
+    _edit_first_level(root / "experiments" / chapter)
     assert cache.source_hash.__wrapped__(str(root), "results", module) == key
     _edit_first_run(root / "experiments" / chapter / "compute.py")
     assert cache.source_hash.__wrapped__(str(root), "results", module) != key
@@ -109,7 +112,7 @@ def test_a_cached_run_survives_a_level_edit_and_not_a_run_edit(tmp_path):
 
     first = entries()
     assert first >= 1
-    _edit_first_level(root / "htlib" / "experiments" / "phases" / "reading.py")
+    _edit_first_level(root / "htlib" / "experiments" / "phases")
     assert entries() == first
     src = root / "htlib" / "experiments" / "phases" / "compute.py"
     src.write_text(src.read_text().replace(

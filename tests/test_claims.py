@@ -204,9 +204,6 @@ def test_a_straddling_interval_gives_inconclusive():
     assert crit.judge(0.13, (0.11, 0.2)) == "disagrees"
     assert crit.judge(0.13, (0.05, 0.2)) == "inconclusive"
     assert crit.judge(float("nan")) == "inconclusive"
-    c = cl.Claim.judged(crit, 0.13, (0.05, 0.2), paper="004", where="Fig. 8", claim="independent of n",
-                        setting="paper")
-    assert c.verdict == "inconclusive" and "straddles" in c.cause and c.uncertainty
     # a two-sided criterion: "within 3x of 10" is 10/3 to 30
     within = cl.Criterion("steps to a heavy tail", "in", (10 / 3, 30))
     assert within.judge(2) == "disagrees" and within.judge(12) == "agrees" and within.judge(40) == "disagrees"
@@ -269,7 +266,7 @@ def test_every_executed_chapter_follows_the_claim_rules():
 def test_seed_interval_is_the_student_t_interval_and_covers_with_two_seeds():
     import numpy as np
 
-    from htlib.claims import Criterion, seed_interval, seed_interval_text
+    from htlib.claims import Criterion, seed_interval
 
     # Hand-derived: x = 1, 2, 3 has mean 2, s = 1, and t(2 dof, 0.975) = 4.302652729911275 (tables: 4.303).
     m = seed_interval([1.0, 2.0, 3.0])
@@ -285,6 +282,5 @@ def test_seed_interval_is_the_student_t_interval_and_covers_with_two_seeds():
     t = seed_interval(x)
     assert np.mean((t.low <= 0) & (0 <= t.high)) == pytest.approx(0.95, abs=0.01)
     assert np.mean((x.min(1) <= 0) & (0 <= x.max(1))) == pytest.approx(0.5, abs=0.02)
-    assert "1 degree of freedom" in seed_interval_text(2, 0.95)
     with pytest.raises(ValueError, match="level"):
         seed_interval([1.0, 2.0], level=1.5)

@@ -13,6 +13,7 @@ import torch
 
 from htlib import generalization as gen
 from htlib.experiments import generalization as exp
+from htlib.claims import claim_glue, judge
 from htlib.sweep import run_sweep
 from htlib.two_layer import (RunGrid, TwoLayerConfig, make_data, readout_metrics, recording_covers, train,
                              training_spec)
@@ -121,47 +122,62 @@ def _synthetic_grid(seeds: int = 4) -> RunGrid:
     return RunGrid(("gd", "adam"), etas, np.arange(seeds), values, np.zeros(shape, bool))
 
 
+def _judged(grid: RunGrid, setup=None) -> dict:
+    """The Fig. 7 records of ``grid`` through the chapter's table and the one judge."""
+    setup = setup or exp.Setup(n_boot=300, executor="serial")
+    measured = exp.measure_fig7(exp.Fig7Result(grid=grid, grid_wn=None), setup)
+    return {k: judge(exp.TABLE[k], m) for k, m in measured.items()}
+
+
 def test_correlation_table_and_claims_on_synthetic_grid():
     grid = _synthetic_grid()
-    setup = exp.Setup(n_boot=300, executor="serial")
     table = gen.correlation_table(grid, n_boot=300)
     assert set(table) == {(o, m) for o in ("gd", "adam") for m in ("alpha_hill", "alpha_ks", "alpha_weighted", "kta")}
     assert table[("gd", "kta")].rho < -0.9 and table[("adam", "alpha_ks")].rho > 0.9
     # GD: eta >= 1000 against the rest: loss down, KTA up, alphas down -> every part agrees
-    c = exp.gd_contrast_claim(grid, setup, "d")
-    assert c.verdict == "agrees" and c.setting == "paper" and "KS" in c.measured
-    assert exp.hill_flat_claim(grid, setup).verdict == "agrees"
-    # the benign band: Hill rises as eta falls, and so does the loss -> rho(hill, loss) > 0
-    b = exp.benign_band_claim(grid, setup, "d")  # both contrasts pass, under a criterion set after the data
-    assert b.verdict == "inconclusive" and "set after this grid had been seen" in b.cause
-    assert exp.adam_correlation_claim(grid, setup, "d").verdict == "agrees"
+    c = _judged(grid)
+    assert c["gd_contrast"].verdict == "agrees" and c["gd_contrast"].setting == "paper"
+    assert c["hill_flat"].verdict == "agrees" and c["adam_corr"].verdict == "agrees"
+    # the benign band: Hill and the test loss both lower at eta = 1 than at eta <= 0.1
+    assert c["benign"].verdict == "agrees"
     flipped = dataclasses.replace(grid, values={**grid.values, "alpha_ks": -grid.values["alpha_ks"]})
-    assert exp.hill_flat_claim(flipped, setup).verdict == "partly"  # Hill flat, KS rising
-    # the readout argument picks the convention: reversed losses flip the verdict; the record is a variant
-    v = exp.gd_contrast_claim(grid, setup, "sqrt_d")
-    assert v.verdict != "agrees" and v.variant_of == "gd_contrast" and v.cause.startswith("the same W")
+    assert _judged(flipped)["hill_flat"].verdict == "partly"  # Hill flat, KS rising
+    # the readout picks the convention: reversed losses flip the verdict; the record is a variant, never counted
+    v = c["gd_contrast_sqrt_d"]
+    assert v.verdict != "agrees" and v.variant_of == "gd_contrast" and v.kind == "variant" and not v.counted
     with pytest.raises(ValueError, match="no learning rate"):
         gen.correlation_table(grid, eta_min=1e6)
 
 
+def test_gd_contrast_reads_each_seeds_contrast():
+    grid = _synthetic_grid(seeds=3)
+    m = exp.measure_fig7(exp.Fig7Result(grid=grid, grid_wn=None), exp.Setup(executor="serial"))["gd_contrast"]
+    big = grid.etas >= 1000
+    ks = grid.get("alpha_ks", "gd")
+    np.testing.assert_allclose(m.parts["gd_contrast-ks"].values, ks[big].mean(0) - ks[~big].mean(0))
+    rho = exp.within_seed_rho(grid.get("alpha_ks", "adam"), grid.get("test_loss@d", "adam"))
+    assert rho.shape == (3,) and np.all(rho > 0.9)
+
+
+def test_two_seeds_decide_nothing_and_three_do():
+    """A row on 2 seeds reads "inconclusive" whatever its interval; the same contrasts on 3 seeds are judged."""
+    assert _judged(_synthetic_grid(seeds=2))["gd_contrast"].verdict == "inconclusive"
+    assert _judged(_synthetic_grid(seeds=3))["gd_contrast"].verdict == "agrees"
+
+
 def test_benign_band_is_judged_on_the_contrast_of_eta_1_against_the_smaller_etas():
     grid = _synthetic_grid()
-    hill = grid.values["alpha_hill"].copy()
-    small = grid.etas < 1.0
-    hill[:, small] = 2.45 + 0.003 * np.arange(small.sum())[None, :, None]  # three values within 5%: "similar"
-    tied = dataclasses.replace(grid, values={**grid.values, "alpha_hill": hill})
-    c = exp.benign_band_claim(tied, exp.Setup(executor="serial"), "d")
-    # Hill(1) = 2.0 against 2.453 on average below, test loss 1.0 against 1.1: both contrasts negative
-    assert c.verdict == "inconclusive" and "2 distinct Hill levels" in c.measured and "not judged" in c.measured
-    assert "negative), while the Hill half holds" in c.cause
-    assert "Hill(1) - Hill(<= 0.1) -0.453" in c.measured and "test loss(1) - test loss(<= 0.1) -0.1" in c.measured
-    # eta = 1 with a higher test loss than the smaller etas, in every seed: the loss part fails
+    # eta = 1 with a higher test loss than the smaller etas, in every seed: the loss part fails, Hill's holds
     loss = grid.values["test_loss@d"].copy()
     loss[:, grid.etas == 1.0] += 0.5
     worse = dataclasses.replace(grid, values={**grid.values, "test_loss@d": loss})
-    c = exp.benign_band_claim(worse, exp.Setup(executor="serial"), "d")
-    assert c.verdict == "partly" and "test loss(1) - test loss(<= 0.1)" in c.cause
-    assert exp.similar_groups(np.array([2.45, 2.45, 2.44, 1.93]), 0.05) == [[3], [2, 0, 1]]
+    m = exp.measure_fig7(exp.Fig7Result(grid=worse, grid_wn=None), exp.Setup(executor="serial"))["benign"]
+    np.testing.assert_allclose(m.parts["benign-test"].values,
+                               exp.benign_contrast(worse.get("test_loss@d", "adam"), worse.etas))
+    assert judge(exp.TABLE["benign"], m).verdict == "partly"
+    # a grid without eta = 1 cannot test the band
+    narrow = dataclasses.replace(grid, etas=grid.etas * 3)
+    assert _judged(narrow)["benign"].verdict == "not tested"
 
 
 def test_benign_contrast_by_hand_and_its_bad_input():
@@ -194,66 +210,28 @@ def test_rho_interval_is_fisher_z_and_stays_inside_minus_one_one():
         exp.rho_interval([0.5, 0.5], n_points=0)
 
 
-def test_welch_interval_against_scipy():
-    rng = np.random.default_rng(3)
-    a, b = rng.normal(1.8, 0.05, size=2), rng.normal(1.9, 0.1, size=5)
-    d, (lo, hi) = exp.welch_interval(a, b, 0.95)
-    ref = scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
-    assert d == pytest.approx(a.mean() - b.mean()) and (lo, hi) == pytest.approx((ref.low, ref.high))
-    with pytest.raises(ValueError, match="2 or more"):
-        exp.welch_interval([1.0], b)
-
-
-def test_range_interval_covers_at_its_level():
-    # five flat cells of seed noise sd 0.02 around 2: the true range of the cell means is 0
-    rng = np.random.default_rng(1)
-    x = 2.0 + 0.02 * rng.normal(size=(3, 5))
-    v, (lo, hi) = exp.range_interval(x)
-    assert lo <= v <= hi and v == pytest.approx(np.ptp(x.mean(axis=1)) / x.mean())
-    # coverage of the true range (0) by the lower end, over repeats: at least the level
-    misses = sum(exp.range_interval(2.0 + 0.02 * rng.normal(size=(3, 5)))[1][0] > 0 for _ in range(400))
-    assert misses / 400 <= 0.05 + 0.02
-    with pytest.raises(ValueError, match="cells >= 2"):
-        exp.range_interval(x[:1])
-
-
-def test_two_seed_intervals_cannot_disagree():
-    parts = exp._Parts()
-    parts.add_mean("two", exp.NEGATIVE, exp.seed_interval([1.0, 1.1]))  # excludes 0 on the wrong side
-    assert parts.verdict == "inconclusive" and "fewer than 3 seeds" in parts.cause("here") and "2 seeds" in parts.cause("here")
-    parts = exp._Parts()
-    parts.add_mean("three", exp.NEGATIVE, exp.seed_interval([1.0, 1.1, 1.05]))
-    assert parts.verdict == "disagrees"
-    parts = exp._Parts()
-    parts.add_mean("two, holds", exp.NEGATIVE, exp.seed_interval([-1.0, -1.1]))
-    assert parts.verdict == "agrees"
-
-
-def test_seed_intervals_of_the_claims_are_student_t():
-    grid = _synthetic_grid(seeds=2)
-    c = exp.gd_contrast_claim(grid, exp.Setup(executor="serial"), "d")
-    assert "Student-t" in c.uncertainty and "1 degree of freedom" in c.uncertainty
-    rho = exp.within_seed_rho(grid.get("alpha_ks", "adam"), grid.get("test_loss@d", "adam"))
-    assert rho.shape == (2,) and np.all(rho > 0.9)
-
-
-def test_compound_verdicts():
-    assert exp._combine(["agrees", "agrees"]) == "agrees"
-    assert exp._combine(["agrees", "disagrees"]) == "partly"
-    assert exp._combine(["agrees", "inconclusive"]) == "inconclusive"
-    assert exp._combine(["disagrees", "disagrees"]) == "disagrees"
-
-
 def test_a_disagreement_at_a_reduced_setting_becomes_inconclusive():
     grid = _synthetic_grid()
     flipped = dataclasses.replace(grid, values={**grid.values, "kta@d": -grid.values["kta@d"],
                                                 "alpha_hill": -grid.values["alpha_hill"],
                                                 "alpha_ks": -grid.values["alpha_ks"]})
-    paper = exp.adam_correlation_claim(flipped, exp.Setup(n_boot=300), "d")
-    reduced = exp.adam_correlation_claim(flipped, exp.Setup(n_boot=300, seeds=3), "d")
+    paper = _judged(flipped)["adam_corr"]
+    reduced = _judged(flipped, exp.Setup(n_boot=300, seeds=3))["adam_corr"]
     assert paper.verdict == "disagrees"
     assert reduced.setting.startswith("seeds = 3") and reduced.verdict == "inconclusive"
-    assert "reduced setting" in reduced.cause
+    # the written-readout variant is another convention, not a reduction: its failing parts stand
+    variant = _judged(grid)["adam_corr_sqrt_d"]
+    assert variant.verdict in ("disagrees", "partly") and not variant.counted
+
+
+def test_the_table_keeps_every_record_key_and_each_is_measured():
+    keys = ["gd_contrast", "adam_corr", "benign", "gd_contrast_sqrt_d", "adam_corr_sqrt_d", "benign_sqrt_d",
+            "hill_flat", "gd_contrast_wn", "sample_hill", "sample_loss", "ridge", "noise", "steplr",
+            "sample_loss_sqrt_d", "ridge_sqrt_d", "noise_sqrt_d", "steplr_sqrt_d", "wn_schedules"]
+    assert list(exp.TABLE) == keys
+    for k, spec in exp.TABLE.items():
+        assert (spec.kind == "variant") == k.endswith("_sqrt_d")
+        assert spec.variant_of in ("", k.removesuffix("_sqrt_d"))
 
 
 def test_setup_validates():
@@ -328,16 +306,18 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     fig7, fig8 = exp.run_fig7(setup), exp.run_fig8(setup)
     assert fig7.grid_wn is None and fig8.seeds == 2
     assert set(fig8.panel("wn_by_steplr_gamma")) == {0.2, 0.4, 0.6, 0.8, 1.0}
-    records = exp.claims(fig7, fig8, setup)
+    records, measured = exp.claims(fig7, fig8, setup), exp.measure(fig7, fig8, setup)
     keys = {c.key for c in records if c.key}
     assert all(c.variant_of in keys for c in records if c.variant_of)
     by_key = {c.key: c for c in records}
-    assert by_key["gd_contrast_wn"].verdict == "not tested" and "weight_norm_repeat" in by_key["gd_contrast_wn"].cause
+    assert by_key["gd_contrast_wn"].verdict == "not tested"  # weight_norm_repeat is off
     assert by_key["sample_hill"].verdict == "not tested"  # needs n = 8000
-    # the overlaps do not depend on the readout, but both records judge them (a straddle is inconclusive in both)
-    assert "O_U ratio" in by_key["noise"].measured and "O_U ratio" in by_key["noise_sqrt_d"].measured
-    table = exp.fig8_table(fig8)
-    assert {"n = 32", "WN, gamma = 1", "lambda = 0.001"} <= set(table["panel"])
+    # the overlaps do not depend on the readout: both records read the same per-seed ratios
+    ou = measured["noise"].parts["noise-ou"].values
+    assert len(ou) == 2 and ou == measured["noise_sqrt_d"].parts["noise_sqrt_d-ou"].values
+    # two Fig. 8 seeds decide nothing
+    assert {by_key[k].verdict for k in ("ridge", "steplr", "wn_schedules", "noise")} <= {"inconclusive", "not tested"}
+    assert claim_glue(records, "gen_")["gen_steplr_level"] == "0"
     numbers = {**exp.setting_numbers(setup), **exp.fig7_numbers(fig7, setup), **exp.fig8_numbers(fig8, setup)}
     assert all(isinstance(v, str) and v for v in numbers.values())
 
@@ -371,15 +351,3 @@ class _NoExecutor(cf.Executor):
     def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
         raise AssertionError("a cached config was recomputed")
 
-
-def test_a_part_missing_only_the_books_level_is_inconclusive():
-    parts = exp._Parts()
-    parts.add("train drop", exp.LOSS_IMPROVES, 0.15, (0.11, 0.2))
-    parts.add("test drop", exp.LOSS_IMPROVES, 0.039, (0.0389, 0.0391), book_level=True)
-    assert parts.verdict == "inconclusive" and "misses only the book's level" in parts.cause("t")
-    strict = exp._Parts()
-    strict.add("test drop", exp.LOSS_IMPROVES, 0.039, (0.0389, 0.0391))
-    assert strict.verdict == "disagrees" and "needs >= 0.05" in strict.cause("t")
-    band = exp._Parts()
-    band.add("ratio", exp.OVERLAP_RATIO, 0.7, (0.6, 0.8))
-    assert "straddles in [0.35, 0.65]" in band.cause("t")

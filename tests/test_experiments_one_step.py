@@ -1,5 +1,5 @@
-"""Tests of htlib.experiments.one_step: the Setup, the first-step norms, the threshold rules and their
-verdicts, the scaling fit and the chapter's claims on small real runs."""
+"""Tests of htlib.experiments.one_step: the Setup, the first-step norms, the claims table and its measurements
+(judged by htlib.claims.judge), the scaling fit and the chapter's claims on small real runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from htlib import spectra
-from htlib.claims import Claim
+from htlib.claims import Claim, judge_table
 from htlib.experiments import one_step as ch
 from htlib.two_layer import RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data
 
@@ -86,60 +86,97 @@ def test_fit_exponent_recovers_a_power_and_its_interval_widens_with_noise():
         0.2 * np.random.default_rng(0).normal(size=d.size))), 1)[0], rel=1e-10)
 
 
-def _fig3(values: dict, init: dict, etas=(0.01, 0.1, 1.0, 2000.0), seeds=3) -> ch.Fig3Result:
-    """A Fig3Result on a synthetic grid: ``values[metric]`` per eta (broadcast over seeds and optimizers)."""
+_METRICS = ("lambda_max", "sim", "kta@d", "kta@sqrt_d", "train_loss@d", "train_loss@sqrt_d", "test_loss@d",
+            "test_loss@sqrt_d")
+
+
+def _fig3(values: dict, etas=(0.01, 0.1, 1.0, 2000.0), seeds=3) -> ch.Fig3Result:
+    """A Fig3Result on a synthetic grid: ``values[metric]`` per eta (broadcast over seeds and optimizers), or of
+    shape (optimizers, etas, seeds); every metric not given is 1 at every eta (sim: 0), as at W0."""
     shape = (2, len(etas), seeds)
+    values = {m: [0.0 if m == "sim" else 1.0] * len(etas) for m in _METRICS} | values
     full = {m: np.broadcast_to(np.asarray(v, float).reshape(1, -1, 1) if np.ndim(v) == 1 else v, shape).copy()
             for m, v in values.items()}
     grid = RunGrid(("gd", "adam"), np.array(etas), np.arange(seeds), full, np.zeros(shape, bool))
+    init = {m: 0.0 if m == "sim" else 1.0 for m in _METRICS}
 
     class _Init:  # a W0 run: metric(m)[0] is the initial value
-        def __init__(self, v):
-            self.v = v
-
         def metric(self, m):
-            return np.array([self.v[m]])
+            return np.array([init[m]])
 
     norms = ch.FirstStepNorms(*([1.0] * 13))
-    return ch.Fig3Result(grid=grid, init=tuple(_Init(init) for _ in range(seeds)), edge=1.0, norms=norms)
+    return ch.Fig3Result(grid=grid, init=tuple(_Init() for _ in range(seeds)), edge=1.0, norms=norms)
 
 
-def test_threshold_claim_agrees_only_at_the_papers_eta():
-    init = {"kta@d": 1.0, "train_loss@d": 1.0, "test_loss@d": 1.0}
-    ratio = [1.0, 1.0, 1.0, 1.6]  # lambda_max / edge: a spike at 2000 only
-    res = _fig3({"lambda_max": ratio, "sim": [0.0, 0.0, 0.0, 0.5], "kta@d": [1, 1, 1, 1.2],
-                 "train_loss@d": [1, 1, 1, 0.9], "test_loss@d": [1, 1, 1, 0.97]}, init)
-    kw = dict(where="§4.1", claim="c", setting="paper")
-    spike = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 2000.0, **kw)
-    assert spike.verdict == "agrees" and "first grid eta 2000" in spike.measured
-    # The paper states no level for a rule: missing the book's level is inconclusive, never disagrees.
-    early = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 1.0, **kw)
-    assert early.verdict == "inconclusive" and "first meets it at eta = 2000" in early.cause
-    assert "no level" in early.cause
-    kta = ch.threshold_claim(ch.threshold_check(res, "kta", "gd"), 2000.0, **kw)
-    # 1.2 > 1.1 (the level the spike rule uses too), but the KTA level was lowered to 1.1 after the runs from
-    # the 1.5 fixed before them, under which no grid eta reaches the rule: not an agreement fixed in advance.
-    assert kta.verdict == "inconclusive" and "set after the runs" in kta.cause
-    assert "the first grid eta is none in grid" in kta.cause and "levels from 1 to 1.2" in kta.cause
-    assert ch.RULES["kta"].threshold == ch.RULES["spike"].threshold == ch.RISE
-    loss_chk = ch.threshold_check(res, "loss", "gd")
-    assert loss_chk.stat.mean[-1] == pytest.approx(0.03)  # the smaller of the two drops
-    loss = ch.threshold_claim(loss_chk, 2000.0, **kw)  # 3% < 5%, but a drop above 0 at 2000
-    assert loss.verdict == "inconclusive" and "first holds at eta = 2000" in loss.cause
-    missing = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 3000.0, **kw)
-    assert missing.verdict == "not tested"
+def _judged(res: ch.Fig3Result, setup: ch.Setup = ch.PAPER) -> dict[str, Claim]:
+    fig3_keys = [k for k, s in ch.TABLE.items() if s.section == "one-step-fig3"]
+    measured = ch.measure_fig3(res, setup)
+    assert sorted(measured) == sorted(fig3_keys)  # one measurement per row of the table, no more
+    return {c.key: c for c in judge_table([ch.TABLE[k] for k in fig3_keys], measured)}
+
+
+def test_table_has_each_level_once_per_rule_and_keeps_the_kta_revision():
+    levels = {}
+    for rule in ch.RULE_NAMES:
+        for key, spec in ch.TABLE.items():
+            if key.startswith(f"{rule}_") and not key.startswith("kta_rev"):
+                for part in spec.parts or (spec,):
+                    levels.setdefault(rule, set()).add(part.level)
+    assert levels == {"spike": {1.1}, "sim": {0.1}, "kta": {1.1}, "loss": {0.05}}
+    assert ch.rule_spec("kta").level == ch.rule_spec("spike").level
+    # the KTA level lowered after the runs: every row reading it keeps the earlier level on one part
+    kta = [k for k in ch.TABLE if k.startswith(("kta_gd", "kta_adam", "sweet"))]
+    assert len(kta) == 8
+    for key in kta:
+        revised = [p for p in ch.TABLE[key].parts if p.revised_from is not None]
+        assert [(p.revised_from, p.level) for p in revised] == [(1.5, 1.1)] and revised[0].revised_because
+    assert all(ch.TABLE[k].kind == "check" and ch.TABLE[k].why for k in ("thm_f", "thm_f_nobc"))
+    assert all(p.kind == "variant" for k in ("kta_gd_sqrt_d", "sweet2_sqrt_d") for p in ch.TABLE[k].parts)
+    # no level lives in the module: every one is read from the table
+    assert not any(hasattr(ch.reading, n) for n in ("RISE", "LOSS_DROP", "RULES", "KTA_FIRST_LEVEL", "EXPONENT"))
+
+
+def test_threshold_claims_read_the_papers_eta_and_the_grid_eta_below():
+    res = _fig3({"lambda_max": [1.0, 1.0, 1.0, 1.6], "sim": [0.0, 0.0, 0.0, 0.5], "kta@d": [1, 1, 1, 1.2],
+                 "train_loss@d": [1, 1, 1, 0.9], "test_loss@d": [1, 1, 1, 0.97]})
+    rec = _judged(res)
+    assert rec["spike_gd"].verdict == "agrees" and rec["sim_gd"].verdict == "agrees"
+    # FB-Adam's rows read eta = 0.1 and the grid eta below it, 0.01: no spike there, so the "at" part fails
+    assert rec["spike_adam"].verdict == "partly"
+    # 1.2 > 1.1: agrees, at the level lowered after the runs; the record keeps the level fixed before them
+    assert rec["kta_gd"].verdict == "agrees" and rec["kta_gd"].revised_from == 1.5
+    assert rec["kta_adam"].verdict == "partly"  # nothing rises at 0.1: the "at" part fails
+    # a 3% drop at 2000 misses the 5% rule while nothing moves below: one part holds, one fails
+    assert rec["loss_gd"].verdict == "partly"
+    assert rec["loss_gd_sqrt_d"].kind == "variant" and rec["loss_gd_sqrt_d"].variant_of == "loss_gd"
+    assert ch.rule_table(res)["GD loss"].iloc[3] == "0.03"  # the smaller of the two drops
+    missing = _judged(_fig3({}, etas=(0.01, 0.1, 1.0, 1000.0)))
+    assert missing["spike_gd"].verdict == "not tested" and missing["kta_gd"].verdict == "not tested"
 
 
 def test_threshold_claim_is_inconclusive_when_the_seed_interval_straddles_the_rule():
-    init = {"kta@d": 1.0, "train_loss@d": 1.0, "test_loss@d": 1.0}
     spread = np.ones((2, 4, 3))
     spread[:, 3] = [0.9, 1.3, 1.1]  # at eta = 2000 the seeds sit on both sides of the rule's 1.1
-    values = {"lambda_max": spread, "sim": [0, 0, 0, 0],
-              "kta@d": [1, 1, 1, 1], "train_loss@d": [1, 1, 1, 1], "test_loss@d": [1, 1, 1, 1]}
-    res = _fig3(values, init)
-    c = ch.threshold_claim(ch.threshold_check(res, "spike", "gd"), 2000.0, where="w", claim="c",
-                           setting="paper")
-    assert c.verdict == "inconclusive" and "straddles" in c.cause
+    assert _judged(_fig3({"lambda_max": spread}))["spike_gd"].verdict == "inconclusive"
+    spike = np.ones((2, 4, 3))
+    spike[:, 3] = [1.5, 1.6, 1.7]
+    assert _judged(_fig3({"lambda_max": spike}))["spike_gd"].verdict == "agrees"
+    # two seeds are too few for any verdict, however clear the runs
+    two = _judged(_fig3({"lambda_max": spike[:, :, :2]}, seeds=2), ch.Setup(seeds=2))
+    assert two["spike_gd"].verdict == "inconclusive"
+
+
+def test_review_cases_and_adam_loss_read_their_parts():
+    etas = (0.001, 0.01, 0.1, 1.0, 10.0, 3000.0)
+    kta = [1.0, 1.0, 1.4, 3.0, 2.8, 2.6]  # peaks at eta = 1, reverses beyond
+    res = _fig3({"kta@d": kta, "kta@sqrt_d": kta, "sim": [0.03, 0.03, 0.4, 0.5, 0.5, 0.5],
+                 "train_loss@d": [1, 1, 0.98, 0.97, 0.6, 0.3], "test_loss@d": [1, 1, 0.98, 0.97, 1.1, 2.0]}, etas=etas)
+    rec = _judged(res)
+    assert rec["sweet1"].verdict == "agrees" and rec["kta_rev"].verdict == "agrees"
+    assert rec["sweet2"].verdict == "partly"  # KTA and sim rise; the 2% drop misses the loss rule's 5%
+    assert rec["adam_loss"].verdict == "agrees"
+    flat = _judged(_fig3({"test_loss@d": [1, 1, 0.98, 0.9, 0.85, 0.8]}, etas=etas))
+    assert flat["adam_loss"].verdict == "disagrees"  # the train loss stays and the test loss falls
 
 
 def test_corollary_fit_divides_out_the_finite_size_form():
@@ -174,18 +211,23 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     fig2, fig3, scaling = ch.run_fig2(setup), ch.run_fig3(setup), ch.run_scaling(setup)
     assert len(fig2.init) == 2 and set(fig2.runs) == {("gd", 2000.0), ("adam", 0.1), ("adam", 10.0)}
     assert isinstance(ch.fig2_table(fig2), pd.DataFrame)
-    checks = ch.threshold_checks(fig3, setup)
-    table = ch.rule_table(checks)
+    table = ch.rule_table(fig3)
     assert list(table["eta"])[-3:] == ["rule", "first eta (mean)", "first eta (seeds)"]
     assert ch.fig3_table(fig3).iloc[0]["eta"] == "init"
     assert scaling.fits["adam_frob"].slope == pytest.approx(0.0, abs=0.05)  # ||sign G0||_F = sqrt(hd)
     records = ch.claims(fig2, fig3, scaling, setup)
+    assert [c.key for c in records] == list(ch.TABLE)
     assert all(isinstance(c, Claim) for c in records)
     keys = {c.key for c in records if c.key}
     assert all(c.variant_of in keys for c in records if c.variant_of)
     assert {c.variant_of for c in records if c.variant_of} >= {"kta_gd", "loss_gd", "adam_loss", "thm_f"}
     assert all(c.setting for c in records)
-    numbers = {**ch.fig2_numbers(fig2), **ch.fig3_numbers(fig3, checks, "d"), **ch.scaling_numbers(scaling),
+    # two seeds: no mean or sign verdict agrees or disagrees; the checks are single evaluations and do
+    assert all(c.verdict in ("inconclusive", "not tested") for c in records if c.kind != "check")
+    assert {c.verdict for c in records if c.kind == "check"} <= {"agrees", "disagrees"}
+    assert all(ch.TABLE[c.key].why in c.cause for c in records if c.kind == "check")
+    numbers = {**ch.fig2_numbers(fig2), **ch.fig3_numbers(fig3, "d"), **ch.scaling_numbers(scaling),
                **ch.rule_numbers(), **ch.setting_numbers(setup)}
     assert all(isinstance(v, str) and v for v in numbers.values())
     assert numbers["rule_spike_pct"] == "10%" and numbers["set_setting"].startswith("a reduced")
+    assert numbers["rule_kta_first"] == "1.5"

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from htlib import dynamics, spectra
-from htlib.claims import Claim, check_records
+from htlib import spectra
+from htlib.claims import Claim, Measurement, check_records
 from htlib.experiments import spike
 from htlib.two_layer import train
 
@@ -39,10 +38,27 @@ def test_first_step_brackets_and_exact_counts():
     assert spike.first_step([0, 1], [False, False], 1).text == "not reached in 1 steps"
 
 
-@pytest.mark.parametrize("firsts, earned", [([1, 2, 2], True), ([40, 50, 31], True), ([2, 4, 2], False),
-                                            ([1, 40, 2], False), ([2, 2, None], False), ([10, 10, 10], False)])
-def test_a_steps_count_disagrees_only_when_every_reading_is_outside_on_one_side(firsts, earned):
-    assert spike.readings_agree_outside(firsts, 10 / 3, 30) is earned
+@pytest.mark.parametrize("first, budget, value", [(4, 30, 4.0), (None, 30, 31.0), (None, 5, None)])
+def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_the_band(first, budget, value):
+    fs = spike.FirstStep(first, None if first is None else first - 1, budget)
+    m = spike.reading._first(fs, (10 / 3, 30.0))
+    assert isinstance(m, Measurement)
+    if value is None:  # the run ends inside the band: it cannot tell where the count lies
+        assert m.cannot_test and not m.values
+    else:
+        assert m.values == (value,) and not m.cannot_test
+
+
+def test_the_claims_table_holds_every_level_once():
+    table = spike.TABLE
+    assert len(table) == 30 and all(k == s.key for k, s in table.items())
+    assert table["steps-1"].level == pytest.approx((10 / 3, 30.0))  # two-sided: within 3x of 10
+    assert table["steps-01"].level == pytest.approx((1e4 / 3, 3e4))
+    for key, s in table.items():
+        assert s.kind != "variant" or table[s.variant_of].kind == "claim", key
+        assert s.statistic in ("mean", "sign", "parts"), key  # every row rests on random draws: no "value" rows
+    assert not any(name.isupper() and isinstance(getattr(spike.reading, name), float)
+                   and name not in ("SHAPE_PVALUE", "HILL_HEAVY") for name in vars(spike.reading)), "a level outside the table"
 
 
 def test_shape_checks_get_their_constructions_answer():
@@ -51,40 +67,55 @@ def test_shape_checks_get_their_constructions_answer():
     assert list(t["heavy (with and without lambda_1)"]) == ["no", "no", "yes"] and ok == 3
 
 
-def test_tables_and_claims_on_tiny_runs():
-    runs = {k: train(c) for k, c in spike.chapter_configs(SETUP).items()}
-    rules = spectra.PHASE_RULES
-    h, d = SETUP.h, SETUP.d
-    fig1 = {"GD eta=50": runs[("gd", 50.0)], "FB-Adam eta=0.2": runs[("adam", 0.2)]}
-    report = spike.report_table({k: tr.esd[-1] for k, tr in fig1.items()}, h=h, d=d, rules=rules)
-    assert isinstance(report, pd.DataFrame) and list(report["run"]) == list(fig1)
-    expected = dynamics.esd_report(fig1["GD eta=50"].esd[-1], h=h, d=d, rules=rules)
-    assert report.iloc[0]["PL_KS"] == f"{expected.alpha:.3g}" and report.iloc[0]["KS tail"] == str(expected.n_tail)
-    one_step = {"a": dynamics.step_overlaps(runs[("adam", 0.5)], 0), "g": dynamics.step_overlaps(runs[("gd", 50.0)], 0)}
-    late_runs = {"plain": runs[("adam", 0.5)], "WN": runs[("adam-wn", 0.5)]}
-    late = {k: dynamics.step_overlaps(tr, SETUP.steps - 1) for k, tr in late_runs.items()}
-    spread = spike.spread_summaries(late, block=8)
-    labels = ["FB-Adam eta=0.5", "GD eta=50"]
-    tracks = [dynamics.phase_track(runs[k].steps, runs[k].esd, h=h, d=d, rules=rules) for k in (("adam", 0.5), ("gd", 50.0))]
-    ev = spike.evidence_table(labels[0], tracks[0], runs[("adam", 0.5)], h=h, d=d, rules=rules)
-    assert list(ev.index) == [str(t) for t in range(SETUP.steps + 1)]
-    assert ev.iloc[0]["phase"] == tracks[0].phase[0]
-    steps = spike.steps_table({0.5: runs[("ht", 0.5)], 0.1: runs[("slow", 0.1)]}, h=h, d=d, rules=rules)
-    assert list(steps["recorded every"]) == ["1", "3"]
-    review = {e: runs[("adam", e)] for e in SETUP.etas_review}
-    table = spike.review_table(review, h=h, d=d, rules=rules, readout="d")
-    assert len(table) == 3 and list(table.columns)[0] == "test change"
-    claims = spike.chapter_claims(one_step=one_step, late_runs=late_runs, late=late, spread=spread,
-                                  app_a={o: runs[("appA", o)] for o in ("gd", "adam")}, fig1=fig1, labels=labels,
-                                  tracks=tracks, ht_run=runs[("ht", 0.5)], slow_run=runs[("slow", 0.1)], review=review,
-                                  block=8, h=h, d=d, rules=rules, readout="d",
-                                  track_runs=[runs[("adam", 0.5)], runs[("gd", 50.0)]])
-    assert all(isinstance(c, Claim) for c in claims)
+def _tiny_runs(setup):
+    return {seed: {k: train(c) for k, c in spike.chapter_configs(setup, seed).items()} for seed in setup.seed_list}
+
+
+def test_every_run_is_trained_at_every_seed():
+    s = SETUP.replace(seeds=3, seed=5)
+    assert s.seed_list == (5, 6, 7) and spike.Setup().seeds == 3 and spike.PAPER.seeds == 3
+    assert spike.chapter_configs(s) == spike.chapter_configs(s, 5)  # the first seed by default: the figures'
+    for seed in s.seed_list:
+        assert {c.seed for c in spike.chapter_configs(s, seed).values()} == {seed}
+    with pytest.raises(spike.compute.ParameterError, match="parameter 'seeds'"):
+        SETUP.replace(seeds=0)
+
+
+def test_claims_on_tiny_runs_at_one_seed():
+    setup = SETUP.replace(seeds=1)
+    runs = _tiny_runs(setup)
+    rd = spike.readings(runs[0][("slow", 0.1)], h=setup.h, d=setup.d, rules=spectra.PHASE_RULES)
+    assert set(rd) == {"label", "Hill", "KS"} and all(f.budget == 6 for f in rd.values())
+    measured = spike.measure(runs, setup)
+    assert list(measured) == list(spike.TABLE)
+    claims = spike.claims(runs, setup)
+    assert all(isinstance(c, Claim) for c in claims) and [c.key for c in claims] == list(spike.TABLE)
     check_records(claims)
-    steps_claims = [c for c in claims if "requires just 10 steps" in c.claim]
-    assert len(steps_claims) == 3 and sum(not c.variant_of for c in steps_claims) == 1
-    assert steps_claims[0].threshold == [10 / 3, 30]  # two-sided: within 3x of 10
-    assert any("10^6" in c.claim and c.verdict == "not tested" for c in claims)
+    by_key = {c.key: c for c in claims}
+    # one seed: no row that reads runs is decided on it (too few independent runs, or the setting cannot test it)
+    for key, m in measured.items():
+        for part in (m.parts.values() if m.parts else [m]):
+            assert len(part.values) <= 1, key
+        if m.ran:
+            assert by_key[key].verdict == "inconclusive", (key, by_key[key].verdict)
+    assert by_key["steps-001"].verdict == "not tested"
+    assert by_key["steps-01"].verdict == "not tested"  # slow_budget 6 ends before 10^4 / 3
+    assert by_key["steps-1"].threshold == pytest.approx([10 / 3, 30])
+    assert all(c.setting.startswith("h x d = 24 x 16") for c in claims if c.kind == "claim")  # the reduced size is named
+
+
+def test_claims_on_tiny_runs_read_one_value_per_seed():
+    runs = _tiny_runs(SETUP)  # 3 seeds
+    measured = spike.measure(runs, SETUP)
+    claims = {c.key: c for c in spike.claims(runs, SETUP)}
+    for key, m in measured.items():
+        for part in (m.parts.values() if m.parts else [m]):
+            # a seed that cannot test a row makes it untestable (leaving it out would pick runs by outcome)
+            assert len(part.values) == 3 or part.cannot_test or not part.ran, (key, part)
+            if part.ran:
+                assert part.runs_text == "3 seeds (0, 1, 2)", key
+    assert "too few independent runs" not in " ".join(c.cause for c in claims.values())
+    assert all("3 seeds" in c.setting for c in claims.values() if c.kind == "claim" and c.verdict != "not tested")
 
 
 @pytest.mark.skipif(not FIXTURES.exists(), reason="run tests/fixtures/make_paper003_spectra.py")

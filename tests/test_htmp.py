@@ -5,7 +5,6 @@ htlib.spectra (kappa -> inf), and recovery of known parameters (sampler, fit).""
 from __future__ import annotations
 
 import math
-import re
 
 import mpmath as mp
 import numpy as np
@@ -486,74 +485,171 @@ def _fit(model, batch, seed, kappa, *, acc=1.0, gamma=0.3, l1=1.0, init="std"):
                     l1, 0.1, 0.2, 0.0, 1.0, False, steps=10)
 
 
-def _batch(fits, noise=(), **setup):
+def _batch(fits, noise=(), ntk=(), **setup):
     from htlib.experiments.htmp import BatchResult, Setup, summarize
 
-    return BatchResult(Setup(**setup), list(fits), list(noise), summarize([f for f in fits if f.init == "std"]))
+    return BatchResult(Setup(**setup), list(fits), list(noise), summarize([f for f in fits if f.init == "std"]), list(ntk))
+
+
+_TABLES = dict(q_err=1e-12, check_kappas=(1.0,), sup_cdf=(0.1, 0.01, 0.001), mp_kappas=(1, 10, 100), n_match=6)
+
+
+def _records(res, **tables):
+    from htlib.experiments import htmp as ch
+
+    return {c.key: c for c in ch.claims(res, **{**_TABLES, **tables})}
+
+
+def test_every_record_comes_from_the_table_and_every_level_is_a_value_there():
+    from htlib.claims import Spec
+    from htlib.experiments import htmp as ch
+
+    assert ch.TABLE and all(isinstance(s, Spec) for s in ch.TABLE.values())
+    recs = _records(_batch([_fit("lenet", 100, 0, 10.0)]))
+    assert list(recs) == list(ch.TABLE)  # one record per row, in the table's order
+    for key, spec in ch.TABLE.items():
+        assert recs[key].criterion == spec.criterion and recs[key].kind == spec.kind
+    # no level, Criterion or verdict rule of the old chapter code is left in reading.py
+    for gone in ("Criterion", "NTK_TAIL", "NTK_FIT", "TRAINED", "KAPPA_FACTOR", "MP_DELTA", "NTK_KS_RATIO", "NTK_END_SDS",
+                 "ntk_glue", "ntk_claims", "ntk_seed_verdict", "_judge", "_boot_verdict"):
+        assert not hasattr(ch.reading, gone), gone
+    # the MP rule's delta and the NTK level are read from the table
+    assert ch.mp_delta() == pytest.approx(1 / ch.TABLE["minialexnet-1000"].level)
+    assert ch.TABLE["ntk-lenet"].statistic == "mean" and ch.TABLE["ntk-lenet"].kind == "claim"
+
+
+def test_the_notebook_decides_no_verdict():
+    """The chapter's cells word no verdict: no gate (``.holds(``) and no verdict word chosen in a cell; the prose
+    reads each record's glue."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / "htmp.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert ".holds(" not in code and "TRAINED" not in code and "ntk_glue" not in code
+    assert "glue_claims(records" in code
+    for key in ("ntk-lenet", "ntk-logistic", "lenet-falls", "lenet-100", "minialexnet-100"):
+        assert f"{{glue:text}}`claim_{key}_verdict`" in prose, key
 
 
 def test_claims_follow_the_rules():
-    # LeNet trained (train accuracy 1): within a factor 2 of the paper at 250 (1.1 -> 1.5), twenty
-    # times the paper at 100 (0.9 -> 18, reduced setting: inconclusive, never disagrees), falls from
-    # 30 to 18 (agrees).  MiniAlexNet untrained (accuracy 0.2): every row inconclusive, its cause names
-    # the accuracy.
-    from htlib.experiments import htmp as ch
-
+    # LeNet trained (train accuracy 1): within a factor 2 of the paper at 250 (1.1 -> 1.5), twenty times the paper
+    # at 100 (0.9 -> 18, reduced setting: inconclusive, never disagrees), 1/delta rises from batch 1000 to 100.
+    # MiniAlexNet untrained (accuracy 0.2): every row inconclusive through the cannot-test gate.
     fits = [_fit("lenet", b, s, k) for b, ks in ((1000, (30, 31, 29)), (250, (1.5, 1.4, 1.6)), (100, (18, 17, 19)))
             for s, k in enumerate(ks)]
     fits += [_fit("minialexnet", b, 0, math.inf, acc=0.2, gamma=1000 / 1728) for b in (1000, 800, 250, 100)]
     fits += [_fit("lenet", 100, 0, 5.0, acc=0.1, init="variance")]
-    res = _batch(fits, [_fit("noise", 0, 0, math.inf, acc=math.nan)], n_train=2000)  # reduced below PAPER
-    recs = {c.key: c for c in ch.claims(res, q_err=1e-12, check_kappas=(1.0,), sup_cdf=(0.1, 0.01, 0.001),
-                                        mp_kappas=(1, 10, 100), n_match=6, n_phases=6)}
+    recs = _records(_batch(fits, [_fit("noise", 0, 0, math.inf, acc=math.nan)], n_train=2000))  # reduced below PAPER
     assert recs["lenet-250"].verdict == "agrees"
-    lc = recs["lenet-100"].cause
-    assert recs["lenet-100"].verdict == "inconclusive" and "is 20 over a seed range [18.9, 21.1]" in lc
-    # delta 21 >= MP_DELTA: the cause says the chapter's own MP rule is met
-    assert "meets the chapter's own MP rule" in lc
-    # the cause names the reduction and the parameter that removes it
-    assert "2,000 training images instead of 4,000 (n_train=4000 in PAPER" in recs["lenet-100"].cause
-    assert lc.index("is 20 over") < lc.index("2,000 training images")  # the measurement first
-    assert recs["lenet-falls"].verdict == "agrees"
+    # the t-interval of the seeds' paper/measured delta lies outside [0.5, 2], at a reduced setting: inconclusive
+    assert recs["lenet-100"].verdict == "inconclusive" and not recs["lenet-100"].reduction_check
+    assert "[0.0" in recs["lenet-100"].uncertainty  # the interval itself, near 1.05 / 21 = 0.05
+    # the whole spectrum's fall agrees; the bulk of a 3-eigenvalue ESD cannot be fitted, so the compound cannot agree
+    assert recs["lenet-falls"].verdict == "inconclusive" and "agrees" in recs["lenet-falls"].cause
     for b in (1000, 800, 250, 100):
-        assert recs[f"minialexnet-{b}"].verdict == "inconclusive"
-        assert "train accuracy 0.20" in recs[f"minialexnet-{b}"].cause
-    assert recs["minialexnet-250-kappa"].variant_of == "minialexnet-250"  # gamma differs from the paper's
-    assert "lenet-250-kappa" not in recs  # LeNet's gamma is the paper's: delta and kappa coincide
+        assert recs[f"minialexnet-{b}"].verdict == "inconclusive" and "0.20" in recs[f"minialexnet-{b}"].cause
+    assert recs["minialexnet-falls"].verdict == recs["minialexnet-falls-l1"].verdict == "inconclusive"
+    assert recs["minialexnet-250-kappa"].variant_of == "minialexnet-250"
     assert recs["lenet-100-init"].variant_of == "lenet-100" and recs["lenet-100-init"].verdict == "inconclusive"
     assert recs["lenet-250-l1"].variant_of == "lenet-250"
-    assert recs["moments"].verdict == recs["mp-limit"].verdict == recs["phases"].verdict == "agrees"
-    assert recs["ntk"].verdict == "not tested"
-    from htlib.claims import check_records
+    assert recs["moments"].kind == recs["mp-limit"].kind == "check" and not recs["moments"].counted
+    assert recs["moments"].verdict == recs["mp-limit"].verdict == "agrees"
+    # the phases are drawn from one seed: one run decides nothing
+    assert recs["phases"].verdict == "inconclusive"
+    assert all(recs[k].verdict == "not tested" for k in recs if k.startswith("ntk"))
+    # a distance that rises again between kappas fails the check's second part
+    assert _records(_batch(fits), sup_cdf=(0.1, 0.2, 0.001))["mp-limit"].verdict == "partly"
 
-    check_records(list(recs.values()))
+
+def test_minialexnet_rows_read_through_the_cannot_test_gate():
+    """Untrained runs are gated whatever they measure: MP at batch 1000 would agree with the paper's kappa = inf, and
+    the gate names the training measurement (its train accuracy) that shows it."""
+    from htlib.experiments import htmp as ch
+
+    g = 1000 / 1728
+    trained = [_fit("minialexnet", b, s, math.inf, gamma=g) for b in (1000, 800, 250, 100) for s in range(3)]
+    assert _records(_batch(trained))["minialexnet-1000"].verdict == "agrees"
+    untrained = [_fit("minialexnet", b, s, math.inf, acc=0.31, gamma=g) for b in (1000, 800, 250, 100) for s in range(3)]
+    res = _batch(untrained)
+    m = ch.measure(res, **_TABLES)
+    for key in ("minialexnet-1000", "minialexnet-250", "minialexnet-100-kappa", "minialexnet-100-l1", "minialexnet-falls"):
+        assert "0.31" in m[key].cannot_test, key
+    recs = _records(res)
+    assert {recs[k].verdict for k in recs if k.startswith("minialexnet")} == {"inconclusive"}
 
 
 def _l1_records(noise_l1):
-    from htlib.experiments import htmp as ch
-
-    # LeNet trained; the L1 fit gives 1.47-1.65 at batch 250 (delta/paper's in [0.5, 2]) and a flat 1.6 elsewhere
+    # LeNet trained; the L1 fit gives 1.47-1.65 at batch 250 (paper/measured delta in [0.5, 2]) and a flat 1.6 elsewhere
     fits = [_fit("lenet", b, s, k, l1=l) for b, ks, ls in ((1000, (30, 31, 29), (1.6,) * 3),
                                                             (250, (20, 16, 31), (1.47, 1.61, 1.65)),
                                                             (100, (16, 15, 17), (1.6,) * 3))
             for s, (k, l) in enumerate(zip(ks, ls))]
     noise = [_fit("noise", 0, i, math.inf, acc=math.nan, l1=v) for i, v in enumerate(noise_l1)]
-    return {c.key: c for c in ch.claims(_batch(fits, noise), q_err=1e-12, check_kappas=(1.0,), sup_cdf=(0.1, 0.01, 0.001),
-                                        mp_kappas=(1, 10, 100), n_match=6, n_phases=6)}
+    return _records(_batch(fits, noise))
 
 
 def test_l1_variant_is_judged_against_the_noise_band():
-    # pure noise of the same shape gives L1 kappa 1.31-2.3: a trained range inside it cannot agree
+    # pure noise of the same shape gives L1 kappa 1.31-2.3: a trained range inside it cannot be read
     recs = _l1_records((1.34, 1.31, 2.3))
     r = recs["lenet-250-l1"]
-    assert r.verdict == "inconclusive" and "cannot tell the trained layer from noise" in r.cause
-    assert "[1.31, 2.3]" in r.cause and "[1.47, 1.65]" in r.cause
-    assert recs["lenet-falls-l1"].verdict == "inconclusive" and "noise" in recs["lenet-falls-l1"].cause
-    # the KS fit finds MP (inf) on the same noise: its finite trained kappa is outside the band
-    assert "cannot tell" not in recs["lenet-250"].cause
+    assert r.verdict == "inconclusive" and "[1.31, 2.3]" in r.cause and "[1.47, 1.65]" in r.cause
+    assert recs["lenet-falls-l1"].verdict == "inconclusive" and "[1.31, 2.3]" in recs["lenet-falls-l1"].cause
     # noise far from the trained range: the criterion decides (delta 1.71-1.93 against the paper's 1.28)
-    recs = _l1_records((5.0, 5.5, 6.0))
-    assert recs["lenet-250-l1"].verdict == "agrees"
+    assert _l1_records((5.0, 5.5, 6.0))["lenet-250-l1"].verdict == "agrees"
+
+
+def test_mp_claim_and_straddling_intervals():
+    # MiniAlexNet trained and MP at 1000 and 800 (agrees); at 100 the t-interval of the paper's over the measured
+    # delta straddles the factor-2 band (inconclusive)
+    g = 1000 / 1728
+    dp = 2.3 * (1 - 1000 / 3072) / (2 * 1000 / 3072)
+    k_of = lambda d: d * 2 * g / (1 - g)  # noqa: E731
+    fits = [_fit("minialexnet", b, s, math.inf, gamma=g) for b in (1000, 800) for s in range(3)]
+    fits += [_fit("minialexnet", 250, s, k_of(d), gamma=g) for s, d in enumerate((40, 50, 60))]
+    fits += [_fit("minialexnet", 100, s, k_of(d), gamma=g) for s, d in enumerate((1.2 * dp, 1.5 * dp, 3 * dp))]
+    recs = _records(_batch(fits))
+    assert recs["minialexnet-1000"].verdict == recs["minialexnet-800"].verdict == "agrees"
+    assert recs["minialexnet-250"].verdict == "inconclusive"  # 40-60 against 5.7: outside, at a reduced setting
+    assert recs["minialexnet-100"].verdict == "inconclusive" and "straddles" in recs["minialexnet-100"].cause
+
+
+def test_at_paper_a_lenet_failure_stays_inconclusive():
+    from htlib.experiments import htmp as ch
+
+    assert ch.Setup().at_paper("lenet") and not ch.Setup(n_train=2000).at_paper("lenet")
+    assert not ch.PAPER.at_paper("minialexnet")  # MNIST-5k, not the paper's CIFAR-10
+    # LeNet at the paper's sizes, delta 20x the paper's at batch 100: the paper's LeNet data are unknown, so no
+    # measurement rules out that they explain it (no reduction check): inconclusive, with the evidence beside it
+    fits = [_fit("lenet", b, s, k) for b, ks in ((1000, (30, 31, 29)), (250, (1.5, 1.4, 1.6)), (100, (18, 17, 19)))
+            for s, k in enumerate(ks)]
+    recs = _records(_batch(fits, n_train=4000))
+    assert recs["lenet-100"].verdict == "inconclusive" and not recs["lenet-100"].reduction_check
+    assert ch.LENET_DATA_UNSTATED in recs["lenet-100"].uncertainty
+    assert recs["lenet-250"].verdict == "agrees"
+
+
+def test_falls_pairs_the_seeds_and_the_papers_lenet_pair_can_straddle():
+    from htlib.experiments import htmp as ch
+
+    # delta at 250: 18.8, 23.1, 36.5; at 100: 17.6, 18.2, 19.4 (seed by seed): 1/delta rises in every seed, but the
+    # t-interval of the three differences straddles 0
+    g = 0.3
+    k_of = lambda d: d * 2 * g / (1 - g)  # noqa: E731
+    d250, d100 = (18.8, 23.1, 36.5), (17.6, 18.2, 19.4)
+    fits = [_fit("lenet", b, s, k_of(d)) for b, ds in ((1000, (32, 37.5, 58.3)), (250, d250), (100, d100))
+            for s, d in enumerate(ds)]
+    res = _batch(fits)
+    whole = ch.measure(res, **_TABLES)["lenet-falls-250-100"].parts["lenet-falls-250-100-whole"]
+    np.testing.assert_allclose(whole.values, [1 / a - 1 / b for a, b in zip(d100, d250)], rtol=1e-9)
+    from htlib.claims import judge
+
+    spec = ch.TABLE["lenet-falls-250-100"].parts[0]
+    assert judge(spec, whole).verdict == "inconclusive"
+    recs = _records(res)
+    assert recs["lenet-falls-250-100"].variant_of == "lenet-falls"
+    assert recs["lenet-falls-250-100"].verdict == "inconclusive"
 
 
 def _ntk(model, kss, mp_ks, *, n=1000, zeros=(0, 0, 0), acc=1.0, gamma=0.1, seed=0):
@@ -567,146 +663,76 @@ def _ntk(model, kss, mp_ks, *, n=1000, zeros=(0, 0, 0), acc=1.0, gamma=0.1, seed
                   (null,) * len(fits), null, (0.05, 0.1, 0.3), seed)
 
 
-SD = float(np.std(np.linspace(0.015, 0.025, 100)))  # the null's standard deviation, 0.00292
-
-
-def test_ntk_claims_judge_the_ks_ratio_and_keep_the_bootstrap_as_a_variant():
-    from dataclasses import replace
-
-    from htlib.experiments import htmp as ch
-
+def test_ntk_claim_reads_the_mean_ratio_of_the_unseen_seeds():
     lenet = [_ntk("lenet", (0.0198, 0.0198, 0.0076), 0.053, gamma=0.05, seed=s) for s in (0, 1, 2, 3)]
-    res = replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326, gamma=0.1)] + lenet)
-    recs = {c.key: c for c in ch.ntk_claims(res)}
-    # the variants come from the first seed only: one set per model
-    assert set(recs) == {f"ntk-{m}{v}" for m in ("logistic", "lenet")
-                         for v in ("", "-boot", "-mp", "-rtol1e-06", "-rtol0.0001")} | {"ntk-lenet-mean"}
-    # the typical-seed reading of LeNet's chaotic runs: every unseen seed at 0.374, so the t-bound is 0.374
-    mean = recs["ntk-lenet-mean"]
-    assert mean.variant_of == "ntk-lenet" and mean.verdict == "agrees" and "mean 0.374" in mean.measured
-    # LeNet: 0.0198 / 0.053 = 0.374 at every seed, interval over the cut-offs [(0.0076 - sd) / 0.053, (0.0198 + sd) / 0.053]
+    logi = [_ntk("logistic", (0.0163,) * 3, 0.0326, gamma=0.1, seed=s) for s in (0, 1, 2, 3)]
+    recs = _records(_batch([_fit("lenet", 100, 0, 10.0)], ntk=logi + lenet))
+    assert {k for k in recs if k.startswith("ntk")} == {f"ntk-{m}{v}" for m in ("logistic", "lenet")
+                                                        for v in ("", "-boot", "-mp", "-rtol1e-06", "-rtol1e-04")}
+    # LeNet: 0.0198 / 0.053 = 0.374 at the three unseen seeds: the t-interval of the mean lies below the level
     le = recs["ntk-lenet"]
-    assert le.verdict == "agrees" and le.criterion == ch.NTK_TAIL.text
-    val, itv, _ = ch.ntk_ratio(res.ntk[1])
-    assert val == pytest.approx(0.0198 / 0.053)
-    # each end: the ratio +- its sd, both KS spreads propagated (the MP null's SD is drawn at n = 1000, the same n here)
-    band = lambda ks: ks / 0.053 * math.hypot(SD / ks, SD / 0.053)  # noqa: E731
-    assert itv == pytest.approx(((0.0076 / 0.053) - band(0.0076), (0.0198 / 0.053) + band(0.0198)))
-    assert "gamma 0.05 at the lowest value of the grid" in le.measured
-    assert "decided by seed(s) 1, 2, 3" in le.uncertainty and "seen when the level was set" in le.measured
-    # two unseen seeds cannot estimate the spread of the deciding end: the same pass is inconclusive
-    two = {c.key: c for c in ch.ntk_claims(replace(res, ntk=res.ntk[:4]))}["ntk-lenet"]
-    assert two.verdict == "inconclusive" and "only 2 unseen seed(s)" in two.cause
-    assert "decided by the other seeds" in le.setting
-    # logistic: 0.0163 / 0.0326 = 0.5 +- 0.09 straddles the threshold: inconclusive with the ratios in the cause
-    lg = recs["ntk-logistic"]
-    assert lg.verdict == "inconclusive" and "straddles 0.5" in lg.cause and "0.0163 / 0.0326" in lg.cause
-    # the bootstrap reading is a variant, inconclusive: gamma at the grid's edge; at rtol 1e-4 the KS 0.0076
-    # lies below all 100 draws (p = 1)
-    bt = recs["ntk-lenet-boot"]
-    assert bt.variant_of == "ntk-lenet" and bt.verdict == "inconclusive" and "corner of its search" in bt.cause
-    r4 = recs["ntk-lenet-rtol0.0001"]
-    assert r4.verdict == "inconclusive" and "below all 100 null draws (p = 1)" in r4.cause
-    # logistic at gamma 0.1, inside the grid (0.05, 0.1, 0.3), KS 0.0163 inside the null: the bootstrap decides
+    assert le.verdict == "agrees" and le.counted and "0.374" in le.measured and "3 training seed" in le.uncertainty
+    # logistic regression's kernel is the Gram of other inputs than the paper's: the setting cannot test it
+    assert recs["ntk-logistic"].verdict == "inconclusive" and "7,850 parameters" in recs["ntk-logistic"].cause
+    # the bootstrap reading is a variant: gamma at the grid's edge -> not read; at rtol 1e-4 the KS 0.0076 lies below
+    # all 100 draws (p = 1) -> not read; logistic at gamma 0.1 inside the grid, KS inside the null: it decides
+    assert recs["ntk-lenet-boot"].variant_of == "ntk-lenet" and recs["ntk-lenet-boot"].verdict == "inconclusive"
+    assert recs["ntk-lenet-rtol1e-04"].verdict == "inconclusive"
     assert recs["ntk-logistic-boot"].verdict == "agrees"
-    # the MP contrast rejects (0.053 above every draw: p <= 1/101) and is labelled as a contrast
+    # the MP contrast rejects (0.053 above every draw: p = 1/101)
     mp = recs["ntk-lenet-mp"]
-    assert mp.verdict == "disagrees" and mp.claim.startswith("CONTRAST") and "p <= 0.0099" in mp.cause
-    # an untrained net cannot test the claim
-    res3 = replace(res, ntk=[_ntk("lenet", (0.01,) * 3, 0.3, acc=0.5, seed=s) for s in (0, 1)])
-    assert {c.key: c for c in ch.ntk_claims(res3)}["ntk-lenet"].verdict == "inconclusive"
+    assert mp.verdict == "disagrees" and mp.claim.startswith("CONTRAST") and mp.measured == "0.0099"
 
 
-def test_ntk_claim_is_decided_by_the_seeds_unseen_when_the_level_was_set():
+def test_ntk_gates_too_few_seeds_and_the_setting():
     from dataclasses import replace
 
-    from htlib.experiments import htmp as ch
-
+    one = lambda ks, mp, s, **kw: _ntk("lenet", (ks,) * 3, mp, gamma=0.1, seed=s, **kw)  # noqa: E731
     base = _batch([_fit("lenet", 100, 0, 10.0)])
-    one = lambda kss, mp, s: _ntk("lenet", kss, mp, gamma=0.1, seed=s)  # noqa: E731
-    # only seed 0, whose ratio was seen when the level was set: a pass is not out of sample
-    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=[one((0.0198,) * 3, 0.053, 0)]))}["ntk-lenet"]
-    assert r.verdict == "inconclusive" and "not out of sample" in r.cause
-    # seed 0 passes, seed 1 reaches across 0.5 (0.0240 / 0.053 = 0.453 +- 0.055): the unseen seed decides
-    runs = [one((0.0198,) * 3, 0.053, 0), one((0.0240,) * 3, 0.053, 1)]
-    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
-    assert r.verdict == "inconclusive" and "straddles 0.5" in r.cause and "seed(s) 1 straddle it alone" in r.cause
-    sd = 0.024 / 0.053 * math.hypot(SD / 0.024, SD / 0.053)
-    assert f"[{0.024 / 0.053 - sd:.3g}, {0.024 / 0.053 + sd:.3g}]" in r.cause
-    # unseen seeds beyond the level: LeNet runs at the paper's NTK protocol, so it disagrees with a reduction check
-    runs = [one((0.0198,) * 3, 0.053, 0)] + [one((0.05,) * 3, 0.06, s) for s in (1, 2, 3)]
-    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=runs))}["ntk-lenet"]
-    assert r.verdict == "disagrees" and "exceeds 0.5" in r.cause and r.reduction_check.startswith("no reduction")
-    # logistic regression on digits has 7,850 parameters, not the paper's 30K: the same ratio cannot disagree
-    logi = [_ntk("logistic", (0.05,) * 3, 0.06, seed=s) for s in (3, 4, 5)]
-    r = {c.key: c for c in ch.ntk_claims(replace(base, ntk=logi))}["ntk-logistic"]
-    assert r.verdict == "inconclusive" and "7,850 parameters" in r.cause and "exceeds 0.5" in r.cause
-    # the same at fewer epochs than the paper's: LeNet cannot disagree either
-    red = replace(base, setup=replace(base.setup, ntk_epochs=20), ntk=runs)
-    r = {c.key: c for c in ch.ntk_claims(red)}["ntk-lenet"]
-    assert r.verdict == "inconclusive" and "ntk_epochs=20 instead of the paper's 200" in r.cause
+    # only seed 0, whose ratio was seen when the level was set, and then two unseen seeds: neither decides
+    assert _records(replace(base, ntk=[one(0.0198, 0.053, 0)]))["ntk-lenet"].verdict == "inconclusive"
+    two = [one(0.0198, 0.053, s) for s in (0, 1, 2)]
+    assert _records(replace(base, ntk=two))["ntk-lenet"].verdict == "inconclusive"
+    # three unseen seeds beyond the level, at the paper's NTK protocol: disagrees, with the reduction check
+    high = [one(0.0198, 0.053, 0)] + [one(v, 0.06, s) for s, v in ((1, 0.05), (2, 0.051), (3, 0.049))]
+    r = _records(replace(base, ntk=high))["ntk-lenet"]
+    assert r.verdict == "disagrees" and r.reduction_check
+    # the same at fewer epochs than the paper's: the reduction may explain it
+    assert _records(replace(base, setup=replace(base.setup, ntk_epochs=20), ntk=high))["ntk-lenet"].verdict == "inconclusive"
+    # an untrained net cannot test the claim, whatever its ratio
+    low = [one(0.01, 0.3, s, acc=0.5) for s in (0, 1, 2, 3)]
+    assert _records(replace(base, ntk=low))["ntk-lenet"].verdict == "inconclusive"
 
 
-def test_ntk_seed_interval_holds_the_seed_spread():
-    from htlib.claims import Criterion
+# The LeNet NTK runs' KS ratios at the claim's cut-off, seeds 0-5, as this machine printed them (the committed
+# chapter, 2026-12-02) and as a cold rerun under avx2 arithmetic printed them (tests/portability.py htmp avx2-machine).
+_NTK_LENET_HERE = (0.373, 0.383, 0.159, 0.292, 0.442, 0.34)
+_NTK_LENET_AVX2 = (0.422, 0.402, 0.321, 0.258, 0.329, 0.301)
+
+
+def test_the_ntk_verdict_does_not_turn_on_the_machine_and_more_seeds_only_sharpen_it():
+    """Both machines' chaotic runs read the same on the seed mean; and at a true mean ratio below the level, with
+    LeNet's seed-to-seed spread, "agrees" becomes more likely, not less, as unseen seeds are added."""
+    from htlib.claims import Measurement, judge
     from htlib.experiments import htmp as ch
 
-    d = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.456, 0.41, 0.515), 2: (0.40, 0.35, 0.45)})
-    assert d["deciding"] == [1, 2] and d["value"] == pytest.approx(0.428)
-    assert d["interval"] == (0.35, 0.515) and d["all_interval"] == (0.12, 0.515)
-    assert d["spread"] == pytest.approx(0.086) and d["half_width"][0] == pytest.approx(0.155)
-    c = Criterion("ratio", "<=", 0.5)
-    assert ch.ntk_seed_verdict(c, d)[0] == "inconclusive"
-    # the unseen seeds pass, but with seed 0 the interval straddles: inconclusive, said so
-    d2 = ch.ntk_seed_interval({0: (0.45, 0.4, 0.6), 1: (0.3, 0.25, 0.35), 2: (0.3, 0.25, 0.34), 3: (0.3, 0.25, 0.345)})
-    v, why = ch.ntk_seed_verdict(c, d2)
-    assert v == "inconclusive" and "with seed(s) 0" in why
-    # a seed other than 0 is unseen: a run at seed 5 is decided on all its seeds
-    d3 = ch.ntk_seed_interval({5: (0.3, 0.2, 0.4), 6: (0.32, 0.22, 0.41), 7: (0.31, 0.21, 0.405)})
-    assert d3["deciding"] == [5, 6, 7] and ch.ntk_seed_verdict(c, d3) == ("agrees", "")
-    high = {1: (0.7, 0.6, 0.8), 2: (0.7, 0.61, 0.8), 3: (0.71, 0.6, 0.8)}
-    assert ch.ntk_seed_verdict(c, ch.ntk_seed_interval(high))[0] == "disagrees"
-    # fewer than NTK_MIN_UNSEEN unseen seeds decide nothing, however far from the level
-    v, why = ch.ntk_seed_verdict(c, ch.ntk_seed_interval({1: (0.7, 0.6, 0.8), 2: (0.7, 0.6, 0.8)}))
-    assert v == "inconclusive" and "only 2 unseen seed(s)" in why
-    with pytest.raises(ValueError, match="per_seed"):
-        ch.ntk_seed_interval({})
+    spec = ch.TABLE["ntk-lenet"]
+    assert {judge(spec, Measurement(r[1:])).verdict for r in (_NTK_LENET_HERE, _NTK_LENET_AVX2)} == {"agrees"}
+    rng = np.random.default_rng(0)
+    sd = float(np.std(_NTK_LENET_HERE[1:], ddof=1))
+    rate = {n: np.mean([judge(spec, Measurement(0.4 + sd * rng.standard_normal(n))).verdict == "agrees"
+                        for _ in range(300)]) for n in (5, 10, 20)}
+    assert rate[5] < rate[10] < rate[20] and rate[20] > 0.9, rate
 
 
-def test_bootstrap_rejection_stands_when_the_null_is_too_wide():
-    from dataclasses import replace
-
+def test_null_edge_and_the_grid_edge():
     from htlib.experiments import htmp as ch
-
-    assert ch._boot_verdict("disagrees", ["wide"]) == "disagrees"
-    assert ch._boot_verdict("agrees", ["wide"]) == "inconclusive" and ch._boot_verdict("agrees", []) == "agrees"
-    # gamma 0.05 at the grid's edge (a null too wide), KS 0.05 above every draw: the rejection stands
-    res = replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[_ntk("lenet", (0.05,) * 3, 0.06, gamma=0.05)])
-    bt = {c.key: c for c in ch.ntk_claims(res)}["ntk-lenet-boot"]
-    assert bt.verdict == "disagrees" and "rejection conservative" in bt.cause and "corner of its search" in bt.cause
-    # the same corner with a KS inside the null: the non-rejection is suspect
-    res = replace(res, ntk=[_ntk("lenet", (0.02,) * 3, 0.06, gamma=0.05)])
-    assert {c.key: c for c in ch.ntk_claims(res)}["ntk-lenet-boot"].verdict == "inconclusive"
-
-
-def test_null_edge_and_the_mp_grid_edge():
-    from htlib.experiments import htmp as ch
-    from htlib.htmp import InverseFit
 
     eigs = np.r_[np.full(411, 1.2e-16), -np.full(3, 1e-17), np.geomspace(1e-9, 1.0, 500)] * 7.0
     n, top, nxt = ch.null_edge(eigs)
     assert n == 414 and top == pytest.approx(1.2e-16) and nxt == pytest.approx(1e-9)
     assert ch.null_edge(np.geomspace(1e-9, 1.0, 500))[0] == 0  # a continuum: no edge
-    assert ch._grid_edge("gamma", 0.99, (0.5, 0.9, 0.99)).startswith("gamma 0.99 at the highest value")
-    assert ch._grid_edge("gamma", 0.9, (0.5, 0.9, 0.99)) == ""
-    # the MP contrast names its fit at the grid's edge
-    from dataclasses import replace
-
-    r = _ntk("logistic", (0.0163,) * 3, 0.0326)
-    r = replace(r, fit=InverseFit(0.2, 0.1, 1.0, 0.0163, 0.0326, 0.3, 1000, 0),
-                fits=tuple(InverseFit(0.2, 0.1, 1.0, 0.0163, 0.0326, 0.3, 1000, 0) for _ in range(3)))
-    recs = {c.key: c for c in ch.ntk_claims(replace(_batch([_fit("lenet", 100, 0, 10.0)]), ntk=[r]))}
-    assert "inverse MP gamma 0.3 at the highest value of the grid" in recs["ntk-logistic-mp"].measured
+    assert ch._grid_edge("gamma", 0.99, (0.5, 0.9, 0.99)) and ch._grid_edge("gamma", 0.9, (0.5, 0.9, 0.99)) == ""
 
 
 def test_logistic_ntk_does_not_depend_on_its_weights():
@@ -723,7 +749,7 @@ def test_logistic_ntk_does_not_depend_on_its_weights():
     assert not np.allclose(other.eigs, sp[0].eigs)
 
 
-def test_phase_cause_names_the_phase_and_its_label():
+def test_phase_note_names_the_phase_and_its_label():
     import pandas as pd
 
     from htlib.experiments import htmp as ch
@@ -731,23 +757,22 @@ def test_phase_cause_names_the_phase_and_its_label():
     t = pd.DataFrame([{"intended": "bleeding-out", "kappa": math.inf, "spikes": "(1.9, 2.0, 2.1)",
                        "label": "Random-like", "as intended": False},
                       {"intended": "heavy-tailed", "kappa": 0.5, "spikes": "()", "label": "Heavy-tailed", "as intended": True}])
-    c = ch._phase_cause(1, 2, t)
-    assert "1 of 2" in c and "bleeding-out spectrum (kappa inf" in c and "'Random-like'" in c
+    c = ch._phase_note(t)
+    assert "bleeding-out" in c and "Random-like" in c and "heavy-tailed" not in c
+    assert ch._phase_note(t.iloc[1:]) == ""
 
 
-def test_wishart_calibration_makes_the_bootstrap_inconclusive():
+def test_wishart_calibration_finds_the_iid_null_too_wide():
     from dataclasses import replace
 
     from htlib.experiments import htmp as ch
 
     # a noise spectrum whose MP KS (1e-4) lies below every i.i.d. draw: the null is shown too wide
     noise = replace(_fit("noise", 0, 0, math.inf, acc=math.nan, gamma=0.5), eigs=np.ones(100), mp_ks=1e-4)
-    res = replace(_batch([_fit("lenet", 100, 0, 10.0)], [noise]), ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326)])
+    res = _batch([_fit("lenet", 100, 0, 10.0)], [noise], ntk=[_ntk("logistic", (0.0163,) * 3, 0.0326)])
     cal = ch.wishart_calibration(res)
     assert cal["below"] and cal["n"] == 100 and cal["cols"] == 200 and cal["null"].size == res.setup.ntk_boot
     assert cal["null"].min() > 1e-4
-    bt = {c.key: c for c in ch.ntk_claims(res)}["ntk-logistic-boot"]
-    assert bt.verdict == "inconclusive" and "Wishart spectrum has MP KS 0.0001" in bt.cause
     # a noise KS inside the null: no such finding
     res2 = replace(res, noise=[replace(noise, mp_ks=float(np.median(cal["null"])))])
     assert not ch.wishart_calibration(res2)["below"]
@@ -759,50 +784,10 @@ def test_corner_reports_the_grid_edge_and_the_kappa_bound():
 
     f = InverseFit(0.1035, 0.05, 1.0, 0.02, 0.05, 0.7, 1000, 0)
     c = ch._corner(f, (0.05, 0.1, 0.3))
-    assert "gamma 0.05 at the lowest value" in c and "kappa 0.103 at the fit's lower bound 0.1" in c and "delta 0.983 to " in c
+    assert "0.05" in c and "0.103" in c and "0.983" in c  # gamma at the grid's edge, kappa at the bound, its delta
     # HTMP at gamma 0.05 is close to the Gamma law of shape delta; at gamma 0.5 it is not
     assert ch.gamma_gap(0.1035, 0.05) < 0.01 < ch.gamma_gap(2.0, 0.5)
     assert ch._corner(InverseFit(2.0, 0.1, 1.0, 0.02, 0.05, 0.7, 1000, 0), (0.05, 0.1, 0.3)) == ""
-
-
-def test_at_paper_is_recognised_and_a_lenet_failure_there_stays_inconclusive():
-    from htlib.experiments import htmp as ch
-
-    assert ch.Setup().at_paper("lenet") and not ch.Setup(n_train=2000).at_paper("lenet")
-    assert not ch.PAPER.at_paper("minialexnet")  # MNIST-5k, not the paper's CIFAR-10
-    # LeNet at the paper's sizes, delta 20x the paper's at batch 100: disagrees, no longer inconclusive
-    fits = [_fit("lenet", b, s, k) for b, ks in ((1000, (30, 31, 29)), (250, (1.5, 1.4, 1.6)), (100, (18, 17, 19)))
-            for s, k in enumerate(ks)]
-    from htlib.experiments.htmp import BatchResult, summarize
-
-    res = BatchResult(ch.Setup(n_train=4000), fits, [], summarize(fits))
-    recs = {c.key: c for c in ch._kappa_claims(res, "lenet")}
-    # outside the criterion at the PAPER preset, but the paper's LeNet data (and so its steps) are unknown:
-    # inconclusive, with the direct test of the paper's law and the outliers in the cause
-    r = recs["lenet-100"]
-    assert r.verdict == "inconclusive" and not r.reduction_check
-    assert "is 20 over" in r.cause and "direct test of the paper's law" in r.cause
-    assert "does not name LeNet's data" in r.cause and "outliers" in r.cause
-    assert recs["lenet-250"].verdict == "agrees"
-    # a reduced run: inconclusive, and the cause opens with the measured ratio, the reduction last
-    res = BatchResult(ch.Setup(n_train=2000), fits, [], summarize(fits))
-    c = {r.key: r for r in ch._kappa_claims(res, "lenet")}["lenet-100"].cause
-    assert c.startswith("seed-median delta / the paper's delta") and c.index("is 20 over") < c.index("2,000 training images")
-
-
-def test_falls_at_the_papers_lenet_pair_is_a_variant_that_can_straddle():
-    from htlib.experiments import htmp as ch
-
-    # delta at 250 over [18.8, 36.5], at 100 over [17.6, 19.4]: the ratio's range [0.48, 1.03] straddles 1
-    g = 0.3
-    k_of = lambda d: d * 2 * g / (1 - g)  # noqa: E731
-    fits = [_fit("lenet", b, s, k_of(d)) for b, ds in ((1000, (32, 37.5, 58.3)), (250, (18.8, 23.1, 36.5)),
-                                                       (100, (17.6, 18.2, 19.4))) for s, d in enumerate(ds)]
-    recs = {c.key: c for c in ch._falls_claims(_batch(fits), "lenet")}
-    assert recs["lenet-falls"].verdict == "agrees"
-    pr = recs["lenet-falls-250-100"]
-    assert pr.variant_of == "lenet-falls" and pr.verdict == "inconclusive" and "straddles" in pr.cause
-    assert "[0.482, 1.03]" in pr.cause
 
 
 def test_ks_null_is_below_the_kolmogorov_law_for_a_fitted_law():
@@ -818,23 +803,6 @@ def test_ks_null_is_below_the_kolmogorov_law_for_a_fitted_law():
     np.testing.assert_array_equal(mp, ks_null(math.inf, 0.5, n, reps=40, seed=3))
     h = ks_null(2.0, 0.5, n, reps=4, seed=1)
     assert h.shape == (4,) and np.all((h > 0) & (h < stats.kstwobign.mean() / math.sqrt(n)))
-
-
-def test_mp_claim_and_straddling_ranges():
-    # MiniAlexNet trained and MP at 1000 and 800 (agrees); at 100 the seed range of delta straddles
-    # the factor-2 band of the paper's delta (inconclusive with the range in the cause)
-    from htlib.experiments import htmp as ch
-
-    g = 1000 / 1728
-    dp = 2.3 * (1 - 1000 / 3072) / (2 * 1000 / 3072)
-    k_of = lambda d: d * 2 * g / (1 - g)  # noqa: E731
-    fits = [_fit("minialexnet", b, s, math.inf, gamma=g) for b in (1000, 800) for s in range(3)]
-    fits += [_fit("minialexnet", 250, s, k_of(d), gamma=g) for s, d in enumerate((40, 50, 60))]
-    fits += [_fit("minialexnet", 100, s, k_of(d), gamma=g) for s, d in enumerate((1.2 * dp, 1.5 * dp, 3 * dp))]
-    recs = {c.key: c for c in ch._kappa_claims(_batch(fits), "minialexnet")}
-    assert recs["minialexnet-1000"].verdict == recs["minialexnet-800"].verdict == "agrees"
-    assert recs["minialexnet-250"].verdict == "inconclusive"  # 40-60 against 5.7: reduced setting
-    assert recs["minialexnet-100"].verdict == "inconclusive" and "straddles" in recs["minialexnet-100"].cause
 
 
 # ----------------------------------------------------------------------------- inverse law and its fit
@@ -860,95 +828,11 @@ def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
         H.fit_inverse_htmp(y, gammas=())
 
 
-def test_an_ntk_verdict_within_its_ends_sampling_error_is_inconclusive():
-    from htlib.experiments import htmp as ch
-    """An interval that ends closer to the level than that end's own bootstrap error cannot decide: 0.496 against
-    0.5 with an error of 0.005 (30 draws) is inconclusive; the same end with an error of 0.001 agrees."""
-    c = ch.Criterion("ratio", "<=", 0.5)
-    near = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.005), 2: (0.37, 0.27, 0.4955, 0.004),
-                                 3: (0.4, 0.3, 0.4952, 0.001)})
-    v, why = ch.ntk_seed_verdict(c, near)
-    assert v == "inconclusive" and "sampling error 0.005" in why and near["end_errors"] == (0.004, 0.005)
-    # the end nearest the level carries its own error, not the largest over every seed and cut-off: a far end's
-    # error of 0.0074 does not make a near end with error 0.001 inconclusive
-    mixed = ch.ntk_seed_interval({1: (0.45, 0.40, 0.496, 0.001, 0.001), 2: (0.30, 0.20, 0.4955, 0.0074, 0.0074),
-                                  3: (0.40, 0.30, 0.4952, 0.001, 0.001)})
-    assert mixed["end_errors"] == (0.0074, 0.001) and ch.ntk_seed_verdict(c, mixed) == ("agrees", "")
-    sure = ch.ntk_seed_interval({0: (0.37, 0.12, 0.43), 1: (0.45, 0.40, 0.496, 0.001), 2: (0.45, 0.40, 0.4955, 0.001),
-                                 3: (0.45, 0.40, 0.4952, 0.001)})
-    assert ch.ntk_seed_verdict(c, sure) == ("agrees", "")
-    far = ch.ntk_seed_interval({1: (0.7, 0.6, 0.8, 0.01), 2: (0.7, 0.6, 0.8, 0.01), 3: (0.7, 0.6, 0.8, 0.01)})
-    assert ch.ntk_seed_verdict(c, far)[0] == "disagrees"
-
-
-# The LeNet NTK runs' per-seed KS ratios (ratio, low, high over the cut-offs, +- 1 sd), as the committed chapter
-# printed them (this machine, 2026-12-02) and as a cold rerun under ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2
-# and MKL_CBWR=AVX2 printed them (tests/portability.py htmp avx2-machine, 2026-12-02): the highest unseen end
-# 0.517 here, 0.456 there.  Read by the end-error rule alone, the first straddles 0.5 and the second agrees.
-_NTK_LENET_HERE = {0: (0.373, 0.133, 0.437), 1: (0.383, 0.175, 0.443), 2: (0.159, 0.102, 0.217),
-                   3: (0.292, 0.167, 0.364), 4: (0.442, 0.265, 0.517), 5: (0.34, 0.152, 0.414)}
-_NTK_LENET_AVX2 = {0: (0.422, 0.13, 0.499), 1: (0.402, 0.21, 0.456), 2: (0.321, 0.189, 0.387),
-                   3: (0.258, 0.164, 0.333), 4: (0.329, 0.135, 0.403), 5: (0.301, 0.158, 0.38)}
-
-
-def test_an_ntk_verdict_rarely_turns_on_the_machine(monkeypatch):
-    """Two machines' arithmetic moved LeNet's chaotic NTK runs as far as other seeds would: on the two machines'
-    own runs the verdict and its words are the same (inconclusive, the end within NTK_END_SDS seed deviations of
-    the level), an end far from the level still decides, and over sets of 5 unseen seeds resampled from both
-    machines' 12 runs two sets disagree in under a fifth of the draws with the rule, against over twice as
-    often without it (12% and 44% at 2026-12-02: what NTK_END_SDS's docstring cites)."""
-    import random
-
-    from htlib.experiments import htmp as ch
-
-    c = ch.Criterion("ratio", "<=", 0.5)
-    here, there = (ch.ntk_seed_verdict(c, ch.ntk_seed_interval(d)) for d in (_NTK_LENET_HERE, _NTK_LENET_AVX2))
-    assert here[0] == there[0] == "inconclusive"
-    words = [re.sub(r"[0-9.]+", "#", w) for _, w in (here, there)]
-    assert words[0] == words[1] and "standard deviation of that end" in words[0]
-    # the same seeds, every end 0.15 lower: far below the level, they agree on both
-    low = {s: tuple(x - 0.15 for x in v) for s, v in _NTK_LENET_AVX2.items()}
-    assert ch.ntk_seed_verdict(c, ch.ntk_seed_interval(low)) == ("agrees", "")
-
-    pool = list(_NTK_LENET_HERE.values()) + list(_NTK_LENET_AVX2.values())
-
-    def flip_rate(draws=1500):
-        rng = random.Random(0)
-
-        def verdict():
-            d = {0: _NTK_LENET_HERE[0], **{i + 1: v for i, v in enumerate(rng.choices(pool, k=5))}}
-            return ch.ntk_seed_verdict(c, ch.ntk_seed_interval(d))[0]
-        return sum(verdict() != verdict() for _ in range(draws)) / draws
-
-    with_rule = flip_rate()
-    monkeypatch.setattr(ch.reading, "NTK_END_SDS", 0.0)
-    without = flip_rate()
-    assert with_rule < 0.2 and without > 2 * with_rule, (with_rule, without)
-
-
-def test_ratio_band_matches_a_monte_carlo_of_two_noisy_distances():
-    """The delta-method band of a KS ratio against a direct simulation of two independent noisy distances,
-    and its end error against the spread of the band over repeated finite bootstraps."""
-    from htlib.experiments import htmp as ch
-
-    rng = np.random.default_rng(0)
-    ks, mp, sh, sm = 0.02, 0.05, 0.002, 0.003
-    ratio, sd, err = ch.ratio_band(ks, mp, sh, sm, 30, 30)
-    sim = (ks + sh * rng.standard_normal(200_000)) / (mp + sm * rng.standard_normal(200_000))
-    assert ratio == pytest.approx(0.4) and sd == pytest.approx(np.std(sim), rel=0.03)
-    bands = [ch.ratio_band(ks, mp, np.std(ks + sh * rng.standard_normal(30)), np.std(mp + sm * rng.standard_normal(30)),
-                           30, 30)[1] for _ in range(4000)]
-    assert err == pytest.approx(np.std(bands), rel=0.1)
-    # the MP null at another cut-off: its spread scales as 1/sqrt(n)
-    r = _ntk("lenet", (0.02, 0.02, 0.02), 0.05, zeros=(0, 0, 750))
-    per = ch.ntk_ratio(r)[2]
-    assert per[2][2] - per[2][0] == pytest.approx(ch.ratio_band(0.02, 0.05, SD, SD * 2.0, 100, 100)[1])
-
-
-def test_a_fall_carried_by_outliers_is_inconclusive():
+def test_a_fall_carried_by_outliers_is_not_an_agreement():
     """A whole-spectrum kappa that falls only because outliers grow: noise of LeNet's FC1 shape without spikes at
-    batch 1000 and with 5 at batch 100.  The KS fit of the whole ESD falls; the bulk (the ESD without
-    fit_mp's outliers) is MP at both ends, so neither the counted row nor the bulk variant agrees."""
+    batch 1000 and with 5 at batch 100.  The KS fit of the whole ESD falls; the bulk (the ESD without fit_mp's
+    outliers) does not, so the compound claim (whole and bulk) does not agree."""
+    from htlib.claims import judge
     from htlib.experiments import htmp as ch
 
     def layer(b, s, spikes, strength):
@@ -961,10 +845,11 @@ def test_a_fall_carried_by_outliers_is_inconclusive():
     fits = [layer(b, s, k, 3.0) for b, k in ((1000, 0), (100, 5)) for s in range(3)]
     assert all(ch.bulk_fit(f)[1] >= 49 for f in fits)  # the bulk is MP or at the top of the search (KS noise at n = 120)
     assert all(ch.bulk_fit(f)[0] == 5 for f in fits if f.batch_size == 100)
-    recs = {c.key: c for c in ch._falls_claims(_batch(fits), "lenet")}
-    k = {b: ch.summarize(fits).loc[("lenet", b), "kappa"] for b in (1000, 100)}
+    res = _batch(fits)
+    k = {b: res.summary.loc[("lenet", b), "kappa"] for b in (1000, 100)}
     assert k[100] < k[1000]  # the whole spectrum's kappa falls
-    main, bulk = recs["lenet-falls"], recs["lenet-falls-bulk"]
-    assert main.verdict == "inconclusive" and "carried by the outliers" in main.cause
-    assert bulk.variant_of == "lenet-falls" and bulk.verdict != "agrees" and "so no fall is shown" in bulk.cause
-    assert "5 outliers and bulk kappa inf at batch 100" in main.cause
+    m = ch.measure(res, **_TABLES)["lenet-falls"]
+    whole, bulk = ch.TABLE["lenet-falls"].parts
+    assert judge(whole, m.parts[whole.key]).verdict == "agrees"
+    assert judge(bulk, m.parts[bulk.key]).verdict != "agrees"
+    assert _records(res)["lenet-falls"].verdict in ("inconclusive", "partly")

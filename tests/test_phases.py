@@ -130,15 +130,18 @@ def test_confusion_and_claims_on_a_small_size(tmp_path, monkeypatch):
     table = P.confusion_table(conf)
     assert list(table.columns) == ["expected", *P.SHORT_PHASES, "ok"] and len(table) == len(R.LABELLED_CASES)
     assert set(table["ok"]) <= {"yes", "no"}
-    rates = P.family_rates(conf)
-    claims = P.chapter_claims(rates)
-    assert len(claims) == 7 and all(c.section == "phases-confusion" for c in claims)
-    # the verdict follows the counts: all of a family set, some of it, or none
-    g = rates.gauss
-    assert claims[0].verdict == ("agrees" if g[0] == g[1] else "partly" if g[0] else "inconclusive")
-    assert claims[0].measured == f"{g[0]} of {g[1]}"
-    assert all(c.setting.startswith("synthetic matrices") for c in claims)
-    assert all((c.cause == "") == (c.verdict == "agrees") for c in claims)
+    measured = P.measure(conf)
+    claims = P.claims(conf)
+    assert [c.key for c in claims] == list(P.TABLE) and all(c.section == "phases-confusion" for c in claims)
+    # a label row reads one run per draw: 1 where the draw got the taxonomy's label
+    for key, (families, want) in P.LABEL_ROWS.items():
+        assert measured[key].values == tuple(float(conf.labels[n][0] == want) for n in families)
+    assert measured["alpha_mu24"].values == tuple(conf.reports[n][0].alpha for n in ("t3", "pareto2.5")
+                                                   if np.isfinite(conf.reports[n][0].alpha))
+    assert all(c.setting.startswith("synthetic matrices") and "150 x 100" in c.setting for c in claims)
+    # one seed per family: the rows over two draws or one cannot be judged, whatever the labels
+    by = {c.key: c for c in claims}
+    assert by["bulk_decay_mu4"].verdict == by["alpha_mu24"].verdict == by["alpha_mu2"].verdict == "inconclusive"
     # Every undecidable family appears with its size, the reason and this run's measurement; nothing typed
     # of another size.
     und = P.undecidable_table(conf)
@@ -164,6 +167,15 @@ def test_predicted_outlier_position_matches_a_simulated_spike():
         predicted = P.predicted_outlier_tw(theta, h, d)
         assert abs(measured - predicted) < 0.1 * predicted + 3, (theta, measured, predicted)
     assert np.isnan(P.predicted_outlier_tw(0.8, h, d))  # below gamma**(1/4) = 0.904: no outlier
+
+
+def test_the_claims_table_holds_every_level():
+    assert all(s.statistic in ("mean", "sign", "parts") for s in P.TABLE.values())
+    assert set(P.LABEL_ROWS) <= set(P.TABLE) and all(P.TABLE[k].statistic == "sign" for k in P.LABEL_ROWS)
+    t15, pareto1 = P.TABLE["alpha_mu2"].parts
+    assert (t15.level, pareto1.level) == ((1.55, 1.95), (1.3, 1.7))  # 1 + mu/2 give or take 0.2
+    assert not any(isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in vars(P.reading).items()
+                   if k.isupper()), "a level outside the claims table"
 
 
 def test_count_phrase_reads_right_at_any_count():

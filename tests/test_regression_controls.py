@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import random
 import re
 import subprocess
@@ -381,6 +382,46 @@ def test_nbval_passes_last_digits_that_exact_comparison_fails():
     assert _nbval("tests/fixtures/numbers_chapter.ipynb").returncode == 0
     exact = _nbval("--noconftest", "tests/fixtures/numbers_chapter.ipynb")
     assert exact.returncode != 0 and "mismatch 'stdout'" in exact.stdout
+
+
+def _kept(root: Path, notebook: Path):
+    import nbformat
+    from jupyter_cache import get_cache
+
+    from htlib.book import execution_cache_path
+
+    path = execution_cache_path(root)
+    if not path.exists():
+        return None
+    try:
+        return get_cache(str(path)).merge_match_into_notebook(nbformat.read(str(notebook), as_version=4))[1]
+    except KeyError:  # no record for this notebook's code
+        return None
+
+
+def test_the_book_build_reuses_what_nbval_executed_and_only_what_passed(tmp_path):
+    """``--keep-executed`` stores a passing chapter, with its fresh outputs, where the book build looks it up;
+    a chapter with a failing cell, or a run without the option, stores nothing (the build executes it)."""
+    def run(name: str, text: str, *options: str) -> tuple[int, object]:
+        root = tmp_path / name
+        (root / "book").mkdir(parents=True)
+        notebook = root / "book" / "chapter.ipynb"
+        notebook.write_text(text)
+        proc = _nbval("-p", "nbval_numbers", "-p", "nbval_keep", "--rootdir", str(root), *options, "book/chapter.ipynb", cwd=root,
+                      PYTHONPATH=str(ROOT / "tests"))
+        return proc.returncode, _kept(root, notebook)
+
+    code, kept = run("good", FIXTURE.read_text(), "--keep-executed")
+    assert code == 0 and kept is not None
+    text = "".join(o.get("text", "") for c in kept.cells if c.cell_type == "code" for o in c.outputs)
+    assert "verdict: agrees" in text and "100000 terms" in text
+    # The stored output says "disagrees" where the fresh run prints "agrees": the cell fails, nothing is kept.
+    failing = FIXTURE.read_text().replace('"verdict: agrees\\n"', '"verdict: disagrees\\n"')
+    assert failing != FIXTURE.read_text()
+    code, kept = run("bad", failing, "--keep-executed")
+    assert code != 0 and kept is None
+    code, kept = run("plain", FIXTURE.read_text())
+    assert code == 0 and kept is None
 
 
 EDITS = [("verdict: agrees", "verdict: disagrees"), ("100000 terms", "100001 terms"),

@@ -106,14 +106,15 @@ def test_declared_extremes_and_one_step_outside(path, spec):
 # The smallest valid setting of each migrated chapter: every count at its declared minimum, except where a
 # rule between parameters asks for more (said beside the value).
 SMALLEST = {
-    "mp_baseline": {"h": 5, "d": 5, "seed": 0, "gamma_rows": 5, "sweep_seeds": 1, "bins": 10,
+    "mp_baseline": {"h": 5, "d": 5, "seed": 0, "w0_draws": 1, "gamma_rows": 5, "sweep_seeds": 1, "bins": 10,
                     "gammas": [1.0],       # gamma x gamma_rows needs 5 columns: gamma_rows 5 takes gamma 1
                     "sweep_rows": [5, 6]},  # two different sizes for the slope
     "phases": {"h": 60, "d": 60, "seed": 0, "confusion_seeds": 1, "small_h": 60, "small_d": 60,
                "small_seeds": 1, "bins": 10, "workers": 1},
     "spike_to_heavy_tail": {"n": 1, "d": 10, "h": 10, "steps": 2, "block": 2, "etas_adam_track": [0.1],
                             "etas_gd_track": [1000.0], "etas_review": [0.5], "appA_n": 1, "appA_d": 10,
-                            "appA_h": 10, "ht_steps": 2, "slow_budget": 1, "slow_record_every": 1, "workers": 1},
+                            "appA_h": 10, "ht_steps": 2, "slow_budget": 1, "slow_record_every": 1, "seeds": 1,
+                            "workers": 1},
     "one_step_adam": {"n": 1, "d": 10, "h": 10, "n_test": 1, "etas": [0.1], "seeds": 2, "fig2_gd_etas": [0.1],
                       "fig2_adam_etas": [0.1], "scaling_h": 8, "scaling_ds": [8, 9, 10], "scaling_seeds": 1,
                       "workers": 1},
@@ -138,7 +139,7 @@ ABOVE_MINIMUM = {  # smallest settings above a declared minimum, and why the min
 REFUSED_BELOW = {  # one step under a declared minimum, or past a cross-field rule, per chapter
     "mp_baseline": (("d", 6), ("gamma_rows", 4), ("sweep_rows", [5, 5]), ("gammas", [0.5])),
     "phases": (("d", 61), ("small_d", 61), ("small_h", 59)),
-    "spike_to_heavy_tail": (("d", 9), ("h", 9), ("appA_d", 9), ("block", 11), ("steps", 1)),
+    "spike_to_heavy_tail": (("d", 9), ("h", 9), ("appA_d", 9), ("block", 11), ("steps", 1), ("seeds", 0)),
     "one_step_adam": (("d", 9), ("h", 9), ("seeds", 1), ("scaling_ds", [8, 9])),
     "generalization": (("d", 9), ("h", 9), ("seeds", 1)),
     "htmp": (("traj_d", 11), ("traj_h", 10), ("alex_widths", [1, 1, 1]), ("tail_n", 9)),

@@ -177,8 +177,8 @@ def measured(deviation: float, quantity: str, source: str, *, integers: bool = F
 
 _HTMP_SOURCE = ("avx2-machine, 2026-12-02 05:44-06:27 UTC (7330f98, cold, load 1.6), against the references of that "
                 "commit; the claims cell's one verdict that moved (ntk-lenet, 'inconclusive' -> 'agrees') and the NTK "
-                "table's p-value words no longer turn on the machine since (the seed-noise rule of ntk_seed_verdict, "
-                "numeric p columns): tests/test_htmp.py checks the rule on both machines' numbers")
+                "table's p-value words no longer turn on the machine since (then the seed-noise rule of the old NTK verdict, "
+                "now the judge's t-interval of the mean over the unseen seeds; numeric p columns)")
 _HTMP_MOVES = [
     # (cell id, relative move of decimals beyond the last printed digit, integers moved, what, largest moves)
     ("d09fba9f", 0.0736, False, "the Fig. 5 table: seed medians and ranges of kappa, delta and the L1 fit's kappa of "

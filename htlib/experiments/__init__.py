@@ -3,8 +3,9 @@
 One package per chapter (``mp_baseline``, ``phases``, ``one_step``, ``spike``, ``generalization``,
 ``htmp``, ``linear_hessian``), in two modules.  ``compute`` holds the chapter's ``Setup``, ``PAPER``,
 figure configurations and ``run_*`` sweeps (through the result cache) with their typed results;
-``reading`` holds what is read from those results: claim records and their levels, tables, figure
-helpers and glue.  No ``compute`` imports its ``reading``, so the result cache, which keys a run on
+``reading`` holds what is read from those results: ``measure`` (one :class:`htlib.claims.Measurement` per
+row of the chapter's claims table, ``claims.toml`` beside it, where every level is written once), the one
+entry point ``claims(...)`` (the table judged by :func:`htlib.claims.judge`), tables and glue.  No ``compute`` imports its ``reading``, so the result cache, which keys a run on
 the code of its ``compute`` (and what that imports), keeps every run when a level, a gate or a
 sentence changes (``tests/test_chapter_split.py``).  The package itself
 (:mod:`htlib.experiments._facade`) shows both modules' names under one, ``ch.X``.  It may name a paper's figures and numbers; the

@@ -49,13 +49,14 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(TwoLayerConfig))
 class Setup(SweepSetup):
     """The chapter's parameters (its ``parameters`` cell), validated once.
 
-    The defaults are the paper's §5.3 setting, with Fig. 8 at the authors' two seeds, except that the
+    The defaults are the paper's §5.3 setting, with Fig. 8 at 3 seeds (the authors' configurations use
+    :data:`AUTHORS_FIG8_SEEDS`; a verdict on a per-run statistic needs at least 3), except that the
     weight-normalized repeat of the Fig. 7 grid is off (:data:`PAPER` turns it on).
 
     Examples
     --------
-    >>> Setup(fig8_seeds=1).deviations(FIG8_FIELDS)
-    'fig8_seeds = 1 (paper: 2)'
+    >>> Setup(fig8_seeds=2).deviations(("fig8_seeds",))
+    'fig8_seeds = 2 (paper: 3)'
     """
 
     n: int = param(8000, "training and probe-set size of Fig. 7 and the base of Fig. 8", ge=1, le=100_000)
@@ -69,7 +70,7 @@ class Setup(SweepSetup):
     seeds: int = param(5, "seeds per optimizer and learning rate", ge=2, le=20)
     weight_norm_repeat: bool = param(False, "also run the Fig. 7 grid with weight normalization (doubles the sweep)")
     fig8_eta: float = param(1.0, "FB-Adam learning rate of Fig. 8", gt=0)
-    fig8_seeds: int = param(2, "seeds of every Fig. 8 run (the authors' configurations use 2)", ge=1, le=20)
+    fig8_seeds: int = param(3, "seeds of every Fig. 8 run (the authors' use 2; a verdict needs 3)", ge=1, le=20)
     ns: tuple[int, ...] = param([500, 2000, 4000, 8000], "Fig. 8(a) sample sizes", ge=1, le=100_000)
     lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
     rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
@@ -101,8 +102,12 @@ class Setup(SweepSetup):
 
 
 PAPER = Setup(weight_norm_repeat=True)
-"""The paper's setting: §5.3's n = 8000, 10 steps, nine learning rates and 5 runs; Fig. 8 at the authors'
-two seeds; and the weight-normalized repeat of Fig. 7 (App. E.4)."""
+"""The paper's setting: §5.3's n = 8000, 10 steps, nine learning rates and 5 runs; Fig. 8 at 3 seeds (one more
+than the authors' :data:`AUTHORS_FIG8_SEEDS`: the fewest runs a verdict rests on); and the weight-normalized
+repeat of Fig. 7 (App. E.4)."""
+
+AUTHORS_FIG8_SEEDS = 2
+"""The seeds of the authors' Fig. 8 configurations."""
 
 
 def _show(v) -> str:

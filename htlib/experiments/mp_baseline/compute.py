@@ -41,6 +41,8 @@ class Setup(SetupBase):
     h: int = param(1500, "rows of W0 (the student width in paper 003)", ge=spectra.MIN_POSITIVE, le=20_000)
     d: int = param(1000, "columns of W0 (the input dimension; needs d ≤ h)", ge=spectra.MIN_POSITIVE, le=20_000)
     seed: int = param(0, "seed of W0", ge=0)
+    w0_draws: int = param(3, "independent draws of W0 at h x d that the MP row reads (seeds seed, seed + 1000, ...)",
+                          ge=1, le=20)
     gammas: tuple[float, ...] = param([0.1, 0.25, 0.5, 0.9], "aspect ratios d/h of the comparison panels",
                                       gt=0, le=1, max_len=12)
     gamma_rows: int = param(2000, "rows of the matrices in the aspect-ratio panels", ge=spectra.MIN_POSITIVE,
@@ -76,6 +78,30 @@ class Setup(SetupBase):
 
 PAPER = Setup()
 """The papers' setting: the defaults (W0 at paper 003's 1500 x 1000; the rest has no paper scale)."""
+
+
+# --------------------------------------------------------------------------- W0 and its independent draws
+
+
+W0_SEED_STRIDE = 1000
+"""Seed step between the draws of ``W0``: draw ``k`` is seeded ``seed + k * W0_SEED_STRIDE``, away from the
+aspect-ratio panels' ``seed + 1, seed + 2, ...`` (a shared seed would make a panel a block of a draw's stream)."""
+
+
+def w0_seeds(seed: int, draws: int) -> list[int]:
+    """The seeds of the ``draws`` independent draws of ``W0``; the first is ``seed``, the chapter's ``W0``.
+
+    Examples
+    --------
+    >>> w0_seeds(0, 3)
+    [0, 1000, 2000]
+    """
+    return [seed + k * W0_SEED_STRIDE for k in range(draws)]
+
+
+def w0_comparisons(h: int, d: int, seed: int, draws: int) -> list[MPComparison]:
+    """:func:`htlib.random_matrices.compare_with_mp` of each draw of ``W0`` (``h x d``, seeds :func:`w0_seeds`)."""
+    return [compare_with_mp(gaussian_matrix(h, d, seed=s)) for s in w0_seeds(seed, draws)]
 
 
 # --------------------------------------------------------------------------- other aspect ratios

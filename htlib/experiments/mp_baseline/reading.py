@@ -1,27 +1,22 @@
-"""What the mp_baseline chapter reads from its cached results: claims, measurements, tables, figures and
-glue.  Outside the result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here
-recomputes nothing; what computes lives in :mod:`htlib.experiments.mp_baseline.compute`."""
+"""What the mp_baseline chapter reads from its results: the claims table (``claims.toml``, judged by
+:func:`htlib.claims.judge`), the measurements it reads, and the chapter's tables.  Outside the result-cache
+key (:mod:`htlib.cache`): editing a level or a sentence recomputes nothing; what computes lives in
+:mod:`htlib.experiments.mp_baseline.compute`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from htlib import plotting, spectra
-from htlib.claims import Claim, Criterion
+from htlib import plotting
+from htlib.claims import Claim, Measurement, judge_table, read_table
 from htlib.random_matrices import MPComparison
 from htlib.experiments.mp_baseline.compute import GammaPanel, PAPER, Setup, SizeSweep
 
-
-KS_BOUND = 0.01
-"""Criterion of the MP claim: KS distance of the ESD of ``W0`` to MP below this."""
-TW_BOUND = 4.0
-"""Criterion of the Tracy-Widom claim: mean ``|lambda_max - lambda_+| / s_TW`` below this at every size."""
-RIGID_SLOPE = -0.65
-"""Criterion of the rigidity claim: fitted slope of log KS against log h below this (rigid rate -1)."""
-IID_SLOPE = -0.5
-"""The i.i.d.-sample rate of the KS distance; a slope between it and :data:`RIGID_SLOPE` is "partly"."""
+TABLE = read_table(Path(__file__).with_name("claims.toml"))
+"""The chapter's claims table: each claim's sentence, measurement, statistic and level."""
 
 
 def size_phrase(setup: Setup) -> str:
@@ -53,52 +48,13 @@ def w0_table(c: MPComparison):
     return plotting.table(rows, ["quantity", "measured", "MP"], index="quantity")
 
 
-def w0_figure(eigs: np.ndarray, c: MPComparison, *, bins: int = 80):
-    """The ESD of ``W0ᵀW0/h`` on the MP density, linear and log-log, edges dotted."""
-    import matplotlib.pyplot as plt
-
-    x = np.linspace(max(c.lambda_minus * 0.5, 1e-6), c.lambda_plus * 1.1, 800)
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
-    for ax, log in zip(axes, (False, True)):
-        plotting.esd_hist(ax, eigs, bins=bins, log=log, label=r"ESD of $W_0^\top W_0/h$")
-        ax.plot(x, spectra.mp_density(x, c.gamma), color=plotting.color(1), lw=2, label="MP density")
-        for edge in (c.lambda_minus, c.lambda_plus):
-            ax.axvline(edge, color=plotting.color(2), ls=":", lw=1.5)
-        ax.set_title("log-log view" if log else "linear view")
-        ax.set_xlabel(r"eigenvalue $\lambda$")
-    axes[0].legend()
-    return fig
-
-
-def comparison_table(comparisons: Sequence[MPComparison]):
-    """One row per matrix: size, top eigenvalue against the edge, Tracy-Widom gap, KS, spikes."""
+def gamma_table(panels: Sequence[GammaPanel]):
+    """One row per aspect-ratio panel: size, top eigenvalue against the edge, Tracy-Widom gap, KS, spikes."""
     rows = [(c.gamma, c.p, c.q, c.lambda_max, c.lambda_plus, c.edge_gap_tw, c.ks_distance, c.num_spikes)
-            for c in comparisons]
+            for c in (p.comparison for p in panels)]
     return plotting.table(rows, ["gamma", "rows", "cols", "lambda_max", "lambda_+", "gap/s_TW", "KS", "spikes"], index="gamma",
                           formats={"gamma": ".3f", "lambda_max": ".4f", "lambda_+": ".4f", "gap/s_TW": ".2f",
                                    "KS": ".4f"})
-
-
-def gamma_table(panels: Sequence[GammaPanel]):
-    """:func:`comparison_table` of the aspect-ratio panels."""
-    return comparison_table([p.comparison for p in panels])
-
-
-def gamma_figure(panels: Sequence[GammaPanel], *, bins: int = 80):
-    """At most three panels a row: each ESD on its MP density."""
-    import matplotlib.pyplot as plt
-
-    ncols = 2 if len(panels) == 4 else min(3, len(panels))
-    nrows = -(-len(panels) // ncols)
-    # At most 8 inches wide: the book's text column shows 8 inches at full size.
-    fig, axes = plt.subplots(nrows, ncols, figsize=(8 * ncols / 3, 2.6 * nrows), squeeze=False, layout="constrained")
-    for ax, p in zip(axes.flat, panels):
-        plotting.esd_hist(ax, p.eigs, bins=bins)
-        plotting.mp_overlay(ax, p.comparison.gamma, edge=False, label="MP")
-        ax.set_title(rf"$\gamma$ = {p.comparison.gamma:.3g}")
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    return fig
 
 
 def size_table(sw: SizeSweep):
@@ -108,86 +64,54 @@ def size_table(sw: SizeSweep):
                           formats={"KS mean": ".5f", "|lmax - l+| mean": ".5f", "|gap|/s_TW mean": ".2f"})
 
 
-def size_figure(sw: SizeSweep):
-    """KS distance and ``|lambda_max - lambda_+|`` against h (log-log), every seed, with reference rates."""
-    import matplotlib.pyplot as plt
-
-    from matplotlib.ticker import NullFormatter
-
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
-    raw = sw.raw
-    for j in range(raw.ks_distance.shape[1]):
-        axes[0].plot(raw.p, raw.ks_distance[:, j], "o", color=plotting.color(0), alpha=0.5)
-        axes[1].plot(raw.p, np.abs(raw.edge_gap[:, j]), "o", color=plotting.color(0), alpha=0.5)
-    ref = raw.p.astype(float)
-    axes[0].plot(ref, sw.ks_mean[0] * (ref / ref[0]) ** -1.0, color=plotting.color(1), label=r"$\propto h^{-1}$")
-    axes[0].plot(ref, sw.ks_mean[0] * (ref / ref[0]) ** -0.5, color=plotting.color(2), ls="--",
-                 label=r"$\propto h^{-1/2}$ (i.i.d. samples)")
-    axes[1].plot(ref, sw.gap_abs[0] * (ref / ref[0]) ** (-2 / 3), color=plotting.color(1),
-                 label=r"$\propto h^{-2/3}$ (Tracy–Widom)")
-    for ax, title in zip(axes, ("KS distance of the ESD to MP", r"$|\lambda_{\max} - \lambda_+|$")):
-        ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("rows h"); ax.set_title(title); ax.legend()
-        # A log axis over less than a decade labels its minor ticks, and they collide: label the sizes.
-        ax.set_xticks(raw.p, [str(p) for p in raw.p])
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    return fig
-
-
 # --------------------------------------------------------------------------- claims
 
 
-def chapter_claims(w0: MPComparison, panels: Sequence[GammaPanel], sw: SizeSweep) -> list[Claim]:
-    """The chapter's claim records, with the criteria fixed above.
+def per_seed_slopes(sw: SizeSweep) -> np.ndarray:
+    """The least-squares slope of log KS against log h of each seed of the sweep (one per column)."""
+    logp = np.log(sw.raw.p.astype(float))
+    return np.array([np.polyfit(logp, np.log(col), 1)[0] for col in sw.raw.ks_distance.T])
 
-    The MP and Tracy-Widom statements are limit theorems; the records say at which finite sizes and
-    with how many seeds the chapter checks them.
+
+def measure(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeSweep) -> dict[str, Measurement]:
+    """What each row of :data:`TABLE` reads: the draws of ``W0``, the aspect-ratio panels and the sweep.
+
+    The runs are independent draws: each draw of ``W0`` (``w0s``, the chapter's ``W0`` first; seeds
+    :func:`~htlib.experiments.mp_baseline.compute.w0_seeds`) is one run of the MP row; the sweep's seeds are
+    the runs of its rows (one slope, or one mean over the sizes, per seed: the sweep draws every size with the
+    same seeds, so its sizes are not independent of each other); the draws of ``W0`` and the aspect-ratio
+    panels (seeds ``seed + 1``, ``seed + 2``, ...) are the runs of the spike count.
     """
-    spikes = w0.num_spikes + sum(p.comparison.num_spikes for p in panels)
+    w0s = list(w0s)
+    if not w0s:
+        raise ValueError("measure needs at least one draw of W0")
+    w0 = w0s[0]
+    if any((c.p, c.q) != (w0.p, w0.q) for c in w0s):
+        raise ValueError(f"every draw of W0 must have the same size, got {[(c.p, c.q) for c in w0s]}")
     raw = sw.raw
-    logp = np.log(raw.p.astype(float))
-    # The seed-to-seed spread of the rigidity slope: one fit per seed column.
-    per_seed = [np.polyfit(logp, np.log(raw.ks_distance[:, j]), 1)[0] for j in range(raw.ks_distance.shape[1])]
-    slope, lo, hi = sw.ks_slope, min(per_seed), max(per_seed)
-    n_seeds = raw.ks_distance.shape[1]
+    n_sizes, n_seeds = raw.ks_distance.shape
     sizes = f"{int(raw.p[0])} to {int(raw.p[-1])} rows at gamma = {w0.gamma:.3g}, {n_seeds} seeds per size"
-    rigid_crit = Criterion("fitted slope of log KS against log h", "<", RIGID_SLOPE, fmt="g")
-    rigid = rigid_crit.judge(slope, (lo, hi))
-    if rigid == "disagrees":
-        # Finite sizes cannot refute a limit law: steeper than i.i.d. is partly, else inconclusive.
-        rigid = "partly" if hi < IID_SLOPE else "inconclusive"
-    rigid_cause = {"agrees": "",
-                   "inconclusive": rigid_crit.straddle_cause((lo, hi)) + " (the finite-size sweep)",
-                   "partly": "the slope lies between the i.i.d. rate -1/2 and the rigid rate (finite-size sweep)",
-                   }[rigid]
-    if rigid == "inconclusive" and lo >= RIGID_SLOPE:
-        rigid_cause = ("the slope is no steeper than the rigid rate at these sizes (finite-size sweep); finite "
-                       "sizes cannot refute a limit law")
-    ks_crit = Criterion(f"KS distance of the ESD to MP at {w0.p} x {w0.q}", "<", KS_BOUND, fmt="g")
-    tw_crit = Criterion("largest per-size seed mean of |lambda_max - lambda_+| / s_TW", "<", TW_BOUND, fmt="g")
-    return [
-        Claim("MP", "Marchenko & Pastur (1967)", "the ESD of WᵀW/p for i.i.d. N(0, 1) entries converges to the MP law of ratio gamma = q/p",
-              ks_crit, f"{w0.ks_distance:.2g}", "agrees" if ks_crit.holds(w0.ks_distance) else "inconclusive",
-              setting=f"one Gaussian matrix of {w0.p} x {w0.q} (the theorem is a limit)",
-              uncertainty=f"one seed; the finite-size sweep shows the seed spread ({n_seeds} seeds per size)",
-              cause="" if ks_crit.holds(w0.ks_distance) else "the KS distance exceeds the bound at this one size "
-              "(W0 table); one finite size cannot refute a limit law",
-              section="mp-w0"),
-        Claim("MP", "Tracy & Widom (1994)", "the top eigenvalue fluctuates around lambda_+ on the Tracy-Widom scale ~ h^(-2/3)",
-              tw_crit, f"largest mean {sw.gap_tw.max():.2f}", "agrees" if tw_crit.holds(sw.gap_tw.max()) else "inconclusive",
-              setting=f"Gaussian matrices of {sizes} (the theorem is a limit)", uncertainty=f"{n_seeds} seeds per size",
-              cause="" if tw_crit.holds(sw.gap_tw.max()) else "the edge gap exceeds the bound at some size (size "
-              "table); finite sizes cannot refute a limit law",
-              section="mp-finite-size"),
-        Claim("MP", "eigenvalue rigidity", "the KS distance of the ESD to MP shrinks like 1/h up to logarithms, faster than h^(-1/2)",
-              rigid_crit, f"{slope:.2f} (per-seed fits {lo:.2f} to {hi:.2f})", rigid,
-              setting=f"Gaussian matrices of {sizes}", uncertainty=f"range of the {n_seeds} per-seed slopes",
-              cause=rigid_cause,
-              section="mp-finite-size"),
-        Claim("MM21", "§3", "pure noise is random-like: no eigenvalue beyond the edge plus its Tracy-Widom margin",
-              "fit_mp finds no spike in W0 nor in any aspect-ratio panel", f"{spikes} spikes",
-              "agrees" if spikes == 0 else "disagrees",
-              setting=f"Gaussian W0 of {w0.p} x {w0.q} and {len(panels)} aspect-ratio panels, one seed each",
-              cause="" if spikes == 0 else "fit_mp reports spikes in pure noise (W0 and aspect-ratio tables)",
-              reduction_check="" if spikes == 0 else "W0 is at the size of paper 003's student (h x d)",
-              section="mp-gammas"),
-    ]
+    slopes = Measurement(per_seed_slopes(sw), runs_text=f"{n_seeds} seeds, one fit over {n_sizes} sizes each")
+    paper_size = (w0.p, w0.q) == (PAPER.h, PAPER.d)
+    draws = "one matrix" if len(w0s) == 1 else f"{len(w0s)} independent draws"
+    w0_text = "W0" if len(w0s) == 1 else f"{len(w0s)} draws of W0"
+    return {
+        "mp_law": Measurement([c.ks_distance for c in w0s], runs_text=draws,
+                              setting=f"{'one Gaussian matrix' if len(w0s) == 1 else f'{len(w0s)} Gaussian matrices'} "
+                                      f"of {w0.p} x {w0.q} (the theorem is a limit)"),
+        "tw_edge": Measurement(np.abs(raw.edge_gap_tw).mean(axis=0),
+                               runs_text=f"{n_seeds} seeds, one mean over {n_sizes} sizes each",
+                               setting=f"Gaussian matrices of {sizes} (the theorem is a limit)"),
+        "ks_rigidity": Measurement(parts={"ks_rigidity-iid": slopes, "ks_rigidity-rigid": slopes},
+                                   setting=f"Gaussian matrices of {sizes}"),
+        "no_spikes": Measurement([*(c.num_spikes for c in w0s), *(p.comparison.num_spikes for p in panels)],
+                                 runs_text=f"{w0_text} and {len(panels)} aspect-ratio panels, one matrix each",
+                                 setting=f"Gaussian {w0_text} of {w0.p} x {w0.q} and {len(panels)} aspect-ratio "
+                                         "panels, one seed each",
+                                 reduction_check="W0 is at the size of paper 003's student (h x d)" if paper_size else ""),
+    }
+
+
+def claims(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeSweep) -> list[Claim]:
+    """The chapter's claim records: :data:`TABLE` judged on :func:`measure` (``w0s``: the draws of ``W0``)."""
+    return judge_table(TABLE, measure(w0s, panels, sw))

@@ -46,7 +46,7 @@ class Setup(SweepSetup):
     h: int = param(1500, "rows p of the synthetic matrices (the student width of paper 003)", ge=MIN_SIZE, le=20_000)
     d: int = param(1000, "columns q (needs d ≤ h)", ge=MIN_SIZE, le=20_000)
     seed: int = param(0, "seed of the six example matrices", ge=0)
-    confusion_seeds: int = param(1, "seeds per family in the confusion table at h x d", ge=1, le=10)
+    confusion_seeds: int = param(3, "seeds per family in the confusion table at h x d", ge=1, le=10)
     small_h: int = param(300, "rows of the small-size confusion table", ge=MIN_SIZE, le=20_000)
     small_d: int = param(200, "columns of the small-size confusion table (needs small_d ≤ small_h)",
                          ge=MIN_SIZE, le=20_000)

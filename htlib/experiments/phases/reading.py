@@ -1,48 +1,25 @@
-"""What the phases chapter reads from its cached results: claims, measurements, tables, figures and
-glue.  Outside the result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here
-recomputes nothing; what computes lives in :mod:`htlib.experiments.phases.compute`."""
+"""What the phases chapter reads from its cached results: the claims table (``claims.toml``, judged by
+:func:`htlib.claims.judge`), the measurements it reads, the tables and the numbers of the prose.  Outside the
+result-cache key (:mod:`htlib.cache`): editing a level or a sentence recomputes nothing; what computes lives in
+:mod:`htlib.experiments.phases.compute`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from htlib import plotting, spectra
-from htlib.claims import Claim
-from htlib.random_matrices import LABELLED_CASES
-from htlib.experiments.phases.compute import (Confusion, EXAMPLES, EXPECTED_PHASES, LARGE, PhaseResult, expected_phases)
+from htlib.claims import Claim, Measurement, judge_table, read_table
+from htlib.experiments.phases.compute import Confusion, EXPECTED_PHASES, LARGE, PhaseResult, expected_phases
+
+TABLE = read_table(Path(__file__).with_name("claims.toml"))
+"""The chapter's claims table: each claim's sentence, measurement, statistic and level."""
 
 
 SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", "collapse")
 """Column names of the confusion table, in the order of :data:`htlib.spectra.PHASES`."""
-
-
-def examples_table():
-    """The example of each phase and its recipe."""
-    return plotting.table([(p, n, LABELLED_CASES[n]) for p, n in EXAMPLES.items()], ["phase", "case", "recipe"],
-                          index="phase")
-
-
-def evidence_table(examples: dict[str, PhaseResult], h: int):
-    """Each example's spectrum report: zero block, MP scale ``sigma2 / h``, Tracy-Widom distances, tail."""
-    cols = ["example", "label", "zeros", "sigma2", "top/s_TW", "outl", "gap/s_TW", "detach", "tail",
-            "reach/s_TW", "alpha_KS"]
-    rows = [(EXAMPLES[p], r.phase, r.n_zero, r.mp.sigma2 / h, r.edge_margin_tw, r.num_outliers, r.bulk_gap_tw,
-             r.num_detached, r.tail_size, r.tail_reach_tw, r.alpha)
-            for p, r in ((p, res.report) for p, res in examples.items())]
-    return plotting.table(rows, cols, index="example", default=".3g", formats={"sigma2": ".3f"})
-
-
-def reasons_table(examples: dict[str, PhaseResult]):
-    """The classifier's reason for each example's label."""
-    return plotting.table([(EXAMPLES[p], res.report.reason) for p, res in examples.items()],
-                          ["example", "reason"], index="example")
-
-
-METRIC_KEYS: tuple[str, ...] = ("alpha", "alpha_hill", "alpha_weighted", "log_spectral_norm", "stable_rank",
-                                "log_norm", "mp_edge_ratio", "mp_outliers")
 
 
 def example_numbers(examples: dict[str, PhaseResult]) -> dict[str, str]:
@@ -76,28 +53,6 @@ def size_numbers(big: "Confusion", small: "Confusion") -> dict[str, str]:
     out["z1_big"] = f"{predicted_outlier_tw(1.0, big.h, big.d):.1f}"
     out["z14_small"] = f"{predicted_outlier_tw(1.4, small.h, small.d):.1f}"
     return out
-
-
-def metrics_table(examples: dict[str, PhaseResult]):
-    """:func:`htlib.spectra.report_metrics` of each example, on the raw ESD of ``WᵀW``."""
-    rows = []
-    for p, res in examples.items():
-        m = spectra.report_metrics(res.report, res.eigs * res.scale)
-        rows.append([EXAMPLES[p]] + [m[k] for k in METRIC_KEYS])
-    return plotting.table(rows, ["example", *METRIC_KEYS], index="example", default=".4g")
-
-
-def examples_figure(examples: dict[str, PhaseResult], *, bins: int = 80):
-    """The six examples in two rows of three, each with the evidence of its report."""
-    import matplotlib.pyplot as plt
-
-    # 8 inches: the book's text column shows the figure at full size; one key below the panels.
-    fig, axes = plt.subplots(2, 3, figsize=(8, 5.8), layout="constrained")
-    for ax, (phase, res) in zip(axes.flat, examples.items()):
-        plotting.phase_evidence(ax, res.eigs, res.report, scale=res.scale, bins=bins, legend=False,
-                                title=f"{EXAMPLES[phase]}:\n{res.report.phase}")
-    plotting.figure_legend(fig, axes, rename={"MP": "fitted MP density"})
-    return fig
 
 
 def confusion_table(conf: Confusion):
@@ -195,111 +150,54 @@ def reliability(conf: Confusion) -> str:
 
 # --------------------------------------------------------------------------- claims
 
-
-@dataclass(frozen=True)
-class FamilyRates:
-    """How many labels (families x seeds) at the large size match the taxonomy, per claim.
-
-    Each rate is ``(matches, labels, misses)``: ``misses`` names every family and label that missed.
-    ``h``, ``d`` and ``seeds`` are the size and seed count of the confusion table behind them.
-    """
-
-    gauss: tuple[int, int, str]
-    spikes: tuple[int, int, str]
-    heavy24: tuple[int, int, str]
-    mu4: tuple[int, int, str]
-    collapse: tuple[int, int, str]
-    alpha_of: dict[str, float]
-    tail_alpha_span: str = ""
-    mu4_margin_span: str = ""
-    h: int = 1500
-    d: int = 1000
-    seeds: int = 1
+LABEL_ROWS: dict[str, tuple[tuple[str, ...], str]] = {
+    "random_like": (("gaussian", "rank1-0.5", "rank1-0.8", "zeros5"), "random-like"),
+    "spikes": (("rank1-1.4", "rank1-2.0", "rank1-4.0", "rank5", "rank15", "rank60"), "bulk+spikes"),
+    "heavy_mu24": (("t2.5", "t3", "pareto2.5", "t2.5+spike"), "heavy-tailed"),
+    "bulk_decay_mu4": (("t6", "pareto5"), "bulk-decay"),
+    "rank_collapse": (("zeros20", "zeros50", "collapse"), "rank-collapse"),
+}
+"""The families each label row of :data:`TABLE` draws from, and the taxonomy's label for them."""
 
 
-def _rate(names: Sequence[str], want: str, labels: dict[str, list[str]]) -> tuple[int, int, str]:
-    got = [(n, x) for n in names for x in labels[n]]
-    misses = "; ".join(f"{n} labelled {x}" for n, x in got if x != want)
-    return sum(x == want for _, x in got), len(got), misses
+def measure(big: Confusion) -> dict[str, Measurement]:
+    """What each row of :data:`TABLE` reads from the confusion table ``big``: every draw (family x seed) is
+    one run; a label row reads 1 where the draw got the taxonomy's label (else 0), an exponent row its
+    PL_Alpha_KS.  The notes give what the reader needs to see why: the labels that differ, the tail
+    exponent the label reads, and how far the top eigenvalue of the mu > 4 draws stands from the edge."""
+    seeds = len(next(iter(big.labels.values())))
+    setting = (f"synthetic matrices of the laws the taxonomy names, {big.h} x {big.d}, "
+               f"{count_phrase(seeds, 'seed')} per family (the paper reads trained layers)")
+
+    def draws(families: Sequence[str], values: Sequence[float], note: str = "") -> Measurement:
+        runs = (f"{count_phrase(seeds, 'seed')} of {families[0]}" if len(families) == 1 else
+                f"{len(families) * seeds} draws: {len(families)} families x {count_phrase(seeds, 'seed')}")
+        return Measurement(values, note=note, setting=setting, runs_text=runs)
+
+    def alphas(*families: str, note: str = "") -> Measurement:
+        a = [r.alpha for n in families for r in big.reports[n]]
+        failed = sum(not np.isfinite(x) for x in a)
+        if failed == len(a):
+            return Measurement(setting=setting, cannot_test="no draw has a power-law fit (PL_Alpha_KS is nan)")
+        notes = [note, f"{count_phrase(failed, 'draw')} without a power-law fit left out" if failed else ""]
+        return draws(families, [x for x in a if np.isfinite(x)], "; ".join(n for n in notes if n))
+
+    out = {}
+    for key, (families, want) in LABEL_ROWS.items():
+        missed = "; ".join(f"{n} labelled {x}" for n in families for x in big.labels[n] if x != want)
+        notes = [f"labels that differ: {missed}" if missed else "", "top eigenvalue " + _span(
+            [r.edge_margin_tw for n in families for r in big.reports[n]], ".1f") + " s_TW from the edge"
+            if key == "bulk_decay_mu4" else ""]
+        out[key] = draws(families, [float(x == want) for n in families for x in big.labels[n]],
+                         "; ".join(n for n in notes if n))
+    mu24 = ("t3", "pareto2.5")
+    tail = [r.tail_alpha for n in mu24 for r in big.reports[n] if np.isfinite(r.tail_alpha)]
+    out["alpha_mu24"] = alphas(*mu24, note=f"the tail exponent the label reads is {_span(tail, '.1f')}" if tail else "")
+    out["alpha_mu2"] = Measurement(setting=setting, parts={"alpha_mu2-t1_5": alphas("t1.5"),
+                                                           "alpha_mu2-pareto1": alphas("pareto1")})
+    return out
 
 
-def family_rates(big: Confusion) -> FamilyRates:
-    """The counts behind the chapter's claims, and the median PL_Alpha_KS of four heavy-tailed families."""
-    lab = big.labels
-    return FamilyRates(
-        gauss=_rate(["gaussian", "rank1-0.5", "rank1-0.8", "zeros5"], "random-like", lab),
-        spikes=_rate(["rank1-1.4", "rank1-2.0", "rank1-4.0", "rank5", "rank15", "rank60"], "bulk+spikes", lab),
-        heavy24=_rate(["t2.5", "t3", "pareto2.5", "t2.5+spike"], "heavy-tailed", lab),
-        mu4=_rate(["t6", "pareto5"], "bulk-decay", lab),
-        collapse=_rate(["zeros20", "zeros50", "collapse"], "rank-collapse", lab),
-        alpha_of={n: float(np.median([r.alpha for r in big.reports[n]])) for n in ("t1.5", "pareto1", "t3", "pareto2.5")},
-        tail_alpha_span=_span([r.tail_alpha for n in ("t3", "pareto2.5") for r in big.reports[n]
-                               if np.isfinite(r.tail_alpha)] or [float("nan")], ".1f"),
-        mu4_margin_span=_span([r.edge_margin_tw for n in ("t6", "pareto5") for r in big.reports[n]], ".1f"),
-        h=big.h, d=big.d, seeds=len(next(iter(lab.values()))),
-    )
-
-
-ALPHA_RULE_TOL = 0.2
-"""Tolerance of the "alpha = 1 + mu/2" claim for mu < 2."""
-
-
-def _all(t: tuple[int, int, str]) -> str:
-    # Every label right: agrees; some: partly; none: the classifier cannot tell this family at this size.
-    return "agrees" if t[0] == t[1] else ("partly" if t[0] else "inconclusive")
-
-
-def _miss_cause(t: tuple[int, int, str]) -> str:
-    if t[0] == t[1]:
-        return ""
-    return (f"{t[1] - t[0]} of {t[1]} labels differ in the confusion table ({t[2]}); the families are "
-            "synthetic, so the difference is the classifier's rule at this size, not a trained network")
-
-
-def chapter_claims(rates: FamilyRates) -> list[Claim]:
-    """The chapter's claim records (Martin & Mahoney 2021), from the large-size confusion table.
-
-    Martin and Mahoney read the phases off trained layers; the chapter tests the taxonomy on synthetic
-    matrices drawn from the laws their Table 1 names, which is what every record's ``setting`` says.
-    """
-    f = lambda t: f"{t[0]} of {t[1]}"  # noqa: E731
-    a = rates.alpha_of
-    setting = (f"synthetic matrices of the laws the taxonomy names, {rates.h} x {rates.d}, "
-               f"{rates.seeds} seed(s) per family (the paper reads trained layers)")
-    seeds = f"{rates.seeds} seed(s) per family"
-    alpha_ok = max(a["t3"], a["pareto2.5"]) < 4
-    tail = ALPHA_RULE_TOL
-    very_ok = abs(a["t1.5"] - 1.75) < tail and abs(a["pareto1"] - 1.5) < tail
-
-    def rate_claim(where, claim, criterion, t):
-        return Claim("MM21", where, claim, criterion, f(t), _all(t), setting=setting, cause=_miss_cause(t),
-                     section="phases-confusion")
-
-    return [
-        rate_claim("§3, Table 1", "i.i.d. Gaussian noise (and signals below BBP) gives a random-like ESD: an MP bulk with a Tracy-Widom edge",
-                   "all Gaussian, sub-threshold and 5%-zero families labelled random-like", rates.gauss),
-        rate_claim("§5, bulk+spikes", "signals above the detection threshold appear as spikes separated from an MP bulk",
-                   "rank-1 theta >= 1.4 and rank 5/15/60 labelled bulk+spikes", rates.spikes),
-        rate_claim("§3, Table 1", "entries with tail index mu in (2, 4) give a heavy-tailed ESD",
-                   "t(2.5), t(3), Pareto 2.5 and t(2.5)+spike labelled heavy-tailed", rates.heavy24),
-        Claim("MM21", "§3, Table 1", "mu in (2, 4): PL exponent alpha in about 2 to 4",
-              "median PL_Alpha_KS of t(3) and Pareto 2.5 over the seeds below 4",
-              f"t(3): {a['t3']:.2f}, Pareto 2.5: {a['pareto2.5']:.2f}", "agrees" if alpha_ok else "partly",
-              setting=setting, uncertainty=seeds,
-              cause="" if alpha_ok else "the KS-chosen xmin lands near the MP edge, where a mu in (2, 4) tail of "
-              "this size is still steep (the alpha column of the confusion table); the exponent of the tail "
-              f"itself (the label's tail alpha) is {rates.tail_alpha_span} at this size", section="phases-confusion"),
-        Claim("MM21", "§3, Table 1", "mu < 2: very heavy-tailed, alpha = 1 + mu/2",
-              f"PL_Alpha_KS within {tail:g} of 1 + mu/2 for t(1.5) (1.75) and Pareto 1 (1.5)",
-              f"t(1.5): {a['t1.5']:.2f}, Pareto 1: {a['pareto1']:.2f}", "agrees" if very_ok else "partly",
-              setting=setting, uncertainty=seeds,
-              cause="" if very_ok else "at least one of the two fitted exponents is farther than the tolerance "
-              "from 1 + mu/2 (the alpha column of the confusion table)", section="phases-confusion"),
-        Claim("MM21", "§3, Table 1", "entries with tail index mu > 4 give a bulk-decay ESD at finite size",
-              "t(6) and Pareto 5 labelled bulk-decay", f(rates.mu4), _all(rates.mu4), setting=setting,
-              cause="" if rates.mu4[0] == rates.mu4[1] else "the top eigenvalue stays "
-              f"{rates.mu4_margin_span} s_TW from the edge ({rates.mu4[2]}): at this size (and asymptotically) the "
-              "ESD is MP, which the undecidable-cases table lists", section="phases-confusion"),
-        rate_claim("§5, rank collapse", "rank collapse: a large mass of the ESD at (or near) zero",
-                   "20%, 50% zeros and rank d/10 above a 1e-2 noise floor labelled rank-collapse", rates.collapse),
-    ]
+def claims(big: Confusion) -> list[Claim]:
+    """The chapter's claim records (Martin & Mahoney 2021): :data:`TABLE` judged on :func:`measure`."""
+    return judge_table(TABLE, measure(big))

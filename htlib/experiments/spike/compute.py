@@ -22,12 +22,20 @@ class Setup(SweepSetup):
     run from them and :func:`run_training` trains them through the one executor option.
 
     The defaults are paper 003's §4 setting (n = 2000, d = 1000, h = 1500) and App. A's; only the slow run of
-    the review discussion is shorter than the paper's (:data:`PAPER` sets its 30,000 steps).
+    the review discussion is shorter than the paper's (:data:`PAPER` sets its 30,000 steps).  Every run is
+    trained at ``seeds`` seeds (:attr:`seed_list`), so that a claim on a per-run statistic rests on at least
+    3 independent runs; the paper shows one run per figure, and the figures show the first seed.
 
     Examples
     --------
     >>> Setup().slow_budget < PAPER.slow_budget
     True
+    >>> Setup(seed=4).seed_list
+    (4, 5, 6)
+    >>> Setup(seeds=21)
+    Traceback (most recent call last):
+    ...
+    htlib.experiments._setup.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 21
     >>> Setup(steps=1)
     Traceback (most recent call last):
     ...
@@ -41,7 +49,9 @@ class Setup(SweepSetup):
     n: int = param(2000, "training (and probe) set size, paper §4", ge=1)
     d: int = param(1000, "input dimension, paper §4", ge=MIN_WIDTH)
     h: int = param(1500, "width of the student, paper §4", ge=MIN_WIDTH)
-    seed: int = param(0, "seed of the data and of W0", ge=0)
+    seed: int = param(0, "first seed of the data and of W0 (the figures show this seed)", ge=0)
+    seeds: int = param(3, "independent runs: every run is trained at seeds seed, seed+1, ... (a verdict needs 3)",
+                       ge=1, le=20)
     steps: int = param(10, "full-batch steps of Figs. 1, 5, 6, 9 and of the phase tracks", ge=2)
     eta_gd: float = param(2000.0, "GD learning rate of Figs. 1 and 4", gt=0)
     eta_adam: float = param(1.0, "FB-Adam learning rate of Figs. 4, 5 and 6", gt=0)
@@ -72,6 +82,11 @@ class Setup(SweepSetup):
         if self.block > min(self.d, self.h):
             raise ParameterError(f"parameter 'block' must be ≤ min(d, h) = {min(self.d, self.h)}; got {self.block}")
 
+    @property
+    def seed_list(self) -> tuple[int, ...]:
+        """The seeds every run is trained at: ``seed, seed + 1, ..., seed + seeds - 1`` (the first is the figures')."""
+        return tuple(range(self.seed, self.seed + self.seeds))
+
     def rules(self) -> spectra.PhaseRules:
         """The one spectrum report's thresholds, with this Setup's stricter heavy-tail option."""
         return spectra.PhaseRules(strict_alpha=self.strict_alpha, strict_pvalue=self.strict_pvalue)
@@ -82,20 +97,25 @@ PAPER = Setup(slow_budget=30_000, slow_record_every=500)
 "about 10^4 steps" to a heavy tail (the steps criterion reads up to 3x that)."""
 
 
-def run_training(setup: Setup) -> dict[tuple, Trajectory]:
-    """Every run of :func:`chapter_configs`, trained through ``setup``'s executor (cached per run).
+def run_training(setup: Setup) -> dict[int, dict[tuple, Trajectory]]:
+    """Every run of :func:`chapter_configs` at every seed of ``setup.seed_list``, trained through ``setup``'s
+    executor in one sweep (cached per run and seed): ``{seed: {key: Trajectory}}``, the first seed first.
 
     Examples
     --------
     >>> runs = run_training(Setup(n=32, d=10, h=12, block=10, steps=2, ht_steps=2, slow_budget=2, slow_record_every=1,
-    ...                           appA_n=32, appA_d=10, appA_h=12, etas_review=[0.5], executor="serial"))
-    >>> int(runs[("adam", 1.0)].steps[-1])
-    2
+    ...                           appA_n=32, appA_d=10, appA_h=12, etas_review=[0.5], seeds=2, executor="serial"))
+    >>> list(runs), int(runs[0][("adam", 1.0)].steps[-1]), runs[1][("adam", 1.0)].config.seed
+    ([0, 1], 2, 1)
     """
-    configs = chapter_configs(setup)
+    per_seed = {seed: chapter_configs(setup, seed) for seed in setup.seed_list}
+    # Every seed's long runs first (they set the wall time): sort by the position within a seed's configs.
+    order = sorted(((seed, key) for seed, cfgs in per_seed.items() for key in cfgs),
+                   key=lambda sk: list(per_seed[sk[0]]).index(sk[1]))
     with setup.executor_context() as pool:
-        trained = run_sweep(train, list(configs.values()), executor=pool, desc="training runs")
-    return dict(zip(configs, trained))
+        trained = run_sweep(train, [per_seed[seed][key] for seed, key in order], executor=pool, desc="training runs")
+    done = dict(zip(order, trained))
+    return {seed: {key: done[(seed, key)] for key in cfgs} for seed, cfgs in per_seed.items()}
 
 
 def adam_etas(s: Setup) -> list[float]:
@@ -103,20 +123,22 @@ def adam_etas(s: Setup) -> list[float]:
     return sorted({*s.etas_adam_track, *s.etas_review, s.eta_adam, s.eta_adam_fig1})
 
 
-def chapter_configs(s: Setup) -> dict[tuple, TwoLayerConfig]:
-    """Every run of the chapter, keyed ``("ht", eta_adam)`` (``ht_steps`` FB-Adam steps at ``eta_adam``,
-    every step recorded: steps to a heavy tail), ``("slow", slow_eta)`` (``slow_budget`` steps recorded
-    every ``slow_record_every``), ``("appA", opt)`` (App. A, weight normalization), ``("adam", eta)`` /
-    ``("gd", eta)`` (``steps``-step runs that record every step and keep ``W_0, W_1, W_{T-1}, W_T``) and
-    ``("adam-wn", eta_adam)``; the long runs first (they set the wall time)."""
+def chapter_configs(s: Setup, seed: int | None = None) -> dict[tuple, TwoLayerConfig]:
+    """Every run of the chapter at ``seed`` (default: the first, ``s.seed``), keyed ``("ht", eta_adam)``
+    (``ht_steps`` FB-Adam steps at ``eta_adam``, every step recorded: steps to a heavy tail), ``("slow", slow_eta)``
+    (``slow_budget`` steps recorded every ``slow_record_every``), ``("appA", opt)`` (App. A, weight normalization),
+    ``("adam", eta)`` / ``("gd", eta)`` (``steps``-step runs that record every step and keep
+    ``W_0, W_1, W_{T-1}, W_T``) and ``("adam-wn", eta_adam)``; the long runs first (they set the wall time)."""
+    seed = s.seed if seed is None else int(seed)
+
     def run(optimizer, eta, steps, **kw):
-        return TwoLayerConfig(n=s.n, d=s.d, h=s.h, seed=s.seed, device=s.device, optimizer=optimizer, eta=float(eta),
+        return TwoLayerConfig(n=s.n, d=s.d, h=s.h, seed=seed, device=s.device, optimizer=optimizer, eta=float(eta),
                               steps=steps, readout_scale=s.readout, **kw)
 
     configs = {("ht", s.eta_adam): run("adam", s.eta_adam, s.ht_steps),
                ("slow", s.slow_eta): run("adam", s.slow_eta, s.slow_budget, record_every=s.slow_record_every)}
     for opt, eta in (("gd", s.appA_eta_gd), ("adam", s.appA_eta_adam)):
-        configs[("appA", opt)] = TwoLayerConfig(n=s.appA_n, d=s.appA_d, h=s.appA_h, seed=s.seed, device=s.device,
+        configs[("appA", opt)] = TwoLayerConfig(n=s.appA_n, d=s.appA_d, h=s.appA_h, seed=seed, device=s.device,
                                                 optimizer=opt, eta=float(eta), steps=s.steps, weight_norm=True,
                                                 record_every=s.steps, record_initial=False)
     keep = (0, 1, s.steps - 1, s.steps)
