@@ -1289,7 +1289,8 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
             what = f"{conf} parametric-bootstrap percentile interval"
             over = f" of {iv.n} refits"
             measured = spec.formatted(iv.estimate)
-        ci = spec.formatted((iv.low, iv.high))
+        # one run has no spread: say so rather than print an interval of NaN
+        ci = spec.formatted((iv.low, iv.high)) if math.isfinite(iv.low) and math.isfinite(iv.high) else "none (one run)"
         verdict = Criterion(spec.measurement, spec.op, level, spec.fmt).judge(iv.estimate, (iv.low, iv.high))
         cause = f"the {what}{over}, {ci}, " + _SIDE[verdict].format(crit=crit)
         return verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}"

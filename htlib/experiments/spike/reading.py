@@ -341,6 +341,11 @@ def _pool(by_seed: Mapping[int, Measurement]) -> Measurement:
     return Measurement(values, cannot_test=cannot, runs_text=runs, note=note, setting=first.setting)
 
 
+
+def _alpha(x: float) -> str:
+    """A tail exponent as text: "none" where the spectrum has no tail beyond the bulk edge (NaN)."""
+    return f"{x:.3g}" if np.isfinite(x) else "none (no tail)"
+
 def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, Measurement]:
     """What every row of :data:`TABLE` reads from the chapter's cached runs (:func:`run_training`'s: ``{seed:
     {key: Trajectory}}``, keyed as :func:`chapter_configs` keys them), one :class:`~htlib.claims.Measurement` per
@@ -420,8 +425,8 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
         r, sh = rep(tr.esd[-1]), tail_shape(tr.esd[-1], h=h, d=d, rules=rules)
         tails.append(r.tail_alpha)
         out[f"fig1-{tag}"] = _one(sh.heavy, "", f"{r.phase}: tail of {r.tail_size} to {r.tail_reach:.3g} lambda_+, tail "
-                                  f"alpha {r.tail_alpha:.3g}; without lambda_1 {sh.label_without_top}, to "
-                                  f"{sh.reach_without_top:.3g} lambda_+, tail alpha {sh.alpha_without_top:.3g}")
+                                  f"alpha {_alpha(r.tail_alpha)}; without lambda_1 {sh.label_without_top}, to "
+                                  f"{sh.reach_without_top:.3g} lambda_+, tail alpha {_alpha(sh.alpha_without_top)}")
         out[f"fig1-{tag}-shape"] = _one(sh.ratio, "the likelihood ratio is undefined on this tail (tail-shape table)",
                                         f"R = {sh.ratio:.3g}, p = {sh.pvalue:.2g} on {sh.n_tail} eigenvalues: {sh.shape}")
         out[f"fig1-{tag}-strict"] = _one(r.heavy_tailed_strict, "", f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} "
@@ -480,7 +485,7 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     out["steps-1"] = _first(rd["Hill"], band, "every step recorded")
     out["steps-1-label"] = _first(rd["label"], band, "every step recorded" + (
         "" if at_top is None else f"; at that step without lambda_1 the tail reaches {at_top.reach_without_top:.3g} "
-        f"lambda_+ against {rules.heavy_reach:g}, tail alpha {at_top.alpha_without_top:.3g} against {rules.heavy_alpha:g}"))
+        f"lambda_+ against {rules.heavy_reach:g}, tail alpha {_alpha(at_top.alpha_without_top)} against {rules.heavy_alpha:g}"))
     out["steps-1-ks"] = _first(rd["KS"], band, "every step recorded")
     slow = runs[("slow", s.slow_eta)]
     fs, band, every = readings(slow, h=h, d=d, rules=rules)["Hill"], TABLE["steps-01"].level, int(s.slow_record_every)
@@ -507,7 +512,7 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
         rows[float(eta)] = (float(test[-1] / test[0] - 1), rep(tr.esd[-1]), float(tr.alpha_hill[-1]),
                             heavy(("adam", eta))[-1])
     txt = lambda es: "; ".join(f"eta={e:g}: test {rows[e][0]:+.1%}, {rows[e][1].phase}, tail alpha "  # noqa: E731
-                               f"{rows[e][1].tail_alpha:.3g}, Hill {rows[e][2]:.3g}, KS {rows[e][1].alpha:.3g}" for e in es)
+                               f"{_alpha(rows[e][1].tail_alpha)}, Hill {rows[e][2]:.3g}, KS {rows[e][1].alpha:.3g}" for e in es)
     low, mid, high = ([e for e in rows if e < 0.01], [e for e in rows if 0.01 <= e <= 1], [e for e in rows if e > 1])
     none = lambda what: Measurement.not_run(f"no learning rate {what} in etas_review")  # noqa: E731
     out = {"review-1": none("below 0.01"), "review-2": none("in [0.01, 1]"), "review-3": none("above 1"),
