@@ -29,13 +29,20 @@ book: venv
 
 test: unit nbval
 
+# JOBS one-thread pytest workers (pytest-xdist), whole files to a worker: on two cores two one-thread
+# workers finish sooner than one two-thread process.  JOBS=0 runs in one process.
+JOBS ?= 2
+XDIST := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
+THREADS := $(if $(filter 0,$(JOBS)),,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
+
 unit: venv
-	$(QUIET) $(PY) -m pytest tests/ -m "not browser" --durations=15
+	$(QUIET) $(THREADS) $(PY) -m pytest tests/ -m "not browser" --durations=15 $(XDIST)
 
 # --keep-executed: each chapter that passes goes into the book's execution cache, so a later `make book`
 # (test-book in CI) renders these executions instead of running every chapter again (tests/nbval_keep.py).
+# Each chapter runs whole on one worker, cells in order.
 nbval: venv
-	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
+	$(QUIET) $(THREADS) $(PY) -m pytest $(XDIST) --nbval --nbval-current-env --nbval-cell-timeout=1800 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
 
 # One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) on one

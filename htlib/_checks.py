@@ -1,9 +1,4 @@
-"""Argument checks shared by every numerics module: one place for the error messages.
-
-Every check names the argument it refuses and states what is allowed, so a reader who passes a
-negative width or a NaN matrix learns which argument to fix.  Each returns the value in the type
-the caller computes with (``int``, ``float``, a float64 NumPy array).
-"""
+"""Argument checks shared by every numerics module: each names the refused argument and states what is allowed."""
 
 from __future__ import annotations
 
@@ -24,11 +19,7 @@ def check_int(name: str, value: object, low: int = 0) -> int:
 
 def check_float(name: str, value: object, *, low: float | None = None, high: float | None = None,
                 strict: bool = True, posinf: bool = False) -> float:
-    """``value`` as a finite ``float`` inside ``(low, high)`` (``[low, high]`` with ``strict=False``).
-
-    ``posinf=True`` also lets ``+inf`` through (a limit such as "kappa = inf is Marchenko-Pastur");
-    ``-inf`` and NaN never pass.  Complex numbers are refused, not cast to their real part.
-    """
+    """``value`` as a finite float in ``(low, high)`` (closed unless ``strict``; ``+inf`` if ``posinf``); no complex."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     v = float(value)
@@ -46,13 +37,8 @@ def check_float(name: str, value: object, *, low: float | None = None, high: flo
 
 
 def check_ints(name: str, values: object, low: int = 0, *, min_len: int = 0) -> tuple[int, ...]:
-    """A sequence of integers ``>= low`` (at least ``min_len`` of them) as a tuple of ``int``.
+    """A sequence of integers ``>= low`` (at least ``min_len``) as a tuple of ``int``; floats are refused.
 
-    Floats are refused, not truncated: ``[3.7, 2]`` as layer widths is a mistake to report.
-
-    Examples
-    --------
-    >>> from htlib._checks import check_ints
     >>> check_ints("dims", [3, 2], 1, min_len=2)
     (3, 2)
     """
@@ -68,10 +54,7 @@ def check_ints(name: str, values: object, low: int = 0, *, min_len: int = 0) -> 
 
 
 def to_numpy(x: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
-    """A NumPy copy of an array-like or a (detached, CPU) torch tensor, in ``dtype``.
-
-    Complex input is refused: casting it to a real dtype would silently keep the real part.
-    """
+    """A NumPy copy of an array-like or a (detached, CPU) torch tensor, in ``dtype``; complex input is refused."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     try:
@@ -88,8 +71,7 @@ def to_numpy(x: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
 
 
 def check_vector(name: str, x: Any, *, finite: bool = True, min_size: int = 1) -> np.ndarray:
-    """A sample or a set of points: ``x`` flattened to a float64 vector of at least ``min_size``
-    values, all finite unless ``finite=False``."""
+    """``x`` flattened to a float64 vector of at least ``min_size`` values, all finite unless ``finite=False``."""
     arr = to_numpy(x, name).ravel()
     if arr.size < min_size:
         raise ValueError(f"{name} must hold at least {min_size} value(s), got {arr.size}")

@@ -1,31 +1,23 @@
 """Book build helpers: reference-output refresh and the execution-cache key.
 
-- :func:`refresh` is the one deliberate way to update a chapter's committed
-  reference outputs: it executes the chapter with papermill into a temporary
-  file and, only if every cell succeeded, writes it back with images and
-  run-specific metadata stripped (the rendered book regenerates figures).
-- :func:`execution_cache_path` puts Jupyter Book's execution cache in a folder
-  named after :func:`htlib.cache.source_hash` of *all* of htlib (tooling included:
-  a chapter's figures and tables depend on ``plotting`` and ``claims``).  Jupyter
-  Book keys its cache on code cells only, so without this an edit to htlib would
-  leave stale figures.
-- :func:`build` renders the book with that cache and fails on any cell error; a failed or timed-out
-  cell is named (chapter and cell) with what to do (:func:`failure_advice`).  The per-cell timeout is
-  ``_config.yml``'s ``execute.timeout`` (1800 s, the regression's), or ``HTLIB_CELL_TIMEOUT`` seconds
-  (0: no limit).
+:func:`refresh` is the one deliberate way to update a chapter's committed reference outputs (written back only
+if every cell succeeded, without images and run-specific metadata).  :func:`build` renders the book with an
+execution cache named after :func:`htlib.cache.source_hash` of *all* of htlib (:func:`execution_cache_path`:
+Jupyter Book keys its cache on code cells only) and names a failing chapter and cell (:func:`failure_advice`).
 
-Command line::
-
-    python -m htlib.book refresh book/mp_baseline.ipynb [...]
-    python -m htlib.book build
+Command line: ``python -m htlib.book refresh book/mp_baseline.ipynb [...]``, ``python -m htlib.book build``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
+import datetime
+import importlib.util
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -37,10 +29,8 @@ import yaml
 
 from htlib.cache import source_hash
 
-__all__ = [
-    "strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters", "pages",
-    "cell_timeout", "failure_advice",
-]
+__all__ = ["strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters", "pages",
+           "cell_timeout", "failure_advice"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,11 +67,8 @@ def pages(root: Path = REPO_ROOT) -> list[Path]:
 
 
 def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without images, widget state or run-specific metadata.
-
-    Text outputs (``text/plain`` of figures included) stay: they are what nbval
-    compares.
-    """
+    """A copy of ``nb`` without images, widget state or run-specific metadata; text outputs (``text/plain`` of
+    figures included) stay: they are what nbval compares."""
     nb = copy.deepcopy(nb)
     for key in _VOLATILE_NB_META:
         nb.metadata.pop(key, None)
@@ -107,11 +94,8 @@ def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def refresh(path: str | Path, *, timeout: int = 1800) -> None:
-    """Re-execute chapter ``path`` and write it back as the new reference.
-
-    Nothing is written if any cell fails; the failed run is kept next to the
-    system's temp files and its location is printed.
-    """
+    """Re-execute chapter ``path`` and write it back as the new reference; if any cell fails, nothing is
+    written and the partial run is kept in a temporary file whose location is printed."""
     import papermill as pm
 
     path = Path(path).resolve()
@@ -123,20 +107,12 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     from htlib.run import kernel_manager_class
 
     try:
-        pm.execute_notebook(
-            str(path),
-            tmp,
-            cwd=str(path.parent),
-            kernel_name="python3",
-            progress_bar=False,
-            execution_timeout=timeout,
-            kernel_manager_class=kernel_manager_class(),  # IPC: no TCP notice
-        )
+        pm.execute_notebook(str(path), tmp, cwd=str(path.parent), kernel_name="python3", progress_bar=False,
+                            execution_timeout=timeout, kernel_manager_class=kernel_manager_class())  # IPC
     except Exception:
         print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)
         raise
-    nb = nbformat.read(tmp, as_version=4)
-    nbformat.write(strip_for_commit(nb), str(path))
+    nbformat.write(strip_for_commit(nbformat.read(tmp, as_version=4)), str(path))
     os.unlink(tmp)
     print(f"refreshed {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
 
@@ -147,16 +123,9 @@ def execution_cache_path(root: Path = REPO_ROOT, package_dir: str | None = None)
 
 
 def local_mathjax(root: Path = REPO_ROOT) -> Path | None:
-    """Copy MathJax 3 (shipped by the ``django-static-mathjax`` wheel) under ``_build``.
-
-    The book must render its math with no network, so it cannot load MathJax from
-    a CDN as Sphinx does by default.  Returns the folder to add to
-    ``html_static_path`` (it holds ``mathjax/tex-chtml.js``), or ``None`` when the
-    package is not installed.
-    """
-    import importlib.util
-    import shutil
-
+    """Copy MathJax 3 (shipped by the ``django-static-mathjax`` wheel) under ``_build``: the book renders its
+    math with no network.  The folder to add to ``html_static_path`` (it holds ``mathjax/tex-chtml.js``), or
+    ``None`` when the package is not installed."""
     spec = importlib.util.find_spec("mathjax")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -171,15 +140,12 @@ def local_mathjax(root: Path = REPO_ROOT) -> Path | None:
 
 
 def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
-    """``_config.yml`` with the execution cache pointed at :func:`execution_cache_path`
-    and MathJax served from the book itself."""
+    """``_config.yml`` with the execution cache at :func:`execution_cache_path` and MathJax served locally."""
     config = yaml.safe_load((root / "_config.yml").read_text())
     config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
-    timeout = cell_timeout()
-    if timeout is not None:
+    if (timeout := cell_timeout()) is not None:
         config["execute"]["timeout"] = timeout
-    # The generated file lives in _build/, and Jupyter Book resolves these paths
-    # against the config file's folder: make them absolute.
+    # The generated file lives in _build/ and Jupyter Book resolves these paths against its folder: absolute.
     local = config.get("sphinx", {}).get("local_extensions") or {}
     for name, folder in local.items():
         local[name] = str((root / folder).resolve())
@@ -211,9 +177,7 @@ def version(root: Path = REPO_ROOT) -> str:
 
 def footer(root: Path = REPO_ROOT) -> str:
     """The footer of every page: the code version and the build date, and where to find how to cite."""
-    import datetime as _dt
-
-    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     return (f'<p>htlib version <code>{version(root)}</code>, built {date}. '
             f'See <a href="index.html#how-to-cite">how to cite</a> this book.</p>')
 
@@ -225,10 +189,7 @@ def jupyter_book_command() -> str:
 
 
 def cell_timeout() -> int | None:
-    """``HTLIB_CELL_TIMEOUT`` as the book build's per-cell timeout in seconds (-1: none), ``None`` if unset.
-
-    A slow or shared machine must be able to build the book without editing ``_config.yml``.
-    """
+    """``HTLIB_CELL_TIMEOUT`` as the book build's per-cell timeout in seconds (-1: none), ``None`` if unset."""
     text = os.environ.get("HTLIB_CELL_TIMEOUT", "").strip()
     if not text:
         return None
@@ -249,10 +210,8 @@ def _failing_cell(notebook: Path, log: list[str]) -> str:
     """``cell N (`first line`)`` of the cell whose source nbclient quotes in ``log``, or "a cell"."""
     first = next((log[i + 1].strip() for i, line in enumerate(log[:-1]) if _RULE.match(line)), "")
     if first.startswith("['"):  # a long cell is previewed as the list of its lines
-        try:
+        with contextlib.suppress(ValueError, SyntaxError, IndexError):
             first = str(ast.literal_eval(first)[0]).strip()
-        except (ValueError, SyntaxError, IndexError):
-            pass
     try:
         cells = nbformat.read(str(notebook), as_version=4).cells
     except Exception:  # the message must not fail on an unreadable notebook
@@ -280,22 +239,15 @@ def failure_advice(notebook: Path, error: str, log: list[str], root: Path = REPO
 
 
 def build(root: Path = REPO_ROOT, package_dir: str | None = None) -> int:
-    """Execute every chapter (or reuse the cache for this htlib source) and render HTML.
-
-    Any cell error fails the build (``-W --keep-going`` plus ``raise_on_error``).  The build's log is
-    echoed as it comes and read for myst-nb's execution failures, so that the last word of a failed
-    build names the chapter and the cell and says what to do, not Sphinx's traceback.
-    """
+    """Execute every chapter (or reuse the cache for this htlib source) and render HTML; any cell error fails
+    the build.  The log is echoed and read for myst-nb's execution failures, so that a failed build ends by
+    naming the chapter and the cell and saying what to do (:func:`failure_advice`)."""
     config = write_build_config(root, package_dir)
-    cmd = [
-        jupyter_book_command(), "build", str(root),
-        "--config", str(config), "--toc", str(root / "_toc.yml"),
-        "-W", "--keep-going",
-    ]
-    env = dict(os.environ, TQDM_DISABLE="1")
+    cmd = [jupyter_book_command(), "build", str(root), "--config", str(config), "--toc", str(root / "_toc.yml"),
+           "-W", "--keep-going"]
     failed: list[tuple[Path, str, list[str]]] = []  # (notebook, nbclient's error, the log lines after it)
-    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace") as proc:
+    with subprocess.Popen(cmd, cwd=root, env=dict(os.environ, TQDM_DISABLE="1"), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
@@ -306,9 +258,8 @@ def build(root: Path = REPO_ROOT, package_dir: str | None = None) -> int:
             elif failed and len(failed[-1][2]) < 2000:
                 failed[-1][2].append(plain)
     code = proc.returncode
-    index = root / "_build" / "html" / "index.html"
     if code == 0:
-        print(f"\nThe book is at {index}")
+        print(f"\nThe book is at {root / '_build' / 'html' / 'index.html'}")
     else:
         sys.stdout.flush()
         for notebook, error, log in failed:

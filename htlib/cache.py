@@ -1,50 +1,19 @@
 """On-disk result cache for expensive runs.
 
-A result is stored under a key built from (a) the name of the function that
-produced it, (b) its configuration, serialised canonically, and (c) a hash of
-the code that computes it and of the numeric libraries' versions.  A cached
-result is therefore never returned for a different config, nor after the code
-that computed it has changed.
-
-What the code hash covers (:func:`source_hash` with ``scope="results"``):
-
-- the numerics: every top-level ``.py`` file of htlib except the book tooling
-  of :data:`TOOLING_MODULES` (``run``, ``book``, ``paper``, ``cache``,
-  ``sweep``, ``claims``, ``plotting``), which draws, tabulates, schedules and
-  stores results but computes none;
-- the module of the cached function, when it is not one of those (for a
-  chapter, ``htlib/experiments/<chapter>/compute.py``), and every ``htlib.experiments``
-  module it imports.  So an edit to one chapter's experiments keeps the other
-  chapters' results, and an edit to a chapter's ``reading.py`` (its claims, levels,
-  tables, figures and wording, which no ``compute.py`` imports) keeps its own.
-
-Each file is hashed as its syntax tree with docstrings removed (comments and
-layout never reach the tree), so a docstring typo fix, a comment or a
-reformatting keeps the (hours of) cached training runs, while any change to
-what the code does changes the key.  The book's execution cache
-(:func:`htlib.book.execution_cache_path`) keys on ``scope="all"`` instead: the
-bytes of every file, tooling included, since a chapter's figures and tables
-depend on the tooling and its printed docstrings.
-
-The cache lives in ``$HTLIB_CACHE_DIR`` when set (a relative path is taken
-from the repository root, not from the working directory, so a chapter's
-kernel running in ``book/`` and the command line share one cache); otherwise
-in ``<repository>/_build/htlib-cache`` when htlib runs from a source checkout
-(so a fresh clone starts empty), else in ``~/.cache/htlib``.
-
-Entries are never unpickled, so a shared cache directory cannot run code: an
-entry is a NumPy ``.npz`` archive (read with ``allow_pickle=False``) of the
-result's arrays plus a JSON description of the structure around them (the
-dataclasses, dicts, lists, tuples and scalars that htlib's results are made
-of), behind a header with its key and a SHA-256 checksum of the archive.  A
-missing, torn, corrupted, misplaced or unreadable entry is recomputed, with a
-:class:`CacheWarning`; a write that fails (read-only or full disk, a value
-that cannot be stored) warns and the computed value is returned anyway.
+A result is stored under a key built from the producing function's name, its canonical configuration and
+:func:`source_hash` of the code that computes it (syntax trees without docstrings, the tooling of
+:data:`TOOLING_MODULES` left out) and of the numeric libraries' versions.  The cache lives in
+``$HTLIB_CACHE_DIR`` (relative to the repository root), else ``<repository>/_build/htlib-cache`` in a
+source checkout, else ``~/.cache/htlib``.  Entries are never unpickled: each is a NumPy ``.npz`` archive
+(``allow_pickle=False``) of the arrays plus a JSON description of the structure around them, behind a
+header with its key and a SHA-256 checksum.  A damaged or unreadable entry is recomputed and a failed
+write returns the value anyway, each with a :class:`CacheWarning`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -63,32 +32,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = [
-    "TOOLING_MODULES",
-    "CacheWarning",
-    "CacheDirError",
-    "cache_dir",
-    "source_hash",
-    "config_key",
-    "load",
-    "store",
-    "cached_call",
-    "MISSING",
-]
+__all__ = ["TOOLING_MODULES", "CacheWarning", "CacheDirError", "cache_dir", "source_hash", "config_key", "load",
+           "store", "cached_call", "MISSING"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 TOOLING_MODULES: frozenset[str] = frozenset({"run", "book", "paper", "cache", "sweep", "claims", "plotting"})
 """Top-level htlib modules that compute no result, left out of the result-cache key."""
 
-MAGIC = b"htlib-cache 2\n"
-"""First line of every entry; an entry of another format is not read."""
-
+MAGIC = b"htlib-cache 2\n"  # first line of every entry; an entry of another format is not read
 SUFFIX = ".htc"
 TEMP_PREFIX = ".tmp-"
-
-STALE_TEMP_SECONDS = 3600.0
-"""A temp file older than this is a write that was killed (a write takes seconds): it is removed."""
+STALE_TEMP_SECONDS = 3600.0  # a temp file older than this is a killed write (a write takes seconds): removed
 
 
 class CacheWarning(RuntimeWarning):
@@ -99,15 +54,10 @@ class CacheDirError(ValueError):
     """``HTLIB_CACHE_DIR`` names something that cannot be a directory."""
 
 
-def _repo_root() -> Path | None:
-    root = _PACKAGE_DIR.parent
-    return root if (root / "pyproject.toml").exists() else None
-
-
 @functools.lru_cache(maxsize=None)
 def _resolve(env: str | None) -> Path:
     # Memoised per value: a chdir after the first call never moves the cache.
-    root = _repo_root()
+    root = _PACKAGE_DIR.parent if (_PACKAGE_DIR.parent / "pyproject.toml").exists() else None
     if env:
         path = Path(env).expanduser()
         if not path.is_absolute():
@@ -128,19 +78,12 @@ def cache_dir() -> Path:
     """
     env = os.environ.get("HTLIB_CACHE_DIR") or None
     path = _resolve(env)
-    for p in (path, *path.parents):
-        if p.exists():
-            if not p.is_dir():
-                what = "is a file" if p == path else f"lies under the file {p}"
-                raise CacheDirError(
-                    f"HTLIB_CACHE_DIR={env!r} ({path}) {what}; set HTLIB_CACHE_DIR to a directory "
-                    f"(created if missing), or unset it for the default {_resolve(None)}"
-                )
-            break
+    p = next((p for p in (path, *path.parents) if p.exists()), None)
+    if p is not None and not p.is_dir():
+        what = "is a file" if p == path else f"lies under the file {p}"
+        raise CacheDirError(f"HTLIB_CACHE_DIR={env!r} ({path}) {what}; set HTLIB_CACHE_DIR to a directory "
+                            f"(created if missing), or unset it for the default {_resolve(None)}")
     return path
-
-
-# --- the code hash -------------------------------------------------------------------------------
 
 
 class _StripDocstrings(ast.NodeTransformer):
@@ -219,12 +162,10 @@ def source_hash(package_dir: str | None = None, scope: str = "results", module: 
     package_dir
         The package to hash (default: this htlib).
     scope
-        ``"results"`` (the result cache): the syntax trees, docstrings removed, of the numerics and of
-        ``module``'s experiments (see the module docstring).  ``"all"`` (the book's execution cache):
-        the bytes of every ``.py`` file.
+        ``"results"`` (the result cache): the syntax trees, without docstrings, of the numerics, ``module`` and
+        the ``htlib.experiments`` modules it imports; ``"all"`` (the book's execution cache): every file's bytes.
     module
-        With ``scope="results"``: the dotted name of the module whose function computes the result
-        (``"htlib.experiments.htmp.compute"``); ``None`` hashes the numerics alone.
+        The dotted name of the module whose function computes the result; ``None``: the numerics alone.
 
     Examples
     --------
@@ -253,16 +194,11 @@ def source_hash(package_dir: str | None = None, scope: str = "results", module: 
     return digest.hexdigest()
 
 
-# --- the key ---------------------------------------------------------------------------------------
-
-
 def _canonical(value: Any) -> Any:
     """JSON-able canonical form; floats keep their exact repr."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            "__dataclass__": type(value).__qualname__,
-            **{f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)},
-        }
+        return {"__dataclass__": type(value).__qualname__,
+                **{f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if isinstance(value, enum.Enum):
         return _canonical(value.value)
     if isinstance(value, dict):
@@ -279,8 +215,7 @@ def _canonical(value: Any) -> Any:
 
 
 def _module_of(name: str) -> str | None:
-    """The longest dotted prefix of ``name`` (``module.qualname``) that is an htlib source file or
-    an imported module."""
+    """The longest dotted prefix of ``name`` (``module.qualname``): an htlib source file or an imported module."""
     parts = name.split(".")
     for i in range(len(parts) - 1, 0, -1):
         prefix = ".".join(parts[:i])
@@ -290,21 +225,12 @@ def _module_of(name: str) -> str | None:
 
 
 def config_key(name: str, config: Any, module: str | None = None) -> str:
-    """Cache key of ``config`` for the producer called ``name`` (``"module.qualname"``).
-
-    The code hash covers ``module`` (default: the module ``name`` starts with), see :func:`source_hash`.
-    """
-    if module is None:
-        module = _module_of(name)
-    payload = json.dumps(
-        {"name": name, "config": _canonical(config), "source": source_hash(None, "results", module)},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    """Cache key of ``config`` for the producer ``name`` (``"module.qualname"``); the code hash covers
+    ``module`` (default: the module ``name`` starts with), see :func:`source_hash`."""
+    module = _module_of(name) if module is None else module
+    payload = json.dumps({"name": name, "config": _canonical(config), "source": source_hash(None, "results", module)},
+                         sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-# --- entries: JSON structure + npz arrays, checksummed ---------------------------------------------
 
 
 class _Unstorable(TypeError):
@@ -314,11 +240,8 @@ class _Unstorable(TypeError):
 def _encode(value: Any, arrays: list[np.ndarray]) -> Any:
     """Tagged JSON of ``value``; arrays and NumPy scalars go to ``arrays`` (exact dtype and bits)."""
     if isinstance(value, enum.Enum):  # before str and int: a str- or int-valued Enum keeps its type
-        cls = type(value)
-        return {"enum": f"{cls.__module__}:{cls.__qualname__}", "value": _encode(value.value, arrays)}
-    if value is None or type(value) in (bool, str):
-        return value
-    if type(value) is int:
+        return {"enum": f"{type(value).__module__}:{type(value).__qualname__}", "value": _encode(value.value, arrays)}
+    if value is None or type(value) in (bool, str, int):
         return value
     if type(value) is float:
         return {"float": float.hex(value)}
@@ -354,9 +277,7 @@ def _lookup_type(spec: str) -> type:
         mod = sys.modules[module]
     else:
         raise ValueError(f"entry names a type of the module {module!r}, which is not imported")
-    obj: Any = mod
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
+    obj = functools.reduce(getattr, qualname.split("."), mod)
     if not isinstance(obj, type) or obj.__module__ != module:
         raise ValueError(f"entry names {spec!r}, which is not a class defined there")
     return obj
@@ -405,8 +326,7 @@ def _serialize(key: str, value: Any) -> bytes:
     arrays: list[np.ndarray] = []
     structure = json.dumps(_encode(value, arrays), separators=(",", ":")).encode()
     buf = io.BytesIO()
-    np.savez(buf, structure=np.frombuffer(structure, dtype=np.uint8),
-             **{f"a{i}": a for i, a in enumerate(arrays)})
+    np.savez(buf, structure=np.frombuffer(structure, dtype=np.uint8), **{f"a{i}": a for i, a in enumerate(arrays)})
     body = buf.getvalue()
     return MAGIC + key.encode() + b"\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
@@ -429,17 +349,11 @@ def _path(key: str) -> Path:
     return cache_dir() / key[:2] / f"{key}{SUFFIX}"
 
 
-_MISSING = object()
-MISSING = _MISSING
-"""What :func:`load` returns for a key with no (valid) entry."""
+MISSING = _MISSING = object()  # what load returns for a key with no (valid) entry
 
 
 def load(key: str) -> Any:
-    """The cached value for ``key``, or :data:`MISSING`.
-
-    A damaged entry (torn, corrupted, written for another key, unreadable) is never served:
-    it warns (:class:`CacheWarning`) and returns :data:`MISSING`, so the caller recomputes.
-    """
+    """The cached value for ``key``, or :data:`MISSING`: a damaged entry is never served, it warns instead."""
     path = _path(key)
     try:
         blob = path.read_bytes()
@@ -467,20 +381,13 @@ def _remove_stale_temps(root: Path) -> None:
     _CLEANED.add(root)
     now = time.time()
     for tmp in root.glob(f"*/{TEMP_PREFIX}*"):
-        try:
+        with contextlib.suppress(OSError):  # another process removed or still owns it
             if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
                 tmp.unlink()
-        except OSError:
-            pass  # another process removed or still owns it
 
 
 def store(key: str, value: Any) -> bool:
-    """Write ``value`` atomically (temp file in the entry's folder + rename), so an interrupted
-    sweep never leaves a half-written entry behind.
-
-    Returns whether the entry was written.  A failure (read-only or full disk, a value that cannot
-    be stored) warns with :class:`CacheWarning` instead of raising: the caller keeps its value.
-    """
+    """Write ``value`` atomically (temp file + rename); whether it was written (a failure warns, never raises)."""
     path = _path(key)
     tmp: str | None = None
     try:
@@ -499,10 +406,8 @@ def store(key: str, value: Any) -> bool:
         return False
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def cached_call(fn: Callable[[Any], Any], config: Any, *, use_cache: bool = True) -> Any:

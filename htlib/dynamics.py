@@ -1,21 +1,9 @@
 """Spike-to-heavy-tail dynamics of the two-layer student (the analysis of paper 003's trajectories).
 
-This module owns the analysis of training trajectories made by
-:func:`htlib.two_layer.train` (it trains nothing itself):
-
-- singular-vector overlaps of a weight matrix and an optimizer update
-  (Def. 5.1) and numbers that summarise them: diagonal and off-diagonal mass,
-  the spread of the off-diagonal mass, the largest (outlier) overlaps;
-- scale-free widths of an ESD, to compare runs with and without weight
-  normalization;
-- the book's one spectrum report (:func:`htlib.spectra.analyze_spectrum`) at
-  every recorded step: 5+1 phase, Marchenko-Pastur bulk edge, outliers, top
-  eigenvalues (the "spike movement") and the one heavy-tail verdict, and the
-  first recorded step that is heavy-tailed (steps to heavy tail).
-
-Conventions: ``W`` is ``h x d``; the ESD is the ascending eigenvalues of
-``WᵀW`` (as in :class:`htlib.two_layer.Trajectory`); Marchenko-Pastur
-comparisons use ``WᵀW / max(h, d)`` with ratio ``gamma = min(h, d) / max(h, d)``.
+Singular-vector overlaps of a weight and an update (Def. 5.1) and their summaries, scale-free ESD widths, and
+the book's one spectrum report (:func:`htlib.spectra.analyze_spectrum`) at every recorded step of a
+:func:`htlib.two_layer.train` trajectory.  ``W`` is ``h x d``; the ESD is the ascending eigenvalues of ``WᵀW``;
+Marchenko-Pastur comparisons use ``WᵀW / max(h, d)`` with ratio ``gamma = min(h, d) / max(h, d)``.
 """
 
 from __future__ import annotations
@@ -30,43 +18,19 @@ import scipy.linalg
 from htlib import spectra
 from htlib._checks import check_int, check_ints, check_matrix, to_numpy
 
-__all__ = [
-    "PHASES",
-    "svd_bases",
-    "update_overlaps",
-    "step_overlaps",
-    "OverlapSummary",
-    "overlap_summary",
-    "SpectrumWidth",
-    "spectrum_width",
-    "esd_report",
-    "PhaseTrack",
-    "phase_track",
-    "steps_to_heavy_tail",
-    "top_outlier_pvalue",
-]
+__all__ = ["PHASES", "svd_bases", "update_overlaps", "step_overlaps", "OverlapSummary", "overlap_summary",
+           "SpectrumWidth", "spectrum_width", "esd_report", "PhaseTrack", "phase_track", "steps_to_heavy_tail",
+           "top_outlier_pvalue"]
 
 PHASES: tuple[str, ...] = spectra.PHASES
 """The 5+1 phases of Martin & Mahoney, in their order of training (from :mod:`htlib.spectra`)."""
 
 
-# ----------------------------------------------------------------------------- overlaps
-
-
 def svd_bases(W: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Thin SVD ``W = U diag(s) Vᵀ`` in float64, singular values descending.
+    """Thin SVD ``W = U diag(s) Vᵀ`` of an ``a x c`` matrix in float64, singular values descending.
 
-    Parameters
-    ----------
-    W
-        An ``a x c`` matrix (numpy or torch).
-
-    Returns
-    -------
-    U : (a, b) ndarray, s : (b,) ndarray, V : (c, b) ndarray
-        With ``b = min(a, c)``; the columns of ``U`` and ``V`` are orthonormal.
-        ``V`` holds the right singular vectors as columns (the paper writes ``Vᵀ``
-        for the ``b x c`` matrix).
+    Returns ``U`` ``(a, b)``, ``s`` ``(b,)`` and ``V`` ``(c, b)`` (right singular vectors as columns),
+    ``b = min(a, c)``.
     """
     A = check_matrix("W", W)
     U, s, Vt = scipy.linalg.svd(A, full_matrices=False, lapack_driver="gesdd")
@@ -74,20 +38,10 @@ def svd_bases(W: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def update_overlaps(W: Any, M: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Overlaps (Def. 5.1) of the singular vectors of a weight and an update.
+    """Overlaps (Def. 5.1) of the singular vectors of a weight ``W`` and an update ``M`` (both ``h x d``).
 
-    Parameters
-    ----------
-    W, M
-        Matrices of the same shape ``h x d`` (e.g. ``W_{t+1}`` or ``W_t``, and
-        ``M_t = W_{t+1} - W_t``).
-
-    Returns
-    -------
-    O_U, O_V : (b, b) ndarrays, ``b = min(h, d)``
-        ``O(U_W, U_M) = (U_Wᵀ U_M)∘2`` and ``O(V_W, V_M) = (V_Wᵀ V_M)∘2``; row ``j``
-        belongs to the ``j``-th singular vector of ``W``, column ``k`` to the
-        ``k``-th of ``M`` (both by descending singular value).
+    Returns ``O(U_W, U_M) = (U_Wᵀ U_M)∘2`` and ``O(V_W, V_M) = (V_Wᵀ V_M)∘2``, ``(b, b)`` with ``b = min(h, d)``;
+    row ``j`` is the ``j``-th singular vector of ``W``, column ``k`` the ``k``-th of ``M`` (descending).
     """
     W_ = check_matrix("W", W)
     M_ = check_matrix("M", M)
@@ -99,62 +53,26 @@ def update_overlaps(W: Any, M: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def step_overlaps(traj: Any, t: int) -> dict[str, np.ndarray]:
-    """The four overlaps (before and after the step, ``U`` and ``V``) for step ``t`` of a trajectory, with ``M_t = W_{t+1} - W_t``.
-
-    Parameters
-    ----------
-    traj
-        A :class:`htlib.two_layer.Trajectory` that kept ``W_t`` and ``W_{t+1}``.
-    t
-        The step (``>= 0``).
-
-    Returns
-    -------
-    dict
-        ``"U_before"``: ``O(U_{W_t}, U_{M_t})``, ``"V_before"``: ``O(V_{W_t}, V_{M_t})``,
-        ``"U_after"``: ``O(U_{W_{t+1}}, U_{M_t})``, ``"V_after"``: ``O(V_{W_{t+1}}, V_{M_t})``.
-    """
+    """The overlaps of ``M_t = W_{t+1} - W_t`` with ``W_t`` (``"U_before"``, ``"V_before"``) and with ``W_{t+1}``
+    (``"U_after"``, ``"V_after"``), for a trajectory that kept both."""
     if t < 0:
         raise ValueError(f"t must be >= 0, got {t}")
     M = traj.update(t)  # raises ValueError when W_t or W_{t+1} was not kept
     U_m, _, V_m = svd_bases(M)
     U_0, _, V_0 = svd_bases(traj.weights[t])
     U_1, _, V_1 = svd_bases(traj.weights[t + 1])
-    return {
-        "U_before": spectra.overlaps(U_0, U_m),
-        "V_before": spectra.overlaps(V_0, V_m),
-        "U_after": spectra.overlaps(U_1, U_m),
-        "V_after": spectra.overlaps(V_1, V_m),
-    }
+    return {"U_before": spectra.overlaps(U_0, U_m), "V_before": spectra.overlaps(V_0, V_m),
+            "U_after": spectra.overlaps(U_1, U_m), "V_after": spectra.overlaps(V_1, V_m)}
 
 
 @dataclass(frozen=True)
 class OverlapSummary:
     """Numbers that describe an overlap matrix ``O`` (rows: weight, columns: update).
 
-    Attributes
-    ----------
-    k : int
-        Size of the leading block the block statistics refer to.
-    diagonal : ndarray
-        ``O[j, j]`` for ``j < k``.
-    block_mass : float
-        Sum of the leading ``k x k`` block.
-    diag_fraction : float
-        Share of the block's mass on its diagonal.
-    offdiag_mass : float
-        Block mass off the diagonal.
-    mean_index_distance : float
-        Mass-weighted mean of ``|i - j|`` over the block: how far from the
-        diagonal the mass sits (0 for a diagonal block).
-    participation : float
-        Mean over the block's rows of the inverse participation ratio
-        ``(sum_j p_ij)^2 / sum_j p_ij^2``: the effective number of update
-        directions each weight direction overlaps (1 = a single partner).
-    top_values : ndarray
-        The ``n_top`` largest entries of the whole matrix, descending.
-    top_index : ndarray
-        Their ``(row, column)`` indices, shape ``(n_top, 2)``.
+    ``diagonal``, ``block_mass``, ``diag_fraction`` and ``offdiag_mass`` are of the leading ``k x k`` block;
+    ``mean_index_distance`` is the mass-weighted mean of ``|i - j|`` over it (0 for a diagonal block);
+    ``participation`` the mean over its rows of ``(sum_j p_ij)^2 / sum_j p_ij^2`` (1 = a single partner);
+    ``top_values`` and ``top_index`` (``(n_top, 2)``) the largest entries of the whole matrix, descending.
     """
 
     k: int
@@ -169,17 +87,8 @@ class OverlapSummary:
 
 
 def overlap_summary(O: np.ndarray, *, k: int = 100, n_top: int = 5) -> OverlapSummary:
-    """Summarise an overlap matrix by its leading ``k x k`` block and its largest entries.
-
-    Parameters
-    ----------
-    O
-        A square non-negative matrix (an output of :func:`update_overlaps`).
-    k
-        Leading block size, ``1 <= k``; clipped to ``O``'s size.
-    n_top
-        Number of largest entries reported, ``>= 1``.
-    """
+    """Summarise a square non-negative ``O`` by its leading ``k x k`` block (``k`` clipped to its size) and its
+    ``n_top`` largest entries."""
     O = check_matrix("O", O)
     if O.shape[0] != O.shape[1]:
         raise ValueError(f"O must be a square matrix, got shape {O.shape}")
@@ -202,38 +111,15 @@ def overlap_summary(O: np.ndarray, *, k: int = 100, n_top: int = 5) -> OverlapSu
     flat = np.argpartition(O.ravel(), -n_top)[-n_top:]
     flat = flat[np.argsort(O.ravel()[flat])[::-1]]
     rows, cols = np.unravel_index(flat, O.shape)
-    return OverlapSummary(
-        k=k,
-        diagonal=diag,
-        block_mass=mass,
-        diag_fraction=tr / mass if mass > 0 else 0.0,
-        offdiag_mass=mass - tr,
-        mean_index_distance=dist,
-        participation=participation,
-        top_values=O.ravel()[flat].copy(),
-        top_index=np.stack([rows, cols], axis=1),
-    )
-
-
-# ----------------------------------------------------------------------------- widths
+    return OverlapSummary(k=k, diagonal=diag, block_mass=mass, diag_fraction=tr / mass if mass > 0 else 0.0,
+                          offdiag_mass=mass - tr, mean_index_distance=dist, participation=participation,
+                          top_values=O.ravel()[flat].copy(), top_index=np.stack([rows, cols], axis=1))
 
 
 @dataclass(frozen=True)
 class SpectrumWidth:
-    """Scale-free widths of an ESD (unchanged when every eigenvalue is multiplied by c > 0).
-
-    Attributes
-    ----------
-    decades : float
-        ``log10(l_max / l_min)`` over the positive eigenvalues.
-    bulk_decades : float
-        ``log10(q_0.95 / q_0.05)``: the width of the middle 90 %.
-    max_over_mean : float
-        ``l_max / mean(l)``: how far the top eigenvalue sits out, in units of the
-        mean (with weight normalization the mean is fixed at ``h`` for ``d <= h``).
-    cv : float
-        Coefficient of variation ``std(l) / mean(l)``.
-    """
+    """Scale-free widths of an ESD: ``decades = log10(l_max / l_min)`` (positive eigenvalues), ``bulk_decades =
+    log10(q_0.95 / q_0.05)``, ``max_over_mean = l_max / mean(l)`` and ``cv = std(l) / mean(l)``."""
 
     decades: float
     bulk_decades: float
@@ -251,15 +137,9 @@ def spectrum_width(eigs: Any) -> SpectrumWidth:
         raise ValueError("eigs must hold at least 2 positive eigenvalues")
     q05, q95 = np.quantile(pos, [0.05, 0.95])
     mean = float(e.mean())
-    return SpectrumWidth(
-        decades=float(np.log10(pos.max() / pos.min())),
-        bulk_decades=float(np.log10(q95 / q05)),
-        max_over_mean=float(e.max() / mean),
-        cv=float(e.std() / mean),
-    )
+    return SpectrumWidth(decades=float(np.log10(pos.max() / pos.min())), bulk_decades=float(np.log10(q95 / q05)),
+                         max_over_mean=float(e.max() / mean), cv=float(e.std() / mean))
 
-
-# ----------------------------------------------------------------------------- phases and heavy tails
 
 top_outlier_pvalue = spectra.top_outlier_pvalue
 
@@ -267,11 +147,8 @@ top_outlier_pvalue = spectra.top_outlier_pvalue
 def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHASE_RULES) -> spectra.SpectrumReport:
     """The book's one spectrum report (:func:`htlib.spectra.analyze_spectrum`) of the raw ESD of an ``h x d`` ``W``.
 
-    ``eigs`` are the eigenvalues of ``WᵀW`` (``Trajectory.esd``); when ``d > h`` its ``d - h``
-    structural zeros are dropped first, and ``gamma = min(h, d) / max(h, d)``.  The report carries
-    the phase, the heavy-tail verdict (``.heavy_tailed``; the stricter named option
-    ``.heavy_tailed_strict``), the MP fit, the outliers and WeightWatcher's ``PL_Alpha_KS`` fit
-    (``.alpha``, ``.xmin``, ``.n_tail``, ``.spike_pvalue``).
+    ``eigs`` are the eigenvalues of ``WᵀW`` (``Trajectory.esd``); when ``d > h`` its ``d - h`` structural zeros
+    are dropped first.
     """
     h, d = check_int("h", h, 1), check_int("d", d, 1)
     e = np.sort(to_numpy(eigs, "eigs").ravel())
@@ -283,29 +160,10 @@ def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra
 
 @dataclass(frozen=True)
 class PhaseTrack:
-    """Spectral state of a trajectory at every recorded step, all from one report per step.
+    """Spectral state of a trajectory at every recorded step, all read from one report per step (``reports``).
 
-    Eigenvalues are those of ``WᵀW / p`` with ``p = max(h, d)`` (Marchenko-Pastur scale; ``W0``
-    has its bulk in ``[(1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2]``).
-
-    Attributes
-    ----------
-    steps : (T,) int ndarray
-    gamma : float
-    top : (T, n_top) ndarray
-        The ``n_top`` largest eigenvalues, descending.
-    bulk_edge : (T,) ndarray
-        Fitted MP edge ``lambda_plus`` (on the non-zero part).
-    num_spikes : (T,) int ndarray
-        Outliers beyond ``lambda_plus + 4 s_TW``.
-    phase : tuple of str
-        The 5+1 phase at every step.
-    alpha_ks, alpha_hill : (T,) ndarrays
-        WeightWatcher's ``PL_Alpha_KS`` and ``PL_Alpha_Hill``.
-    heavy_tailed, heavy_tailed_strict : (T,) bool ndarrays
-        The book's heavy-tail verdict (phase is heavy-tailed) and its stricter named option.
-    reports : tuple of SpectrumReport
-        The reports everything above is read from.
+    Eigenvalues are those of ``WᵀW / p``, ``p = max(h, d)``: ``top`` ``(T, n_top)`` descending, ``bulk_edge``
+    the fitted MP edge, ``num_spikes`` the outliers beyond ``lambda_plus + 4 s_TW``.
     """
 
     steps: np.ndarray
@@ -321,28 +179,10 @@ class PhaseTrack:
     reports: tuple[Any, ...]
 
 
-def phase_track(
-    steps: Sequence[int],
-    esds: Sequence[Any],
-    *,
-    h: int,
-    d: int,
-    n_top: int = 3,
-    rules: spectra.PhaseRules = spectra.PHASE_RULES,
-) -> PhaseTrack:
-    """One :func:`esd_report` per recorded step, and the arrays a phase plot needs.
-
-    Parameters
-    ----------
-    steps, esds
-        Recorded steps and the raw ESDs of ``W_tᵀW_t`` (``Trajectory.steps``, ``Trajectory.esd``).
-    h, d
-        Shape of ``W`` (``h x d``), for the Marchenko-Pastur scale and ratio.
-    n_top
-        Number of top eigenvalues kept, ``>= 1``.
-    rules
-        The phase thresholds (:class:`htlib.spectra.PhaseRules`).
-    """
+def phase_track(steps: Sequence[int], esds: Sequence[Any], *, h: int, d: int, n_top: int = 3,
+                rules: spectra.PhaseRules = spectra.PHASE_RULES) -> PhaseTrack:
+    """One :func:`esd_report` per recorded step of the raw ESDs ``esds`` of an ``h x d`` ``W``, and the arrays a
+    phase plot needs."""
     h, d, n_top = check_int("h", h, 1), check_int("d", d, 1), check_int("n_top", n_top, 1)
     steps = check_ints("steps", steps, 0)
     if len(steps) != len(esds):
@@ -355,37 +195,19 @@ def phase_track(
         t = e[::-1][:n_top]
         top.append(np.pad(t, (0, n_top - t.size), constant_values=np.nan))
         hill.append(float(spectra.alpha_hill(e)))
-    return PhaseTrack(
-        steps=np.asarray(steps, dtype=np.int64),
-        gamma=q / p,
-        top=np.asarray(top),
-        bulk_edge=np.asarray([r.lambda_plus / p for r in reports]),
-        num_spikes=np.asarray([r.num_outliers for r in reports], dtype=np.int64),
-        phase=tuple(r.phase for r in reports),
-        alpha_ks=np.asarray([r.alpha for r in reports]),
-        alpha_hill=np.asarray(hill),
-        heavy_tailed=np.asarray([r.heavy_tailed for r in reports], dtype=bool),
-        heavy_tailed_strict=np.asarray([r.heavy_tailed_strict for r in reports], dtype=bool),
-        reports=reports,
-    )
+    return PhaseTrack(steps=np.asarray(steps, dtype=np.int64), gamma=q / p, top=np.asarray(top),
+                      bulk_edge=np.asarray([r.lambda_plus / p for r in reports]),
+                      num_spikes=np.asarray([r.num_outliers for r in reports], dtype=np.int64),
+                      phase=tuple(r.phase for r in reports), alpha_ks=np.asarray([r.alpha for r in reports]),
+                      alpha_hill=np.asarray(hill),
+                      heavy_tailed=np.asarray([r.heavy_tailed for r in reports], dtype=bool),
+                      heavy_tailed_strict=np.asarray([r.heavy_tailed_strict for r in reports], dtype=bool),
+                      reports=reports)
 
 
 def steps_to_heavy_tail(track: PhaseTrack, *, strict: bool = False) -> tuple[int | None, int | None]:
-    """First recorded step whose ESD is heavy-tailed, with the recorded step before it.
-
-    Parameters
-    ----------
-    track
-        A :class:`PhaseTrack` (:func:`phase_track`): the same reports the phase plots use.
-    strict
-        Use the stricter named option ``heavy_tailed_strict`` instead of the book's verdict.
-
-    Returns
-    -------
-    (first, previous)
-        ``first`` is the first recorded heavy-tailed step (``None`` if none is); the true first
-        step lies in ``(previous, first]`` (``previous`` is ``None`` when ``first`` is the first record).
-    """
+    """``(first, previous)``: the first recorded heavy-tailed step of ``track`` (``None`` if none; ``strict``: by
+    ``heavy_tailed_strict``) and the record before it (``None`` for the first record)."""
     if not isinstance(track, PhaseTrack):
         raise ValueError(f"track must be a PhaseTrack (from phase_track), got {type(track).__name__}")
     flags = track.heavy_tailed_strict if strict else track.heavy_tailed

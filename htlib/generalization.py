@@ -1,19 +1,8 @@
-"""Spectral numbers of a trained student and their rank correlation with its losses.
+"""Spectral numbers of a trained student and their rank correlation with its losses (trains nothing).
 
-The numerics behind comparing heavy-tail metrics with generalization across a sweep
-(they train nothing; training is :func:`htlib.two_layer.train`, spectra are :mod:`htlib.spectra`,
-the sweep grid is :class:`htlib.two_layer.RunGrid`):
-
-- :func:`final_metrics`: the last-step numbers of a run, with ``alpha_weighted``, the top
-  singular-value ratio and the spike-over-bulk ratio computed from its ESD;
-- Spearman rank correlations between metrics across a grid, with bootstrap confidence
-  intervals that resample whole seeds (the independent unit);
-- :func:`seed_mean`: the mean over seeds of any per-seed statistic, with the same kind of interval.
-
-The paper's sweeps, figure configurations, claim checks and tables are the chapter's:
-:mod:`htlib.experiments.generalization`.  This module stays a numerics module (not folded
-into the experiments one) because the seed-cluster bootstrap and the spectral ratios are
-reusable for any sweep of :func:`htlib.two_layer.train`.
+:func:`final_metrics` (the last-step numbers of a run, with ratios computed from its ESD), Spearman rank
+correlations across a :class:`htlib.two_layer.RunGrid` and :func:`seed_mean`, both with bootstrap intervals that
+resample whole seeds (the independent unit).  The chapter's use is :mod:`htlib.experiments.generalization`.
 """
 
 from __future__ import annotations
@@ -27,39 +16,14 @@ import scipy.stats
 from htlib._checks import check_float, check_int, to_numpy
 from htlib.two_layer import READOUT_METRICS, READOUT_SCALES, RunGrid, Trajectory
 
-__all__ = [
-    "METRICS",
-    "final_metrics",
-    "top_singular_ratio",
-    "spike_over_bulk",
-    "RankCorrelation",
-    "SeedMean",
-    "seed_mean",
-    "spearman_bootstrap",
-    "correlation_table",
-]
+__all__ = ["METRICS", "final_metrics", "top_singular_ratio", "spike_over_bulk", "RankCorrelation", "SeedMean",
+           "seed_mean", "spearman_bootstrap", "correlation_table"]
 
-METRICS: tuple[str, ...] = (
-    "train_loss",
-    "test_loss",
-    "kta",
-    "alpha_hill",
-    "alpha_ks",
-    "alpha_weighted",
-    "lambda_max",
-    "sv_ratio",
-    "spike_q90",
-    *(f"{m}@{s}" for s in READOUT_SCALES for m in READOUT_METRICS),
-)
-"""Per-run numbers at the last step. ``alpha_weighted = alpha_ks * log10(lambda_max)``
-(WeightWatcher's definition); ``sv_ratio = s_1 / s_2``, the top
-singular value of ``W`` over the second one; ``spike_q90 = lambda_max / q_0.9``, the top
-eigenvalue of ``WᵀW`` over the 90th percentile of its eigenvalues (how far the spike stands
-from the bulk on the eigenvalue scale).  Plain loss/KTA names follow each run's
-``readout_scale``; ``"test_loss@sqrt_d"`` etc. name one convention."""
-
-
-# ----------------------------------------------------------------------------- assembly
+METRICS: tuple[str, ...] = ("train_loss", "test_loss", "kta", "alpha_hill", "alpha_ks", "alpha_weighted", "lambda_max",
+                            "sv_ratio", "spike_q90", *(f"{m}@{s}" for s in READOUT_SCALES for m in READOUT_METRICS))
+"""Per-run numbers at the last step: ``alpha_weighted = alpha_ks * log10(lambda_max)`` (WeightWatcher's),
+``sv_ratio = s_1 / s_2`` of ``W``, ``spike_q90 = lambda_max / q_0.9`` of ``WᵀW``.  Plain loss/KTA names follow
+each run's ``readout_scale``; ``"test_loss@sqrt_d"`` etc. name one convention."""
 
 
 def top_singular_ratio(eigs: np.ndarray) -> float:
@@ -71,11 +35,8 @@ def top_singular_ratio(eigs: np.ndarray) -> float:
 
 
 def spike_over_bulk(eigs: np.ndarray, q: float = 0.9) -> float:
-    """``lambda_max / Q_q``: the top eigenvalue of ``WᵀW`` over the ``q``-quantile of all eigenvalues.
-
-    The bulk reference of the "outlier an order of magnitude from the bulk" reading of a log10
-    eigenvalue histogram: a value of 10 is one decade between the spike and the bulk's upper part.
-    """
+    """``lambda_max / Q_q``: the top eigenvalue of ``WᵀW`` over the ``q``-quantile of all eigenvalues (10: one
+    decade between the spike and the bulk's upper part)."""
     e = to_numpy(eigs, "eigs")
     if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)):
         raise ValueError("eigs must be a 1-D array of >= 2 finite eigenvalues")
@@ -108,25 +69,10 @@ def final_metrics(traj: Trajectory) -> dict[str, float]:
     }
 
 
-# ----------------------------------------------------------------------------- correlations
-
-
 @dataclass(frozen=True)
 class RankCorrelation:
-    """A Spearman rank correlation with a bootstrap confidence interval.
-
-    Attributes
-    ----------
-    rho : float
-        Spearman's rho over all finite pairs.
-    low, high : float
-        Percentile bootstrap interval at ``level``, resampling seeds (NaN if
-        fewer than two seeds).
-    level : float
-    n_points : int
-        Finite pairs used for ``rho``.
-    n_seeds : int
-    """
+    """A Spearman rank correlation (over ``n_points`` finite pairs) with a percentile bootstrap interval
+    ``[low, high]`` at ``level`` that resamples seeds (NaN with fewer than two seeds)."""
 
     rho: float
     low: float
@@ -149,44 +95,14 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(scipy.stats.spearmanr(x, y).statistic)
 
 
-def spearman_bootstrap(
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    method: str = "within",
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> RankCorrelation:
-    """Spearman's rho between ``x`` and ``y`` with a seed-resampling bootstrap interval.
+def spearman_bootstrap(x: np.ndarray, y: np.ndarray, *, method: str = "within", n_boot: int = 2000,
+                       level: float = 0.95, seed: int = 0) -> RankCorrelation:
+    """Spearman's rho between ``x`` and ``y`` (shape ``(..., n_seeds)``) with a bootstrap interval that resamples
+    whole seeds (runs of one seed share data and initial weights: seeds are the independent units).
 
-    Runs with the same seed share their data and initial weights, so seeds, not
-    single points, are the independent units, and the bootstrap resamples whole
-    seeds (a cluster bootstrap).  Two statistics:
-
-    - ``"within"`` (default): Spearman's rho across the cells (e.g. learning
-      rates) of each seed, averaged over seeds.  It measures how the two
-      quantities co-vary as the cell changes, free of the differences between
-      seeds (different data sets give different test losses at every eta).
-    - ``"pooled"``: one rho over all points of all seeds (ties from repeated
-      seeds get average ranks); between-seed differences enter it.
-
-    Non-finite pairs (diverged runs) are dropped; a seed or replicate whose rho
-    is undefined (fewer than 3 pairs, or a constant variable) is left out.
-
-    Parameters
-    ----------
-    x, y
-        Arrays of the same shape ``(..., n_seeds)``; the last axis indexes seeds,
-        the others are flattened into cells.
-    method
-        ``"within"`` or ``"pooled"``.
-    n_boot
-        Bootstrap replicates (``>= 1``).
-    level
-        Confidence level in ``(0, 1)``.
-    seed
-        Seed of the resampling generator.
+    ``method="within"``: rho across the cells of each seed, averaged over seeds (free of between-seed
+    differences); ``"pooled"``: one rho over all points.  Non-finite pairs are dropped; a seed or replicate whose
+    rho is undefined (fewer than 3 pairs, or a constant variable) is left out.
     """
     x, y = to_numpy(x, "x"), to_numpy(y, "y")  # NaN allowed: a diverged run, dropped below
     if x.shape != y.shape or x.ndim < 1 or x.shape[-1] < 1:
@@ -224,23 +140,11 @@ def spearman_bootstrap(
     return RankCorrelation(rho=rho, low=low, high=high, level=level, n_points=n_points, n_seeds=n_seeds)
 
 
-def correlation_table(
-    grid: RunGrid,
-    *,
-    metrics: Sequence[str] = ("alpha_hill", "alpha_ks", "alpha_weighted", "kta"),
-    target: str = "test_loss",
-    eta_min: float = 0.0,
-    eta_max: float = np.inf,
-    method: str = "within",
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> dict[tuple[str, str], RankCorrelation]:
-    """Spearman's rho of each metric against ``target`` across the eta grid, per optimizer.
-
-    Only learning rates in ``[eta_min, eta_max]`` enter; ``method`` as in
-    :func:`spearman_bootstrap`.  Returns ``{(optimizer, metric): RankCorrelation}``.
-    """
+def correlation_table(grid: RunGrid, *, metrics: Sequence[str] = ("alpha_hill", "alpha_ks", "alpha_weighted", "kta"),
+                      target: str = "test_loss", eta_min: float = 0.0, eta_max: float = np.inf, method: str = "within",
+                      n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict[tuple[str, str], RankCorrelation]:
+    """Spearman's rho of each metric against ``target`` across the etas in ``[eta_min, eta_max]``, per optimizer:
+    ``{(optimizer, metric): RankCorrelation}`` (``method`` as in :func:`spearman_bootstrap`)."""
     keep = (grid.etas >= eta_min) & (grid.etas <= eta_max)
     if not keep.any():
         raise ValueError(f"no learning rate of the grid lies in [{eta_min}, {eta_max}]")
@@ -253,22 +157,10 @@ def correlation_table(
     return out
 
 
-# ----------------------------------------------------------------------------- seed means
-
-
 @dataclass(frozen=True)
 class SeedMean:
-    """Means over seeds with percentile bootstrap intervals (arrays of the input's leading shape).
-
-    Attributes
-    ----------
-    mean, low, high : np.ndarray
-        The mean over the finite seeds and its interval at ``level`` (NaN where fewer than one
-        finite seed; ``low = high = mean`` with a single seed).
-    level : float
-    n_seeds : np.ndarray
-        Finite seeds entering each mean.
-    """
+    """Means over the finite seeds (``n_seeds`` of them) with percentile bootstrap intervals at ``level``
+    (arrays of the input's leading shape; NaN without a finite seed, ``low = high = mean`` with one)."""
 
     mean: np.ndarray
     low: np.ndarray
@@ -282,21 +174,8 @@ class SeedMean:
 
 
 def seed_mean(x: np.ndarray, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> SeedMean:
-    """The mean over the last axis (seeds) of ``x`` with a percentile bootstrap interval.
-
-    The seeds of a sweep are its independent units, so the interval resamples them
-    (``scipy.stats.bootstrap``, percentile method).  Non-finite entries (diverged runs) are left out.
-
-    Parameters
-    ----------
-    x : array_like, shape (..., n_seeds)
-        One per-seed statistic per cell (e.g. per learning rate).
-    n_boot : int
-        Bootstrap replicates (``>= 1``).
-    level : float
-        Confidence level in ``(0, 1)``.
-    seed : int
-        Seed of the resampling generator.
+    """The mean over the last axis (seeds) of ``x`` with a percentile bootstrap interval that resamples the seeds
+    (``scipy.stats.bootstrap``); non-finite entries (diverged runs) are left out.
 
     Examples
     --------

@@ -1,51 +1,12 @@
-"""The high-temperature Marchenko-Pastur (HTMP) family of paper 001.
+"""The high-temperature Marchenko-Pastur (HTMP) family of paper 001: density, CDF, Stieltjes transform, moments,
+tail exponents, the inverse law, the beta-Laguerre sampler, the KS and histogram fits of ``kappa``, and :data:`htmp`.
 
-Owns: the HTMP density, log-density, CDF, Stieltjes transform, moments, tail
-exponents and the inverse law; the beta-Laguerre finite-n sampler; the KS fit of
-``kappa`` (and scale) to an empirical spectral density; and a
-``scipy.stats.rv_continuous`` wrapper (:data:`htmp`).
-
-Notation (REFERENCE C): ``gamma`` in (0, 1), ``kappa > 0``, ``a = kappa/2``,
-``beta = kappa/(2 gamma)``, ``t = beta x``, ``delta = kappa (1-gamma)/(2 gamma)`` and
-
-    rho(x) = beta t^(delta-1) e^(-t) / (Gamma(a+1) Gamma(kappa/(2 gamma)) |U(a, 1-delta, -t)|^2).
-
-Evaluation of ``U(a, 1-delta, -t - i0)``, route by route (:func:`_u_eval`):
-
-1. **Fast route**: the connection formula
-
-       U(a, b, z) = Gamma(1-b)/Gamma(a-b+1) M(a, b, z) + Gamma(b-1)/Gamma(a) z^(1-b) M(a-b+1, 2-b, z)
-
-   with ``z = t e^(-i pi)``, ``M`` = ``scipy.special.hyp1f1`` at the real argument ``-t`` and the
-   Gamma prefactors carried in logarithms; an ``M`` that underflows in the upper tail is taken
-   through Kummer's transformation in logarithms.  SciPy's ``hyp1f1(a, b, .)`` is wrong when
-   ``a - b`` is an exact integer and ``b < 0`` (here: ``beta`` an integer); there the mean of
-   ``a +- 1e-9 a`` is used.  Two more windows where SciPy's ``hyp1f1`` is wrong (``a >= 5``,
-   ``b > 0``, ``-1 < z < 0``; ``a < 1.5``, ``-400 <= b <= -15``, ``z`` near ``-|b|``) are re-done
-   with mpmath (:func:`_checked_hyp1f1`), and a subnormal ``M`` counts as underflow.  Accurate to ~1e-12 relative wherever it is finite, except near
-   integer ``delta`` (poles of the two Gamma functions; relative error ~2e-14 / dist(delta, Z)):
-   within ``1e-4`` of an integer ``delta >= 1`` the density and CDF are Lagrange-interpolated in
-   ``delta`` from ``n +- 1e-3, n +- 2e-3`` (error ~1e-11).  Below ``delta = 1e-4`` the formula is
-   used directly down to ``delta = 1e-5`` (error <= 2e-9) and mpmath below that.
-2. **Large t**: ``U ~ t^-a e^(i pi a) sum_n (a)_n (beta)_n/(n! t^n)``, a sum of positive terms,
-   optimally truncated; used wherever its error estimate is below ``e^-36`` and always beyond
-   ``t = 1e3 (a+2)(beta+2) + 1e4``, where SciPy's Kummer series may never return (``x = 1e300``).
-3. **Riccati continuation** above the bulk, where the fast route overflows for large ``beta``:
-   ``y = w'/w`` with ``w(t) = U(a, 1-delta, -t-i0)`` solves ``y' = -y^2 - (1 + (1-delta)/t) y - a/t``;
-   it is integrated (DOP853, rtol 1e-12) forward from the last point where the fast route gives
-   both ``U(a, 1-delta)`` and ``U(a+1, 2-delta)``; ``w`` dominates forward there, so this is stable.
-4. **mpmath** ``hyperu`` at 25 digits, the last resort (``nan`` if it does not converge).
-5. **Marchenko-Pastur limit** for ``kappa > KAPPA_MP = 1000`` or ``beta > BETA_MP = 1600``, where
-   the routes above stop being fast: there ``sup |F_HTMP - F_MP| <= 0.5/kappa`` (measured 0.41/kappa
-   to 0.47/kappa at kappa = 250 and 1000, gamma from 0.1 to 0.9).
-
-``x = 0`` and ``x = inf`` are exact (``-inf`` log-density; CDF 0 and 1); ``log t`` is computed as
-``log beta + log x`` so that ``x = 5e-324`` stays finite.  ``tests/test_htmp.py`` checks the
-density against mpmath at 30 digits to 1e-8 relative on kappa in [0.1, 200], gamma in [0.1, 0.9],
-x from 1e-6 to 30, and at the hard inputs (integer beta and delta, delta down to 1e-7, kappa near
-1000, x in {0, 5e-324, 1e6, 1e300, inf}), each call in a subprocess under a timeout;
-``tests/test_reliability.py`` checks the CDF against quadrature of the density for gamma from 1e-6
-to 0.9999 and the density against mpmath in SciPy's bad windows.
+With ``a = kappa/2``, ``beta = kappa/(2 gamma)``, ``t = beta x`` and ``delta = kappa (1-gamma)/(2 gamma)``,
+``rho(x) = beta t^(delta-1) e^(-t) / (Gamma(a+1) Gamma(beta) |U(a, 1-delta, -t)|^2)``.  ``U(a, 1-delta, -t - i0)``
+(:func:`_u_eval`) comes from the connection formula through SciPy's ``hyp1f1`` (patched: :func:`_checked_hyp1f1`;
+interpolated near integer ``delta``), the large-t expansion, a Riccati continuation above the bulk, mpmath, and the MP
+limit beyond :data:`KAPPA_MP`; accurate to ~1e-12 relative wherever finite (``tests/test_htmp.py``,
+``tests/test_reliability.py``).
 """
 
 from __future__ import annotations
@@ -62,61 +23,30 @@ from scipy.linalg import eigh_tridiagonal
 from htlib._checks import check_choice, check_float, check_int, check_ints, check_vector, to_numpy
 from htlib.spectra import ks_distance_sorted
 
-__all__ = [
-    "htmp_pdf",
-    "htmp_logpdf",
-    "htmp_cdf",
-    "htmp_sf",
-    "htmp_logsf",
-    "htmp_logcdf",
-    "KAPPA_MP",
-    "htmp_stieltjes",
-    "htmp_moments",
-    "HTMPMoments",
-    "inverse_htmp_pdf",
-    "inverse_tail_slope",
-    "tail_exponents",
-    "TailExponents",
-    "sample_htmp",
-    "HTMPFit",
-    "fit_htmp",
-    "fit_scale_ks",
-    "HistFit",
-    "fit_htmp_l1",
-    "InverseFit",
-    "fit_inverse_htmp",
-    "hist_l1",
-    "kappa_from_moments",
-    "ks_distance",
-    "quadrature_moments",
-    "htmp_gen",
-    "htmp",
-    "spiked_htmp_spectrum",
-]
+__all__ = ["htmp_pdf", "htmp_logpdf", "htmp_cdf", "htmp_sf", "htmp_logsf", "htmp_logcdf", "KAPPA_MP", "htmp_stieltjes",
+           "htmp_moments", "HTMPMoments", "inverse_htmp_pdf", "inverse_tail_slope", "tail_exponents", "TailExponents",
+           "sample_htmp", "HTMPFit", "fit_htmp", "fit_scale_ks", "HistFit", "fit_htmp_l1", "InverseFit",
+           "fit_inverse_htmp", "hist_l1", "kappa_from_moments", "ks_distance", "quadrature_moments", "htmp_gen", "htmp",
+           "spiked_htmp_spectrum"]
 
 _INT_TOL = 1e-4  # interpolate in delta where |delta - round(delta)| < _INT_TOL
 _TINY_DELTA = 1e-5  # below: mpmath (the connection formula loses ~2e-14/delta)
 _MP_DPS = 25
 KAPPA_MP = 1000.0
-"""Above this kappa (or where beta = kappa/(2 gamma) exceeds :data:`BETA_MP`) the functions return
-the Marchenko-Pastur limit; there sup |F_HTMP - F_MP| <= 0.5/kappa (measured: 0.41/kappa to
-0.47/kappa at kappa = 250 and 1000, gamma from 0.1 to 0.9; ``tests/test_htmp.py`` rechecks it)."""
+"""Above this kappa (or beta above :data:`BETA_MP`) the functions return the Marchenko-Pastur limit, within
+sup |F_HTMP - F_MP| <= 0.5/kappa (measured 0.41/kappa to 0.47/kappa at kappa = 250, 1000 and gamma 0.1 to 0.9)."""
 BETA_MP = 1600.0
 """The fast route and its continuations are exact up to beta = 1600; beyond, the MP limit."""
-
 
 # ----------------------------------------------------------------------------- validation
 def _check_params(kappa: float, gamma: float, *, mp_limit: bool = False) -> tuple[float, float]:
     """``kappa > 0`` finite (``+inf``, Marchenko-Pastur, too with ``mp_limit``) and ``0 < gamma < 1``."""
     # scipy.stats hands shape parameters over as 0-d arrays
     kappa, gamma = (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in (kappa, gamma))
-    return (check_float("kappa", kappa, low=0.0, posinf=mp_limit),
-            check_float("gamma", gamma, low=0.0, high=1.0))
-
+    return (check_float("kappa", kappa, low=0.0, posinf=mp_limit), check_float("gamma", gamma, low=0.0, high=1.0))
 
 def _check_scale(scale: float) -> float:
     return check_float("scale", scale, low=0.0)
-
 
 @dataclass(frozen=True)
 class _P:
@@ -137,46 +67,29 @@ class _P:
 
     @property
     def log_norm(self) -> float:
-        """log of beta / (Gamma(a+1) Gamma(kappa/(2 gamma)))."""
         return math.log(self.beta) - special.gammaln(self.a + 1) - special.gammaln(self.beta)
-
 
 # ----------------------------------------------------------------------------- U(a, 1-delta, -t - i0)
 def _hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np.ndarray:
-    """SciPy's ``hyp1f1`` with its one known blind spot patched: when ``a - b`` is an exact
-    integer and ``b < 0`` it is wrong (``hyp1f1(20.5, -19.5, -2)`` gives 12.095, not 11.339); there
-    the symmetric mean of ``a +- eps`` is used (error ``eps^2 |M_aa|/2``, about 1e-16 relative)."""
+    """SciPy's ``hyp1f1``, patched where ``a - b`` is an exact integer and ``b < 0`` (``hyp1f1(20.5, -19.5, -2)`` gives
+    12.095, not 11.339): there the mean at ``a +- eps`` (error about 1e-16 relative)."""
     if b < 0 and abs((a - b) - round(a - b)) < 1e-12 * max(1.0, abs(a)):
         eps = 1e-9 * max(1.0, abs(a))
         zz = np.asarray(z, dtype=np.float64)
         return 0.5 * (_checked_hyp1f1(a + eps, b, zz, exact) + _checked_hyp1f1(a - eps, b, zz, exact))
     return _checked_hyp1f1(a, b, np.asarray(z, dtype=np.float64), exact)
 
-
 def _scipy_suspect(a: float, b: float, z: np.ndarray) -> np.ndarray:
-    """Where SciPy's ``hyp1f1`` has wrong windows that no cheap check detects (see
-    :func:`_checked_hyp1f1`): ``a < 1.5``, ``-400 <= b <= -15``, ``0.3 |b| <= -z <= 3 |b|``."""
+    """SciPy's undetectable bad ``hyp1f1`` window: ``a < 1.5``, ``-400 <= b <= -15``, ``0.3 |b| <= -z <= 3 |b|``."""
     if a < 1.5 and -400.0 <= b <= -15.0:
         return (z <= -0.3 * abs(b)) & (z >= -3.0 * abs(b))
     return np.zeros(np.shape(z), dtype=bool)
 
-
 def _checked_hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np.ndarray:
-    """``special.hyp1f1(a, b, z)``, re-done with mpmath where SciPy is wrong.
-
-    Two failure regions, mapped against mpmath (30 digits) on grids of ``a``, ``b`` and ``z``:
-
-    - ``a >= 5``, ``b > 0``, windows of ``-1 < z < 0``: ``hyp1f1(5, 0.95, -0.8)`` gives -1.14, not
-      -0.29; at ``a = 300, b = 1.5`` the value is off by a factor of 1e14.  There the Taylor series
-      converges fast; it is summed in float64 as a check, with its rounding bound
-      ``1e-16 sum |terms|``; where SciPy's value lies outside that bound (or the bound exceeds 1e-7
-      relative, too loose to tell), mpmath replaces it.
-    - ``a < 1.5``, ``-300 <= b <= -22``, windows of ``0.36 |b| < -z < 2.5 |b|`` (relative errors
-      up to 1e8, e.g. ``hyp1f1(0.05, -48.95, -39.7)``; none found for ``a >= 1.5`` nor at
-      ``b = -600, -1200``): with ``exact`` every point of :func:`_scipy_suspect` is taken from
-      mpmath.  For HTMP this is ``kappa < 3`` with ``16 <= delta <= 400``, the bulk of ``m1``.
-      ``exact=False`` (the coarse branch grid of :func:`_approx_cdf_grid`) skips this region.
-    """
+    """``special.hyp1f1(a, b, z)``, re-done with mpmath where SciPy is wrong (mapped against mpmath at 30 digits):
+    ``a >= 5``, ``b > 0``, ``-1 < z < 0`` (``hyp1f1(5, 0.95, -0.8)`` gives -1.14, not -0.29) where SciPy lies outside
+    the rounding bound of the Taylor series (or that exceeds 1e-7 relative); with ``exact``, every point of
+    :func:`_scipy_suspect` (errors up to 1e8; for HTMP ``kappa < 3``, ``16 <= delta <= 400``)."""
     out = np.asarray(special.hyp1f1(a, b, z), dtype=np.float64)
     flat = z.ravel()
     redo = _scipy_suspect(a, b, flat) if exact else np.zeros(flat.shape, dtype=bool)
@@ -200,21 +113,16 @@ def _checked_hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np
                     out.flat[i] = np.nan  # the routes after the fast one take over
     return out
 
-
 def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None,
             exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(log scale L, real part, imaginary part) with U(a, 1-d, -t-i0) = e^L (re + i im).
-
-    Non-finite entries mark points the fast route cannot evaluate.  ``log_t`` (optional) keeps
-    ``log t`` exact where ``t`` itself underflows.
-    """
+    """(log scale L, re, im) with U(a, 1-d, -t-i0) = e^L (re + i im); non-finite where the fast route fails.
+    ``log_t`` keeps ``log t`` exact where ``t`` underflows."""
     with np.errstate(all="ignore"):
         if log_t is None:
             log_t = np.log(t)
         m1 = _hyp1f1(a, 1 - d, -t, exact)
         m2 = _checked_hyp1f1(a + d, 1 + d, -t, exact)
-        # M(a+d, 1+d, -t) underflows in the upper tail: Kummer, e^-t M(1-a, 1+d, t), in logs.
-        # Subnormal values count as underflow: 5e-324 carries one bit (gamma = 0.003, kappa = 5).
+        # M(a+d, 1+d, -t) underflows in the upper tail (subnormals too): Kummer, e^-t M(1-a, 1+d, t), in logs
         under = np.abs(m2) < 1e-290
         log_m2 = np.log(np.abs(m2))
         if under.any():
@@ -236,15 +144,9 @@ def _u_fast(t: np.ndarray, a: float, d: float, log_t: np.ndarray | None = None,
         im = im / s
     return big, re, im
 
-
 def _log_s_asym(t: np.ndarray, a: float, beta: float, nmax: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Large-t expansion ``U(a, 1-delta, -t-i0) ~ t^-a e^(i pi a) S``, ``S = sum_n (a)_n (beta)_n / (n! t^n)``.
-
-    All terms are positive (no cancellation); the sum is truncated before its smallest term
-    (optimal truncation) or where the terms have fallen below 1e-17 of the sum.  Returns ``log S``
-    and the log of the relative error estimate (the neglected part is exponentially small, of the
-    order of the density itself).
-    """
+    """Large-t expansion ``U(a, 1-delta, -t-i0) ~ t^-a e^(i pi a) S``, ``S = sum_n (a)_n (beta)_n / (n! t^n)``, positive
+    terms optimally truncated; returns ``log S`` and the log of the relative error estimate."""
     t = np.asarray(t, dtype=np.float64)
     ls = np.empty(t.shape)
     err = np.empty(t.shape)
@@ -272,26 +174,16 @@ def _log_s_asym(t: np.ndarray, a: float, beta: float, nmax: int | None = None) -
         err[lo : lo + rows] = e
     return ls, err
 
-
 _ASYM_OK = -36.0  # accept the large-t expansion where its error estimate is below e^-36 (2e-16)
 
-
 def _t_huge(a: float, beta: float) -> float:
-    """Beyond this t the expansion converges to machine precision within a few terms; the
-    hypergeometric series are never called there (SciPy's Kummer series can loop for ever)."""
+    """Beyond this t the expansion is exact within a few terms (SciPy's Kummer series can loop for ever there)."""
     return 1e3 * (a + 2.0) * (beta + 2.0) + 1e4
 
-
 def _u_ode(t_out: np.ndarray, p: "_P", t1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Continue ``w(t) = U(a, 1-delta, -t-i0)`` from ``t1`` up to the points ``t_out > t1``.
-
-    Integrates the Riccati equation of ``y = w'/w``, ``y' = -y^2 - (1 + b/t) y - a/t``
-    (Kummer's equation in ``t = -z``, ``b = 1-delta``) with ``log w' = y``; ``w'(t1) = a U(a+1, 2-delta, -t1-i0)``
-    comes from the fast route.  Used above the bulk, where ``w`` is the dominant solution
-    forward in ``t`` (so the integration is stable) and the fast route overflows.
-    """
+    """Continue ``w(t) = U(a, 1-delta, -t-i0)`` from ``t1`` to ``t_out > t1`` by the Riccati equation of ``y = w'/w``,
+    ``y' = -y^2 - (1 + b/t) y - a/t`` (DOP853), from the fast route; stable above the bulk, where ``w`` dominates."""
     from scipy.integrate import solve_ivp
-
     a, d = p.a, p.delta
     b = 1.0 - d
     # start at the largest t <= t1 where both U(a, 1-d) and U(a+1, 2-d) come out of the fast route
@@ -311,12 +203,10 @@ def _u_ode(t_out: np.ndarray, p: "_P", t1: float) -> tuple[np.ndarray, np.ndarra
     y0 = a * math.exp(L1 - L0) * complex(r1, i1) / complex(r0, i0)
     w0 = complex(r0, i0)
     l0 = complex(L0 + math.log(abs(w0)), math.atan2(w0.imag, w0.real))
-
     def rhs(t, s):
         y = complex(s[0], s[1])
         dy = -y * y - (1.0 + b / t) * y - a / t
         return [dy.real, dy.imag, y.real, y.imag]
-
     ts = np.unique(t_out)
     sol = solve_ivp(rhs, (t1, float(ts[-1])), [y0.real, y0.imag, l0.real, l0.imag], method="DOP853",
                     t_eval=ts, rtol=1e-12, atol=1e-14)
@@ -325,7 +215,6 @@ def _u_ode(t_out: np.ndarray, p: "_P", t1: float) -> tuple[np.ndarray, np.ndarra
     lr = np.interp(t_out, ts, sol.y[2])
     ph = np.interp(t_out, ts, sol.y[3])
     return lr, np.cos(ph), np.sin(ph)
-
 
 def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
     """mpmath version of :func:`_u_fast` at one point (the last resort)."""
@@ -340,15 +229,10 @@ def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
         lg = float(mpmath.log(mag))
         return lg, float(u.real / mag), float(u.imag / mag)
 
-
 def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None,
             exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0 (finite or +inf).
-
-    Route per point: the large-t expansion beyond :func:`_t_huge`; else the fast route; where it
-    fails, the large-t expansion if its error estimate is below ``e^-36``; above the bulk, the
-    Riccati continuation :func:`_u_ode` from the last good point; finally mpmath.
-    """
+    """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0: the large-t expansion beyond :func:`_t_huge`, else the fast
+    route; where it fails the expansion (error below e^-36), the Riccati continuation above the bulk, finally mpmath."""
     t = np.asarray(t, dtype=np.float64)
     if log_t is None:
         with np.errstate(divide="ignore"):
@@ -390,21 +274,13 @@ def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None,
             big.flat[i], re.flat[i], im.flat[i] = _u_mp(t.flat[i], p)
     return big, re, im
 
-
 def _near_integer_delta(kappa: float, gamma: float) -> bool:
-    """True where the connection formula cancels (delta within ``_INT_TOL`` of an integer n >= 1).
-
-    Near ``n = 0`` (``delta < 1e-4``) the nodes ``n +- 2h`` would step below zero; there the
-    direct formula is used down to ``delta = _TINY_DELTA`` (relative error about 2e-14/delta)
-    and mpmath below it.
-    """
+    """True where delta is within ``_INT_TOL`` of an integer n >= 1 (the connection formula cancels there)."""
     d = kappa * (1 - gamma) / (2 * gamma)
     return round(d) >= 1 and abs(d - round(d)) < _INT_TOL
 
-
 def _integer_delta_combine(fn, kappa: float, gamma: float):
-    """Evaluate ``fn(kappa')`` at delta = n +- h, n +- 2h (h = 1e-3) and Lagrange-interpolate to
-    the requested delta (within ``_INT_TOL`` of the integer n >= 1): error O(h^4) + 2e-14/h."""
+    """``fn(kappa')`` at delta = n +- h, n +- 2h (h = 1e-3), Lagrange-interpolated to delta: error O(h^4) + 2e-14/h."""
     d = kappa * (1 - gamma) / (2 * gamma)
     n = round(d)
     h = 1e-3
@@ -417,11 +293,8 @@ def _integer_delta_combine(fn, kappa: float, gamma: float):
         out = out + w * fn(k_j)
     return out
 
-
 def _mp_limit(kappa: float, gamma: float) -> bool:
-    """True where the MP limit replaces HTMP; see :data:`KAPPA_MP`."""
     return kappa > KAPPA_MP or kappa / (2 * gamma) > BETA_MP
-
 
 def _logpdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     """log rho at finite x > 0 (scale 1), all the special cases but the MP limit handled."""
@@ -438,7 +311,6 @@ def _logpdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     log_u2 = 2 * big + np.log(re * re + im * im)
     return p.log_norm + (p.delta - 1) * log_t - t - log_u2
 
-
 # ----------------------------------------------------------------------------- density
 def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """Log of the HTMP density at ``x`` (vectorized; ``-inf`` for ``x <= 0`` and ``x = inf``).
@@ -446,14 +318,13 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     Parameters
     ----------
     x : array_like
-        Points (float64).  With ``scale = c`` the density is ``rho(x/c)/c``.
+        Points; with ``scale = c`` the density is ``rho(x/c)/c``.
     kappa : float
-        Temperature parameter, ``> 0`` (``kappa -> inf`` is Marchenko-Pastur).  Above
-        :data:`KAPPA_MP` the Marchenko-Pastur limit is returned (error bound there).
+        ``> 0``; above :data:`KAPPA_MP` the Marchenko-Pastur limit.
     gamma : float
         Aspect ratio in (0, 1).
     scale : float
-        Scale ``c > 0`` (the mean of the law).
+        ``c > 0``, the mean of the law.
 
     Returns
     -------
@@ -465,7 +336,6 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     x = to_numpy(x, "x") / scale
     if _mp_limit(kappa, gamma):
         from htlib import spectra
-
         with np.errstate(divide="ignore"):
             return np.where(np.isnan(x), np.nan, np.log(spectra.mp_density(np.nan_to_num(x, posinf=0.0), gamma))) - math.log(scale)
     out = np.full(x.shape, -np.inf)
@@ -475,17 +345,12 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     out[np.isnan(x)] = np.nan
     return out - math.log(scale)
 
-
 def htmp_pdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """The HTMP density ``rho(x/scale)/scale`` (vectorized, float64); see :func:`htmp_logpdf`."""
     return np.exp(htmp_logpdf(x, kappa, gamma, scale))
 
-
 def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
-    """Density of ``1/X`` for ``X ~ HTMP(kappa, gamma)``: ``rho(1/y)/y^2``.
-
-    Its upper tail is a power law with exponent ``1 + delta``, see :func:`tail_exponents`.
-    """
+    """Density ``rho(1/y)/y^2`` of ``1/X``, ``X ~ HTMP(kappa, gamma)``; its upper tail has exponent ``1 + delta``."""
     y = to_numpy(y, "y")
     out = np.zeros(y.shape)
     pos = y > 0
@@ -493,25 +358,19 @@ def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
     out[np.isnan(y)] = np.nan
     return out
 
-
 def inverse_tail_slope(y, kappa: float, gamma: float) -> np.ndarray:
-    """Local log-log slope ``d log f / d log y`` of the inverse law's density at ``y`` (central
-    difference, step 1e-4 in log y); tends to ``-(1 + delta)`` as ``y -> inf``."""
+    """Local slope ``d log f / d log y`` of the inverse law's density (central differences): to ``-(1 + delta)``."""
     y = to_numpy(y, "y")
     h = 1e-4
     up = np.log(inverse_htmp_pdf(y * math.exp(h), kappa, gamma))
     down = np.log(inverse_htmp_pdf(y * math.exp(-h), kappa, gamma))
     return (up - down) / (2 * h)
 
-
 @dataclass(frozen=True)
 class TailExponents:
-    """``htmp_lower``: rho(x) ~ x^htmp_lower as x -> 0; ``inverse_alpha``: the inverse law's
-    density decays like y^(-inverse_alpha) (the PL alpha of the other chapters)."""
-
+    """``htmp_lower``: rho(x) ~ x^htmp_lower as x -> 0; the inverse law's density decays like y^(-inverse_alpha)."""
     htmp_lower: float
     inverse_alpha: float
-
 
 def tail_exponents(kappa: float, gamma: float) -> TailExponents:
     """Tail exponents: ``delta - 1`` near zero for HTMP, ``1 + delta`` for the inverse law."""
@@ -519,15 +378,12 @@ def tail_exponents(kappa: float, gamma: float) -> TailExponents:
     d = _P(kappa, gamma).delta
     return TailExponents(htmp_lower=d - 1.0, inverse_alpha=1.0 + d)
 
-
 @dataclass(frozen=True)
 class HTMPMoments:
     """Result of :func:`htmp_moments`: ``mean`` (= 1), ``second`` moment and ``variance``."""
-
     mean: float
     second: float
     variance: float
-
 
 def htmp_moments(kappa: float, gamma: float) -> HTMPMoments:
     """Mean (= 1), second moment ``1 + gamma + 2 gamma/kappa`` and variance of HTMP."""
@@ -535,13 +391,9 @@ def htmp_moments(kappa: float, gamma: float) -> HTMPMoments:
     m2 = 1.0 + gamma + 2.0 * gamma / kappa
     return HTMPMoments(mean=1.0, second=m2, variance=m2 - 1.0)
 
-
 def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
-    """Moment estimator ``(kappa, scale)``: ``scale = mean``, ``kappa = 2 gamma/(m2/m1^2 - 1 - gamma)``.
-
-    ``kappa = inf`` (Marchenko-Pastur) when ``m2/m1^2 <= 1 + gamma``.  Fast, but sensitive to
-    outliers (spikes); :func:`fit_htmp` uses it only as a starting point.
-    """
+    """Moment estimator ``(kappa, scale)``: ``scale = mean``, ``kappa = 2 gamma/(m2/m1^2 - 1 - gamma)``, ``inf`` (MP)
+    when the denominator is <= 0; sensitive to outliers."""
     _check_params(1.0, gamma)
     e = check_vector("eigs", eigs)
     if np.any(e < 0) or not np.any(e > 0):
@@ -550,10 +402,8 @@ def kappa_from_moments(eigs, gamma: float) -> tuple[float, float]:
     denom = float(np.mean(e * e) / (m1 * m1)) - 1.0 - gamma
     return (2.0 * gamma / denom if denom > 0 else math.inf), m1
 
-
 def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarray:
-    """``int x^k rho(x) dx`` for each k in ``orders`` by adaptive quadrature (scipy ``quad``),
-    split at fixed breakpoints; the independent check of :func:`htmp_moments`."""
+    """``int x^k rho(x) dx`` for k in ``orders`` by quadrature: the independent check of :func:`htmp_moments`."""
     kappa, gamma = _check_params(kappa, gamma)
     orders = check_ints("orders", orders, 0, min_len=1)
     pts = [0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.1, 0.5, 1.0, 2.0, 4.0, np.inf]
@@ -563,19 +413,14 @@ def quadrature_moments(kappa: float, gamma: float, orders=(0, 1, 2)) -> np.ndarr
         out.append(sum(integrate.quad(f, lo, hi, limit=200, epsabs=1e-13, epsrel=1e-11)[0] for lo, hi in zip(pts[:-1], pts[1:])))
     return np.array(out)
 
-
 def ks_distance(eigs, kappa: float, gamma: float, scale: float = 1.0) -> float:
-    """Kolmogorov-Smirnov distance between the empirical CDF of ``eigs`` and HTMP's CDF
-    (``kappa = inf`` uses the Marchenko-Pastur CDF of ``htlib.spectra``).  ``eigs`` must be a
-    non-empty finite sample; ``kappa`` is ``> 0`` or ``+inf``."""
+    """KS distance between the empirical CDF of ``eigs`` and HTMP's CDF (``kappa = inf``: Marchenko-Pastur's)."""
     x = np.sort(check_vector("eigs", eigs))
     kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
     if math.isinf(kappa):
         from htlib import spectra
-
         return ks_distance_sorted(spectra.mp_cdf(x, gamma, _check_scale(scale)))
     return ks_distance_sorted(htmp_cdf(x, kappa, gamma, scale))
-
 
 # ----------------------------------------------------------------------------- CDF
 def _upper_t(p: _P) -> float:
@@ -584,14 +429,12 @@ def _upper_t(p: _P) -> float:
     edge = p.beta * (1.0 + math.sqrt(p.gamma)) ** 2
     return max(shape + 25.0 * math.sqrt(shape), 1.2 * edge + 25.0 * math.sqrt(edge)) + 60.0
 
-
 def _u_any(t: np.ndarray, p: _P, log_t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_u_eval`, or mpmath point by point where delta < ``_TINY_DELTA``."""
     if p.delta >= _TINY_DELTA:
         return _u_eval(t, p, log_t)
     vals = [_u_mp(ti, p) for ti in np.ravel(t)]
     return tuple(np.array([v[j] for v in vals], dtype=np.float64).reshape(np.shape(t)) for j in range(3))
-
 
 @functools.lru_cache(maxsize=64)
 def _approx_cdf_grid(kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -617,12 +460,9 @@ def _approx_cdf_grid(kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray
     log_rho_t = p.log_norm - math.log(p.beta) + (p.delta - 1) * log_t - t - lu
     f = np.exp(log_rho_t + log_t)  # density in log t
     cum = np.concatenate([[0.0], np.cumsum(0.5 * (f[1:] + f[:-1]) * np.diff(log_t))])
-    # The mass below the grid is what the grid misses of 1 (the grid reaches past the upper tail).
-    # Not f[0]/delta from rho ~ t^(delta-1): for small delta, |U|^2 still varies like log^2 t down
-    # there, and that estimate came out above 1 (gamma = 0.9998, kappa = 2: 1.06), branch and all.
+    # the mass below the grid is what it misses of 1 (not f[0]/delta: for small delta |U|^2 ~ log^2 t there)
     cum += max(0.0, 1.0 - cum[-1])
     return t, cum
-
 
 def _cdf_t(t: np.ndarray, p: _P, log_t: np.ndarray) -> np.ndarray:
     big, re, im = _u_any(t, p, log_t)
@@ -635,7 +475,6 @@ def _cdf_t(t: np.ndarray, p: _P, log_t: np.ndarray) -> np.ndarray:
         k = np.round((math.pi * p.a * f_approx - w) / math.pi)
     return np.clip((k * math.pi + w) / (math.pi * p.a), 0.0, 1.0)
 
-
 def _cdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     """F at finite x > 0 (scale 1), integer delta interpolated."""
     if _near_integer_delta(kappa, gamma):
@@ -643,18 +482,12 @@ def _cdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     p = _P(kappa, gamma)
     return _cdf_t(p.beta * x, p, math.log(p.beta) + np.log(x))
 
-
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
 _SF_PANELS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0])
 
-
 def _tail_mass(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """``int_x^inf rho`` for points x beyond the mode, with relative accuracy.
-
-    Past the mode ``log rho`` is concave-like and decays at least at its local rate ``r`` at x,
-    so ``[x, x + 48/r]`` holds all but ``e^-48`` of the tail; composite 20-point Gauss-Legendre
-    on panels ``x + [0, .25, .5, 1, ..., 48]/r`` of ``rho(u)/rho(x)``.
-    """
+    """``int_x^inf rho`` beyond the mode with relative accuracy: Gauss-Legendre panels ``x + [0, .25, ..., 48]/r`` of
+    ``rho(u)/rho(x)``, ``r`` the local decay rate of ``log rho`` (all but e^-48 of the tail)."""
     lx = _logpdf_unit(x, kappa, gamma)
     h = 1e-6 * x
     r = -(_logpdf_unit(x + h, kappa, gamma) - _logpdf_unit(x - h, kappa, gamma)) / (2 * h)
@@ -666,7 +499,6 @@ def _tail_mass(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, n
     lu = _logpdf_unit(np.where(np.isfinite(u), u, 1.0).ravel(), kappa, gamma).reshape(u.shape)
     s = np.sum(np.exp(lu - lx[:, None]) * wts.ravel()[None, :], axis=1) / r
     return np.exp(lx) * s, lx + np.log(s)
-
 
 def _sf_unit(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
     """(sf, log sf) at finite x > 0: ``1 - F`` where ``F < 0.99``, the tail integral beyond."""
@@ -682,25 +514,14 @@ def _sf_unit(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, np.
         lsf[np.flatnonzero(far)[okk]] = ls[okk]
     return sf, lsf
 
-
 def _mp_cdf(x: np.ndarray, gamma: float) -> np.ndarray:
     from htlib import spectra
-
     return np.where(np.isnan(x), np.nan, spectra.mp_cdf(np.nan_to_num(x, posinf=1e300), gamma))
 
-
 def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
-    """The HTMP CDF: ``F(x) = (2/(pi kappa)) arg U(kappa/2, 1-delta, -beta x - i0)``, unwrapped.
-
-    The phase is computed exactly modulo pi; its branch (a multiple of pi, needed when
-    ``kappa > 2``) is read off a coarse trapezoid integral of the density, which only has to
-    be within ``1/kappa`` of the truth; it is normalised by the mass it covers, so the mass near 0
-    (large as ``gamma -> 1``, ``delta -> 0``) is exact.  Accurate in absolute terms (about 1e-12;
-    2e-8 at ``gamma = 0.99999``); for relative accuracy in the upper tail use :func:`htmp_sf`.
-    Above :data:`KAPPA_MP`, or where ``beta`` exceeds :data:`BETA_MP` (``gamma < kappa/3200``: small
-    ``gamma``), the MP CDF, exact in itself to ``gamma = 1e-17`` (:func:`htlib.spectra.mp_cdf`); the
-    MP limit stands within ``0.5/kappa`` of HTMP there (documented at :data:`KAPPA_MP`).
-    """
+    """The HTMP CDF ``F(x) = (2/(pi kappa)) arg U(kappa/2, 1-delta, -beta x - i0)``, unwrapped: the phase modulo pi
+    exactly, its branch from a coarse integral of the density.  About 1e-12 absolute (:func:`htmp_sf` for the upper
+    tail); the MP CDF in the MP limit (:data:`KAPPA_MP`)."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
     x = to_numpy(x, "x") / scale
@@ -713,12 +534,9 @@ def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     out[np.isnan(x)] = np.nan
     return out
 
-
 def htmp_sf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
-    """Survival function ``1 - F(x)``, with relative accuracy in the upper tail (tail integral
-    of the density where ``F > 0.99``)."""
+    """Survival function ``1 - F(x)``, relatively accurate in the upper tail (a tail integral where ``F > 0.99``)."""
     return np.exp(htmp_logsf(x, kappa, gamma, scale))
-
 
 def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """``log(1 - F(x))``, finite far into the upper tail (see :func:`htmp_sf`)."""
@@ -735,10 +553,8 @@ def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     out[np.isnan(x)] = np.nan
     return out
 
-
 def htmp_logcdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
-    """``log F(x)``: in the lower tail the phase is small and computed with relative accuracy,
-    so ``log`` of it keeps it; ``log1p(-sf)`` in the upper tail."""
+    """``log F(x)``: relatively accurate in the lower tail, ``log1p(-sf)`` in the upper."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
     x = to_numpy(x, "x") / scale
@@ -749,14 +565,10 @@ def htmp_logcdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
             f[upper] = np.log1p(-htmp_sf(x[upper], kappa, gamma))
     return f
 
-
 # ----------------------------------------------------------------------------- Stieltjes
 def htmp_stieltjes(z, kappa: float, gamma: float) -> np.ndarray:
-    """Stieltjes transform ``m(z) = int rho(l) / (l - z) dl`` for complex ``z`` off ``[0, inf)``.
-
-    Closed form ``m(z) = beta U(a+1, 2-delta, -beta z) / U(a, 1-delta, -beta z)`` (mpmath,
-    vectorized with a Python loop; about 1 ms a point).
-    """
+    """Stieltjes transform ``m(z) = int rho(l) / (l - z) dl`` for ``z`` off ``[0, inf)``, in closed form
+    ``beta U(a+1, 2-delta, -beta z) / U(a, 1-delta, -beta z)`` by mpmath (about 1 ms a point)."""
     kappa, gamma = _check_params(kappa, gamma)
     p = _P(kappa, gamma)
     z = np.asarray(z, dtype=np.complex128)
@@ -773,7 +585,6 @@ def htmp_stieltjes(z, kappa: float, gamma: float) -> np.ndarray:
             out[idx] = complex(beta * mpmath.hyperu(a + 1, 2 - d, w) / mpmath.hyperu(a, 1 - d, w))
     return out
 
-
 # ----------------------------------------------------------------------------- sampler
 def _log_chi(dof: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """log of chi_dof samples, exact for tiny dof: log G(k) = log G(k+1) + log(U)/k."""
@@ -781,24 +592,12 @@ def _log_chi(dof: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     lg = np.log(rng.standard_gamma(k + 1.0)) + np.log(rng.random(k.shape)) / k
     return 0.5 * (math.log(2.0) + lg)
 
-
 def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
-    """``n`` eigenvalues of the beta-Laguerre model, normalized to mean 1 (ascending, float64).
+    """``n`` eigenvalues of the beta-Laguerre model, normalized to mean 1 (ascending).
 
-    Lower-bidiagonal ``B`` with ``d_i ~ chi_{kappa/gamma - b(i-1)}`` and
-    ``s_i ~ chi_{b(n-i)}``, ``b = kappa/n`` (Dumitriu-Edelman); returns the eigenvalues of
-    ``B B^T`` divided by their mean.  Eigenvalues come from the tridiagonal ``B B^T`` with a
-    tridiagonal eigensolver (``scipy.linalg.eigh_tridiagonal``, LAPACK sterf), never a dense one;
-    those below ``1e-6`` of the largest are recomputed with high relative accuracy as squared
-    singular values of ``B`` (bisection, LAPACK stebz, on the Golub-Kahan tridiagonal).  The chi
-    variables are drawn in logarithms (``log G(k) = log G(k+1) + log(U)/k``), so tiny degrees of
-    freedom (small ``kappa`` or large ``n``) do not underflow to 0 or nan.
-
-    Valid range: any ``kappa > 0``, but eigenvalues below about ``1e-290`` of the largest
-    underflow (returned as 0).  The law puts mass about ``(1e-290 beta)^delta`` there,
-    negligible for ``delta >= 0.05`` (``kappa >= 0.1 gamma/(1-gamma)``); for smaller ``delta``
-    a visible fraction of zeros is the honest float64 answer.
-    """
+    Lower-bidiagonal ``B`` with ``d_i ~ chi_{kappa/gamma - b(i-1)}``, ``s_i ~ chi_{b(n-i)}``, ``b = kappa/n``
+    (Dumitriu-Edelman), chi variables in logs; eigenvalues of ``B B^T`` by LAPACK sterf, those below ``1e-6`` of the
+    largest as squared singular values of ``B`` (stebz).  Below about ``1e-290`` of the largest they underflow to 0."""
     kappa, gamma = _check_params(kappa, gamma)
     n = check_int("n", n, 2)
     rng = np.random.default_rng(check_int("seed", seed, 0))
@@ -806,19 +605,15 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
     i = np.arange(1, n + 1, dtype=np.float64)
     log_d = _log_chi(kappa / gamma - b * (i - 1), rng)
     log_s = _log_chi(b * (n - i[:-1]), rng)
-    # overall scale drops out after normalization; the max over both diagonals keeps every
-    # entry <= 1 (tiny kappa: the chi_{b(n-i)} can be far larger than every d_i)
+    # the scale drops out; the max over both diagonals keeps every entry <= 1 (tiny kappa: s_i >> d_i)
     shift = float(max(np.max(log_d), np.max(log_s, initial=-np.inf)))
     d = np.exp(log_d - shift)
     s = np.exp(log_s - shift)
-    # eigenvalues of the tridiagonal B B^T (LAPACK sterf, O(n^2), no dense matrix)
     diag = d * d
     diag[1:] += s * s
     lam = eigh_tridiagonal(diag, d[:-1] * s, eigvals_only=True, lapack_driver="sterf")
     lam = np.sort(np.maximum(lam, 0.0))
-    # sterf is accurate to eps * max(lam) in absolute terms; eigenvalues below 1e-6 max are
-    # recomputed to high relative accuracy as squared singular values of B, by bisection on the
-    # 2n x 2n Golub-Kahan tridiagonal (zero diagonal, off-diagonal d1, s1, d2, s2, ...).
+    # sterf is accurate to eps * max(lam): the small ones by bisection on the Golub-Kahan tridiagonal of B
     cut = 1e-6 * lam[-1]
     n_small = int(np.searchsorted(lam, cut))
     if n_small:
@@ -833,17 +628,11 @@ def sample_htmp(n: int, kappa: float, gamma: float, *, seed: int) -> np.ndarray:
         lam.sort()
     return lam / lam.mean()
 
-
 # ----------------------------------------------------------------------------- fit
 @dataclass(frozen=True)
 class HTMPFit:
-    """Result of :func:`fit_htmp`.
-
-    ``kappa`` (``inf`` = Marchenko-Pastur won), ``scale`` (HTMP is fitted to ``eigs/scale``),
-    ``ks`` its KS distance; ``mp_scale``/``mp_ks`` the MP fit (``sigma2`` = scale) on the same
-    data; ``kappa_moment`` the moment estimate used as a start.
-    """
-
+    """Result of :func:`fit_htmp`: ``kappa`` (``inf``: MP won), ``scale`` and ``ks`` of HTMP; ``mp_scale``/``mp_ks`` of
+    MP on the same data; ``kappa_moment`` the moment estimate."""
     kappa: float
     scale: float
     ks: float
@@ -852,20 +641,12 @@ class HTMPFit:
     kappa_moment: float
     gamma: float
 
-
 def fit_scale_ks(x: np.ndarray, cdf_of_x, c0: float) -> tuple[float, float]:
-    """The scale ``c`` that minimizes the KS distance between the sorted sample ``x / c`` and
-    ``cdf_of_x``, searched within ``c0 e^(+-0.7)``; returns ``(c, KS distance)``.
-
-    This is the fit of the scale by KS (used for both HTMP and MP in :func:`fit_htmp`); it is not
-    ``htlib.spectra.fit_mp``, which fits the MP scale by matching the median of the bulk.
-    """
-
+    """The scale ``c`` minimizing the KS distance of ``x / c`` to ``cdf_of_x`` within ``c0 e^(+-0.7)``: ``(c, KS)``
+    (not ``htlib.spectra.fit_mp``, which matches the bulk median)."""
     c0 = check_float("c0", c0, low=0.0)
-
     def obj(lc: float) -> float:
         return ks_distance_sorted(cdf_of_x(x / math.exp(lc)))
-
     grid = math.log(c0) + np.linspace(-0.7, 0.7, 15)
     vals = [obj(g) for g in grid]
     j = int(np.argmin(vals))
@@ -875,14 +656,12 @@ def fit_scale_ks(x: np.ndarray, cdf_of_x, c0: float) -> tuple[float, float]:
         return math.exp(res.x), float(res.fun)
     return math.exp(grid[j]), float(vals[j])
 
-
 def _cdf_interpolant(kappa: float, gamma: float, lo: float, hi: float):
     """Exact CDF on a log grid over [lo, hi], interpolated (monotone, cheap to rescale)."""
     xs = np.geomspace(lo, hi, 1500)
     fs = htmp_cdf(xs, kappa, gamma)
     lx = np.log(xs)
     return lambda x: np.interp(np.log(x), lx, fs, left=0.0, right=1.0)
-
 
 def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[float, float] | None = None) -> HTMPFit:
     """Fit HTMP's ``kappa`` and scale to an empirical spectrum by minimal KS distance.
@@ -892,19 +671,14 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     eigs : array_like
         Eigenvalues (positive ones are used).
     gamma : float
-        Aspect ratio of the matrix, in (0, 1) (fixed, not fitted).
+        Aspect ratio in (0, 1), fixed.
     method : {"ks", "moments"}
-        ``"ks"``: minimize the KS distance over ``kappa`` in ``kappa_bounds`` and the scale, and
-        compare with the MP fit; ``kappa = inf`` when MP is at least as close.
-        ``"moments"``: the moment estimator only (``scale = mean``,
-        ``kappa = 2 gamma/(m2/m1^2 - 1 - gamma)``, ``inf`` if the denominator is <= 0).
+        ``"ks"``: minimize KS over ``kappa`` in ``kappa_bounds`` and the scale; ``kappa = inf`` when the MP fit is at
+        least as close.  ``"moments"``: the moment estimator (:func:`kappa_from_moments`).
     kappa_bounds : (float, float), optional
-        The searched range.  Default ``(0.1, min(50, 300 gamma))``: the fast route covers it
-        (``beta = kappa/(2 gamma) <= 150``) and beyond ``kappa ~ 50`` HTMP is within the KS noise
-        of a 1000-eigenvalue ESD from MP, which is always compared.
+        Default ``(0.1, min(50, 300 gamma))``: beyond ``kappa ~ 50`` HTMP is within KS noise of MP at 1000 eigenvalues.
     """
     from htlib import spectra
-
     _check_params(1.0, gamma)
     check_choice("method", method, ("ks", "moments"))
     if kappa_bounds is None:
@@ -917,23 +691,17 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
     if x.size < 10:
         raise ValueError(f"eigs must hold at least 10 positive finite values, got {x.size}")
     k_mom, m1 = kappa_from_moments(x, gamma)
-
-    # MP fit on the same data (scale = sigma2)
     def mp_cdf(y):
         return spectra.mp_cdf(y, gamma, 1.0)
-
     mp_scale, mp_ks = fit_scale_ks(x, mp_cdf, m1)
     if method == "moments":
         k = k_mom if (math.isinf(k_mom) or k_mom <= hi_k) else math.inf
         ks = mp_ks if math.isinf(k) else ks_distance_sorted(htmp_cdf(x / m1, max(k, lo_k), gamma))
         return HTMPFit(k, m1 if math.isfinite(k) else mp_scale, ks, mp_scale, mp_ks, k_mom, gamma)
-
     lo_x, hi_x = x[0] / m1 / 4.0, x[-1] / m1 * 4.0
-
     def profile(log_k: float) -> tuple[float, float]:
         cdf = _cdf_interpolant(math.exp(log_k), gamma, lo_x, hi_x)
         return fit_scale_ks(x, cdf, m1)
-
     grid = np.linspace(math.log(lo_k), math.log(hi_k), 12)
     prof = [profile(g) for g in grid]
     j = int(np.argmin([p[1] for p in prof]))
@@ -947,19 +715,11 @@ def fit_htmp(eigs, gamma: float, *, method: str = "ks", kappa_bounds: tuple[floa
         return HTMPFit(math.inf, mp_scale, mp_ks, mp_scale, mp_ks, k_mom, gamma)
     return HTMPFit(best_k, best_c, best_ks, mp_scale, mp_ks, k_mom, gamma)
 
-
 # ----------------------------------------------------------------------------- histogram-L1 fit
 @dataclass(frozen=True)
 class HistFit:
-    """Result of :func:`fit_htmp_l1`.
-
-    ``kappa`` (on the searched interval; at its upper end the fit cannot tell HTMP from MP),
-    ``l1`` the L1 distance between the histogram and the fitted density, ``mp_l1`` the same for
-    Marchenko-Pastur (mean 1) on the same histogram, ``shift`` the value subtracted from every
-    eigenvalue and ``scale`` the mean of the shifted eigenvalues (the data are divided by it);
-    ``ks`` is the KS distance of the fitted law to the shifted, rescaled data.
-    """
-
+    """Result of :func:`fit_htmp_l1`: ``kappa``, the L1 distances ``l1`` (HTMP) and ``mp_l1`` (MP, mean 1) to the
+    histogram, the ``shift`` subtracted and the ``scale`` divided by, ``ks`` its KS, ``at_bound`` at the top."""
     kappa: float
     l1: float
     mp_l1: float
@@ -969,12 +729,9 @@ class HistFit:
     gamma: float
     at_bound: bool
 
-
 def hist_l1(x, kappa: float, gamma: float, *, bins: int = 50) -> float:
-    """L1 distance between the density histogram of ``x`` (``bins`` equal bins over
-    ``[min x, max x]``) and the HTMP density at the bin centres: ``sum_i |h_i - rho(c_i)| w``.
-
-    ``kappa = inf`` uses the Marchenko-Pastur density with scale 1 (mean 1).
+    """L1 distance ``sum_i |h_i - rho(c_i)| w`` between the density histogram of ``x`` (``bins`` equal bins) and the
+    HTMP density at the bin centres (``kappa = inf``: Marchenko-Pastur, mean 1).
 
     Examples
     --------
@@ -988,32 +745,24 @@ def hist_l1(x, kappa: float, gamma: float, *, bins: int = 50) -> float:
     c = 0.5 * (edges[1:] + edges[:-1])
     if math.isinf(kappa):
         from htlib import spectra
-
         _check_params(1.0, gamma)
         rho = spectra.mp_density(c, gamma, 1.0)
     else:
         rho = htmp_pdf(c, kappa, gamma)
     return float(np.sum(np.abs(h - rho)) * (edges[1] - edges[0]))
 
-
 def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float, float] = (0.01, 10.0),
                 shift: bool = True) -> HistFit:
     """Fit HTMP's ``kappa`` by the L1 distance between a histogram of the spectrum and the density.
 
-    The spectrum is first shifted by its smallest eigenvalue (``shift=True``: ``x = eigs - min``),
-    then divided by its mean (HTMP has mean 1), and ``kappa`` minimizes :func:`hist_l1` over
-    ``kappa_bounds`` (a log grid of 40 points, refined by a bounded scalar search around the best).
-    There is no Marchenko-Pastur alternative inside the search: ``at_bound`` says the optimum sits
-    at the upper end, where the fit cannot tell HTMP from MP.
-
-    The shift matters: a Marchenko-Pastur spectrum has a hard lower edge ``(1 - sqrt(gamma))^2 > 0``;
-    once it is moved to zero its lower tail looks like HTMP's ``x^(delta - 1)`` with a small
-    ``delta``, so pure noise gets a finite, small ``kappa``.
+    The spectrum is shifted by its minimum (``shift``; this moves MP's hard lower edge to zero, so pure noise gets a
+    small finite ``kappa``), divided by its mean, and ``kappa`` minimizes :func:`hist_l1` over ``kappa_bounds``.
+    ``at_bound``: the optimum is at the upper end, where HTMP and MP are not told apart.
 
     Parameters
     ----------
     eigs : array_like
-        Eigenvalues (finite ones are used; at least 10).
+        Eigenvalues (finite ones, at least 10).
     gamma : float
         Aspect ratio in (0, 1), fixed.
     bins : int
@@ -1044,10 +793,8 @@ def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float
     if not scale > 0:
         raise ValueError("eigs must not all be equal")
     x = x / scale
-
     def obj(lk: float) -> float:
         return hist_l1(x, math.exp(lk), gamma, bins=bins)
-
     grid = np.linspace(math.log(lo_k), math.log(hi_k), 40)
     vals = np.array([obj(g) for g in grid])
     j = int(np.argmin(vals))
@@ -1059,18 +806,11 @@ def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float
     return HistFit(kappa=k, l1=l1, mp_l1=hist_l1(x, math.inf, gamma, bins=bins), shift=sh, scale=scale, ks=ks,
                    gamma=float(gamma), at_bound=bool(k >= hi_k * math.exp(-1e-2)))
 
-
 # ----------------------------------------------------------------------------- inverse law
 @dataclass(frozen=True)
 class InverseFit:
-    """Result of :func:`fit_inverse_htmp`: the spectrum ``y`` is modelled as ``1/X`` with
-    ``X/scale ~ HTMP(kappa, gamma)``, i.e. density ``scale * rho_inv(scale * y)``.
-
-    ``ks`` the KS distance of that law to the positive eigenvalues; ``mp_ks``/``mp_gamma`` the best
-    inverse Marchenko-Pastur law on the same grid of aspect ratios; ``n`` eigenvalues fitted and
-    ``n_zero`` left out as zero (below ``rtol`` of the largest).
-    """
-
+    """Result of :func:`fit_inverse_htmp`: eigenvalues ``y = 1/X`` with ``X/scale ~ HTMP(kappa, gamma)``; ``ks`` its KS,
+    ``mp_ks``/``mp_gamma`` the best inverse MP law's, ``n`` eigenvalues fitted, ``n_zero`` left out (below ``rtol``)."""
     kappa: float
     gamma: float
     scale: float
@@ -1085,22 +825,17 @@ class InverseFit:
         y = np.asarray(y, dtype=np.float64)
         if math.isinf(self.kappa):
             from htlib import spectra
-
             out = np.zeros(y.shape)
             pos = y > 0
             out[pos] = spectra.mp_density(1.0 / (self.scale * y[pos]), self.gamma) / (self.scale * y[pos] ** 2)
             return out
         return self.scale * inverse_htmp_pdf(self.scale * y, self.kappa, self.gamma)
 
-
 def fit_inverse_htmp(eigs, gammas=(0.1, 0.3, 0.5, 0.7, 0.9), *, rtol: float = 1e-9) -> InverseFit:
-    """Fit the inverse HTMP law (the law of ``1/X``, ``X ~ HTMP``) to a spectrum with a heavy upper tail.
+    """Fit the inverse HTMP law (of ``1/X``, ``X ~ HTMP``) to a spectrum with a heavy upper tail.
 
-    The KS distance is invariant under the decreasing map ``y -> 1/y``, so the KS fit of the inverse
-    law to ``y`` is :func:`fit_htmp` on ``1/y``: ``kappa`` and the scale by KS at each aspect ratio of
-    ``gammas``, keeping the ratio with the smallest distance (``kappa = inf``: the inverse
-    Marchenko-Pastur law fits at least as well there).  Eigenvalues at or below ``rtol * max`` are
-    a null space, not part of the density, and are left out (their number is returned).
+    KS is invariant under ``y -> 1/y``, so this is :func:`fit_htmp` on ``1/y`` at each of ``gammas``, keeping the best
+    (``kappa = inf``: inverse MP fits at least as well).  Eigenvalues at or below ``rtol * max`` are left out as null.
 
     Examples
     --------
@@ -1129,19 +864,13 @@ def fit_inverse_htmp(eigs, gammas=(0.1, 0.3, 0.5, 0.7, 0.9), *, rtol: float = 1e
     f = fits[j]
     return InverseFit(f.kappa, gs[j], f.scale, f.ks, fits[jm].mp_ks, gs[jm], int(keep.sum()), int((~keep).sum()))
 
-
 # ----------------------------------------------------------------------------- scipy.stats
 class htmp_gen(stats.rv_continuous):
-    """HTMP as a ``scipy.stats`` distribution: ``htmp(kappa, gamma, scale=c)``.
-
-    ``.pdf/.logpdf/.cdf/.sf/.logcdf/.logsf`` use the closed forms (``sf`` keeps relative accuracy
-    in the upper tail); ``.ppf`` inverts the CDF (bisection in log x); ``.rvs`` draws i.i.d.
-    samples through ``.ppf`` (for the finite-n matrix model use :func:`sample_htmp`).
-    """
+    """HTMP as a ``scipy.stats`` distribution, ``htmp(kappa, gamma, scale=c)``: closed forms for the densities and
+    CDFs, ``.ppf`` by bisection in log x, ``.rvs`` i.i.d. through ``.ppf`` (the matrix model is :func:`sample_htmp`)."""
 
     def _shape_info(self):
         from scipy.stats._distn_infrastructure import _ShapeInfo
-
         return [_ShapeInfo("kappa", False, (0, np.inf), (False, False)),
                 _ShapeInfo("gamma", False, (0, 1), (False, False))]
 
@@ -1181,11 +910,9 @@ class htmp_gen(stats.rv_continuous):
     def _stats(self, kappa, gamma):
         return 1.0, 2.0 * gamma / kappa + gamma, None, None
 
-
 def _ppf_one(q: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     if _mp_limit(kappa, gamma):
         from htlib import spectra
-
         return np.array([spectra.mp_quantile(float(v), gamma) for v in np.ravel(q)]).reshape(np.shape(q))
     p = _P(kappa, gamma)
     lo = np.full(q.shape, math.log(1e-300))
@@ -1202,21 +929,16 @@ def _ppf_one(q: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
             break
     return np.exp(0.5 * (lo + hi))
 
-
 htmp = htmp_gen(a=0.0, name="htmp", shapes="kappa, gamma")
 """The HTMP distribution in the SciPy idiom: ``htmp.pdf(x, kappa, gamma, scale=c)``."""
-
 
 # ----------------------------------------------------------------------------- spikes through a covariance
 def spiked_htmp_spectrum(n: int, kappa: float, gamma: float, spikes=(), *, null_fraction: float = 0.0, seed: int) -> np.ndarray:
     """Eigenvalues of ``S^(1/2) O diag(lam) O^T S^(1/2)``: an HTMP bulk seen through a covariance.
 
-    ``lam`` are ``n`` HTMP eigenvalues (:func:`sample_htmp`; ``kappa = inf`` draws the
-    Marchenko-Pastur eigenvalues of ``G^T G/p`` for a Gaussian ``p x n`` ``G``, ``p = n/gamma``),
-    ``O`` is Haar-orthogonal, and the covariance ``S`` is the identity except ``spikes[j]`` on the
-    first directions (population spikes: an ``l > 1 + sqrt(gamma)`` gives an outlier near
-    ``l (1 + gamma/(l - 1))``) and ``0`` on the last ``null_fraction * n`` directions (rank loss).
-    """
+    ``lam``: ``n`` HTMP eigenvalues (``kappa = inf``: MP); ``O`` Haar; ``S`` the identity but ``spikes`` on the first
+    directions (``l > 1 + sqrt(gamma)`` gives an outlier near ``l (1 + gamma/(l - 1))``) and 0 on the last
+    ``null_fraction * n`` (rank loss)."""
     n = check_int("n", n, 10)
     kappa, gamma = _check_params(kappa, gamma, mp_limit=True)
     if check_float("null_fraction", null_fraction, low=0.0, strict=False) >= 1.0:

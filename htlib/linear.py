@@ -1,19 +1,9 @@
-"""Exact Hessian/GGN spectra, traces and sharpness bounds of linear networks.
+"""Exact Hessian/GGN spectra, traces and sharpness bounds of linear networks, GD training, and the numerical
+Hessian tools that check them (LOBPCG, ARPACK Lanczos, power iteration, Hutchinson's trace).
 
-Owns: data preparation (polar-factor whitening,
-balanced weight sampling, class-imbalanced subsets), full-batch GD training of
-linear and tanh MLPs with the halve-on-plateau learning rate, the closed-form
-spectra (two layers, strongly balanced deep networks), the exact GGN spectrum
-through a ``d0*dL`` Kronecker sum, the trace, the sharpness of balanced
-interpolating minimizers and its anisotropic bounds, and the numerical Hessian
-tools that check them (LOBPCG, ARPACK Lanczos and power iteration on Hessian-vector products,
-Hutchinson's trace).
-
-Conventions: samples are rows, ``X`` is ``(n, d0)``, ``Y`` is ``(n, dL)``;
-``weights = [W1, ..., WL]`` with ``W_l`` of shape ``(d_l, d_{l-1})``; the network is
-``f(X) = X W1^T ... WL^T`` and the loss ``(1/2n) ||f(X) - Y||_F^2``.  The GGN is
-``(1/n) J^T J``; at a zero-loss point it equals the Hessian.  Closed forms are
-computed in float64 NumPy and accept NumPy arrays or torch tensors.
+Samples are rows: ``X`` is ``(n, d0)``, ``Y`` is ``(n, dL)``; ``weights = [W1, ..., WL]``, ``W_l`` of shape
+``(d_l, d_{l-1})``; the network is ``f(X) = X W1^T ... WL^T``, the loss ``(1/2n) ||f(X) - Y||_F^2``, the GGN
+``(1/n) J^T J`` (the Hessian at zero loss).  Closed forms are float64 NumPy and accept arrays or torch tensors.
 """
 
 from __future__ import annotations
@@ -29,58 +19,25 @@ import torch
 from htlib._checks import check_choice, check_float, check_int, check_ints, check_matrix, check_vector, to_numpy
 
 __all__ = [
-    "FeatureGram",
-    "feature_gram",
-    "whiten",
-    "one_hot",
-    "balanced_weights",
-    "kaiming_uniform_weights",
-    "class_imbalanced_subset",
-    "largest_imbalanced_n",
-    "ols_balanced_weights",
-    "balanced_factorization",
-    "forward",
-    "half_mse_loss",
-    "gram_loss",
-    "gram_loss_fn",
-    "eigenbasis_loss",
-    "flat_params_loss",
-    "TrainResult",
-    "TrainingDiverged",
-    "train_gd",
-    "ggn_spectrum",
-    "ggn_kronecker_matrix",
-    "two_layer_ntk_spectrum",
-    "balanced_spectrum",
-    "block_diagonal_sharpness",
-    "ggn_trace",
-    "sharpness_isotropic",
-    "sharpness_bounds",
-    "layer_sharpness_terms",
-    "weyl_sharpness_bounds",
-    "balance_gaps",
-    "balanced_prediction",
-    "interpolate_whitening",
-    "numerical_rank",
-    "HessianEigenResult",
-    "hessian_eigensolve",
-    "hessian_top_eigenvalues",
-    "hutchinson_trace",
-    "hessian_matrix",
+    "FeatureGram", "feature_gram", "whiten", "one_hot", "balanced_weights", "kaiming_uniform_weights",
+    "class_imbalanced_subset", "largest_imbalanced_n", "ols_balanced_weights", "balanced_factorization", "forward",
+    "half_mse_loss", "gram_loss", "gram_loss_fn", "eigenbasis_loss", "flat_params_loss", "TrainResult",
+    "TrainingDiverged", "train_gd", "ggn_spectrum", "ggn_kronecker_matrix", "two_layer_ntk_spectrum",
+    "balanced_spectrum", "block_diagonal_sharpness", "ggn_trace", "sharpness_isotropic", "sharpness_bounds",
+    "layer_sharpness_terms", "weyl_sharpness_bounds", "balance_gaps", "balanced_prediction",
+    "interpolate_whitening", "numerical_rank", "HessianEigenResult", "hessian_eigensolve",
+    "hessian_top_eigenvalues", "hutchinson_trace", "hessian_matrix",
 ]
 
 ArrayLike = np.ndarray | torch.Tensor
 
-
 def _np(a: ArrayLike, name: str = "array") -> np.ndarray:
     return to_numpy(a, name)
-
 
 def _check_rows(X: np.ndarray, Y: np.ndarray, names: tuple[str, str] = ("X", "Y")) -> None:
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"{names[0]} and {names[1]} must have the same number of rows (samples), "
                          f"got {X.shape[0]} and {Y.shape[0]}")
-
 
 def _rtol(rtol: float | None, shape: tuple[int, ...]) -> float:
     """The relative tolerance ``rtol`` in (0, 1); ``None``: NumPy's ``max(n, d) * eps``."""
@@ -88,28 +45,17 @@ def _rtol(rtol: float | None, shape: tuple[int, ...]) -> float:
         return max(shape) * np.finfo(np.float64).eps
     return check_float("rtol", rtol, low=0.0, high=1.0)
 
-
 def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
-    """Number of singular values of ``X`` above ``rtol * s_max``.
-
-    The default ``rtol = max(n, d) * eps`` (float64 machine epsilon) is NumPy's ``matrix_rank``
-    tolerance: singular values below it are indistinguishable from round-off of a rank-deficient matrix.
-    """
+    """Number of singular values of ``X`` above ``rtol * s_max`` (default ``max(n, d) * eps``, as ``matrix_rank``)."""
     Xn = check_matrix("X", X)
     s = np.linalg.svd(Xn, compute_uv=False)
     tol = _rtol(rtol, Xn.shape) * s[0]
     return int(np.sum(s > tol))
 
-
 @dataclass(frozen=True)
 class FeatureGram:
-    """``C = X^T X / n`` on its range: ``C = E diag(c) E^T`` with ``c > 0`` (largest first), ``E`` ``d0 x r``.
-
-    All that the GGN's spectrum, trace and sharpness bounds need of the features.  Every function
-    here that takes ``X`` also takes a ``FeatureGram``: computing it once per data set
-    (:func:`feature_gram`, or from a known SVD ``X = U diag(s) V^T`` as ``FeatureGram(n, s**2/n, V)``)
-    saves an ``O(n d0^2)`` product and an eigendecomposition per call.
-    """
+    """``C = X^T X / n`` on its range: ``C = E diag(c) E^T``, ``c > 0`` (largest first), ``E`` ``d0 x r``; every
+    function here that takes ``X`` also takes one (from an SVD ``X = U diag(s) V^T``: ``FeatureGram(n, s**2/n, V)``)."""
 
     n: int
     c: np.ndarray
@@ -128,17 +74,14 @@ class FeatureGram:
         """``F = E diag(sqrt(c))`` (``d0 x r``): ``F F^T = C`` and ``F^T F = diag(c)``."""
         return self.E * np.sqrt(self.c)
 
-
 def feature_gram(X: ArrayLike, rtol: float | None = None) -> FeatureGram:
-    """The :class:`FeatureGram` of ``X`` (``n x d0``): eigenvalues of ``X^T X / n`` above
-    ``rtol * c_max`` (default ``max(n, d0) * eps``, the rounding level of the eigensolver) and their vectors."""
+    """The :class:`FeatureGram` of ``X``: eigenpairs of ``X^T X / n`` above ``rtol * c_max`` (:func:`_rtol`)."""
     Xn = check_matrix("X", X)
     c, E = np.linalg.eigh(Xn.T @ Xn / Xn.shape[0])
     c, E = c[::-1], E[:, ::-1]
     tol = _rtol(rtol, Xn.shape) * max(c[0], 0.0)
     keep = c > tol
     return FeatureGram(Xn.shape[0], c[keep].copy(), E[:, keep].copy())
-
 
 def _gram(X: "ArrayLike | FeatureGram | None", d0: int) -> FeatureGram | None:
     """``X`` as a :class:`FeatureGram` with ``d0`` features (``None`` stays ``None``: whitened, ``C = I``)."""
@@ -149,26 +92,16 @@ def _gram(X: "ArrayLike | FeatureGram | None", d0: int) -> FeatureGram | None:
         raise ValueError(f"X must have d0={d0} columns (the input width of weights[0]), got {G.d0}")
     return G
 
-
-# ----------------------------------------------------------------------------------------------
-# Data preparation
-# ----------------------------------------------------------------------------------------------
-
+# --- Data preparation -------------------------------------------------------------------------
 
 def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.ndarray:
-    """Replace ``X = U S V^T`` (``n x d0``, rank ``r``) by ``sqrt(n) sigma_x U_r V_r^T``.
-
-    Only the ``r`` singular directions with singular value above ``rtol * s_max`` are kept
-    (default ``rtol = max(n, d0) * eps``, see :func:`numerical_rank`), so the result has the rank
-    and the row and column spaces of ``X``: ``X^T X = n sigma_x^2 P`` with ``P`` the projector on
-    the row space of ``X`` (the identity when ``X`` has full column rank).  Features that are
-    constant zero stay zero, and permuting the rows of ``X`` permutes the rows of the result.
+    """``X = U S V^T`` (numerical rank ``r``) as ``sqrt(n) sigma_x U_r V_r^T``: ``X^T X = n sigma_x^2 P_rowspace``;
+    always-zero features stay zero, and permuting the rows of ``X`` permutes those of the result.
 
     Raises
     ------
     ValueError
-        If ``X`` is not a non-empty finite matrix, is all zero, ``sigma_x <= 0`` or ``rtol`` is
-        outside (0, 1).
+        If ``X`` is not a non-empty finite matrix, is all zero, ``sigma_x <= 0`` or ``rtol`` is outside (0, 1).
     """
     Xn = check_matrix("X", X)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
@@ -180,7 +113,6 @@ def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.
     tol = _rtol(rtol, Xn.shape) * s[0]
     r = int(np.sum(s > tol))
     return math.sqrt(n) * sigma_x * (U[:, :r] @ Vt[:r])
-
 
 def one_hot(labels: ArrayLike, num_classes: int | None = None) -> np.ndarray:
     """One-hot encode integer labels 0..C-1 into an ``(n, C)`` float64 matrix."""
@@ -198,23 +130,13 @@ def one_hot(labels: ArrayLike, num_classes: int | None = None) -> np.ndarray:
     out[np.arange(lab.size), lab] = 1.0
     return out
 
-
 def _orthonormal_columns(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
     q, r = np.linalg.qr(rng.standard_normal((rows, cols)))
     return q * np.sign(np.diag(r))  # Haar-distributed
 
-
 def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: int) -> list[np.ndarray]:
-    """Strongly balanced weights ``W_l = U_l S V_l^T`` with ``V_{l+1} = U_l`` .
-
-    Parameters
-    ----------
-    dims
-        ``(d0, d1, ..., dL)``.
-    singular_values
-        The ``k = min(dims)`` shared singular values (fewer are allowed: ``k = len``).
-    seed
-        Seed of the Gaussian matrices that are orthogonalized.
+    """Strongly balanced weights ``W_l = U_l S V_l^T``, ``V_{l+1} = U_l``, ``dims = (d0, ..., dL)``, ``k <= min(dims)``
+    shared singular values.
 
     Examples
     --------
@@ -240,25 +162,17 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
         V = U
     return weights
 
-
 def kaiming_uniform_weights(dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
-    """PyTorch's default ``nn.Linear`` weight initialization (Kaiming uniform with ``a = sqrt(5)``):
-    entries uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``."""
+    """PyTorch's default ``nn.Linear`` weight initialization: entries uniform on ``±1/sqrt(fan_in)``."""
     dims = check_ints("dims", dims, 1, min_len=2)
     rng = np.random.default_rng(check_int("seed", seed, 0))
     return [rng.uniform(-1.0, 1.0, size=(dout, din)) / math.sqrt(din) for din, dout in zip(dims[:-1], dims[1:])]
 
-
-def class_imbalanced_subset(
-    X: ArrayLike, labels: ArrayLike, n: int, majority_share: float | None, *, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Subsample ``n`` points; with ``majority_share`` set, class 0 gets the proportion ``majority_share``.
-
-    Classes ``1..C-1`` each get ``floor((1 - majority_share) n / (C - 1))`` samples and class 0
-    the rest (a literal reading, ``floor((1 - majority_share) n)`` per class, which cannot sum to
-    ``n``; we read it as the share of all other classes together).  With ``majority_share=None``
-    a uniformly random subset of size ``n`` is drawn.
-    """
+def class_imbalanced_subset(X: ArrayLike, labels: ArrayLike, n: int, majority_share: float | None, *,
+                            seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` points: classes ``1..C-1`` get ``floor((1 - majority_share) n / (C - 1))`` each and class 0 the rest
+    (``majority_share=None``: a uniformly random subset).  The literal reading, ``floor((1 - majority_share) n)`` per
+    class, cannot sum to ``n``: the share is read as that of all other classes together."""
     Xn = check_matrix("X", X, finite=False)
     lab = np.asarray(labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels)
     if Xn.shape[0] != lab.shape[0]:
@@ -292,18 +206,12 @@ def class_imbalanced_subset(
     idx = np.sort(np.concatenate(picks))
     return Xn[idx], lab[idx]
 
-
 def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
-    """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every ``majority_share`` in
-    ``shares`` from ``labels`` (class 0 gets ``n - (C-1) floor((1-alpha) n/(C-1))``, the others
-    ``floor((1-alpha) n/(C-1))`` each).
+    """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every share in ``shares``.
 
     Examples
     --------
-    With 500 images per class the largest size for the shares 0.1, ..., 0.5 is 995, not 1000: at
-    ``n = 1000`` and share 0.5 class 0 would need ``1000 - 9 floor(500/9) = 505`` images.
-
-    >>> largest_imbalanced_n(np.repeat(np.arange(10), 500), [0.1, 0.2, 0.3, 0.4, 0.5])
+    >>> largest_imbalanced_n(np.repeat(np.arange(10), 500), [0.1, 0.2, 0.3, 0.4, 0.5])  # n = 1000: class 0 needs 505
     995
     """
     lab = np.asarray(labels)
@@ -327,26 +235,20 @@ def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
             return n
     raise ValueError(f"no subset size fits shares={shares.tolist()}")
 
-
 def ols_balanced_weights(X: ArrayLike, Y: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
-    """A strongly balanced network whose product is the OLS solution ``W^T = X^+ Y``
-    (:func:`balanced_factorization` of it)."""
+    """:func:`balanced_factorization` of the OLS solution ``W^T = X^+ Y``."""
     Xn, Yn = check_matrix("X", X), check_matrix("Y", Y)
     _check_rows(Xn, Yn)
     dims = [check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
     if len(dims) < 2 or dims[0] != Xn.shape[1] or dims[-1] != Yn.shape[1]:
         raise ValueError(f"dims must start with d0={Xn.shape[1]} and end with dL={Yn.shape[1]}, got {dims}")
-    # pinv's default cutoff (1e-15 s_max) would invert the rounding noise of a rank-deficient X
-    # (e.g. whitened images) into a map of norm ~1e13; cut at the numerical rank instead
+    # pinv's default cutoff (1e-15 s_max) would invert a rank-deficient X's rounding noise (norm ~1e13): cut at the rank
     pinv = np.linalg.pinv(Xn, rcond=max(Xn.shape) * np.finfo(np.float64).eps)
     return balanced_factorization((pinv @ Yn).T, dims, seed=seed)
 
-
 def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
-    """A strongly balanced network ``[W1, ..., WL]`` with ``WL ... W1 = W`` (``dL x d0``).
-
-    ``W = U diag(s) V^T``; every layer gets singular values ``s^(1/L)``; ``V_1 = V`` and
-    ``U_L = U``, the hidden singular vectors are random (seeded).
+    """A strongly balanced network ``[W1, ..., WL]`` with ``WL ... W1 = W = U diag(s) V^T`` (``dL x d0``): every
+    layer has singular values ``s^(1/L)``, ``V_1 = V``, ``U_L = U``, random (seeded) hidden singular vectors.
 
     Raises
     ------
@@ -377,13 +279,9 @@ def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> l
         Vl = Ul
     return weights
 
-
-# ----------------------------------------------------------------------------------------------
-# Model and training
-# ----------------------------------------------------------------------------------------------
+# --- Model and training -----------------------------------------------------------------------
 
 _ACTIVATIONS = ("linear", "tanh")
-
 
 def forward(weights: Sequence[torch.Tensor], X: torch.Tensor, activation: str = "linear") -> torch.Tensor:
     """``X W1^T ... WL^T`` with ``activation`` after every layer but the last."""
@@ -395,33 +293,22 @@ def forward(weights: Sequence[torch.Tensor], X: torch.Tensor, activation: str = 
             H = torch.tanh(H)
     return H
 
-
 def half_mse_loss(weights: Sequence[torch.Tensor], X: torch.Tensor, Y: torch.Tensor, activation: str = "linear") -> torch.Tensor:
     """``(1/2n) ||f(X) - Y||_F^2``."""
     R = forward(weights, X, activation) - Y
     return 0.5 * (R * R).sum() / X.shape[0]
 
-
 def gram_loss(weights: Sequence[torch.Tensor], Sxx: torch.Tensor, Sxy: torch.Tensor, syy: float) -> torch.Tensor:
-    """The linear network's loss from sufficient statistics: with ``W = WL..W1``,
-    ``(1/2)[tr(W Sxx W^T) - 2 tr(W Sxy) + syy]``, ``Sxx = X^T X/n``, ``Sxy = X^T Y/n``, ``syy = ||Y||_F^2/n``.
-
-    The same function of the weights as :func:`half_mse_loss` (linear case), at ``O(d0^2 width)`` per
-    evaluation instead of ``O(n d0 width)``.
-    """
+    """:func:`half_mse_loss` of a linear network from ``Sxx = X^T X/n``, ``Sxy = X^T Y/n``, ``syy = ||Y||_F^2/n``:
+    ``(1/2)[tr(W Sxx W^T) - 2 tr(W Sxy) + syy]`` with ``W = WL..W1``."""
     W = weights[0]
     for V in weights[1:]:
         W = V @ W
     return 0.5 * ((W @ Sxx * W).sum() - 2.0 * (W.T * Sxy).sum() + syy)
 
-
 def eigenbasis_loss(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Callable[..., torch.Tensor]]:
-    """``Q`` (eigenvectors of ``X^T X``) and the linear network's loss as a function of ``(W1 Q, W2, ..)``.
-
-    In that basis ``X^T X / n = diag(c)``, so a loss evaluation costs ``O(dL d0)`` for the data term
-    instead of ``O(dL d0^2)`` (:func:`gram_loss`); it is the same function after the orthogonal change
-    of variables ``W1 -> W1 Q``, so Hessian eigenvalues and traces are unchanged.
-    """
+    """``Q`` (eigenvectors of ``X^T X``) and the linear network's loss as a function of ``(W1 Q, W2, ..)``: the
+    same Hessian eigenvalues and trace (an orthogonal change of variables) at ``O(dL d0)`` per data term."""
     n = X.shape[0]
     c, Q = np.linalg.eigh(X.T @ X / n)
     ct = torch.as_tensor(np.clip(c, 0.0, None))
@@ -436,7 +323,6 @@ def eigenbasis_loss(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Callable[
 
     return Q, loss_fn
 
-
 def gram_loss_fn(X: np.ndarray, Y: np.ndarray) -> Callable[..., torch.Tensor]:
     """:func:`gram_loss` of ``X, Y`` as a function of the layers ``(W1, ..., WL)``."""
     Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
@@ -444,10 +330,8 @@ def gram_loss_fn(X: np.ndarray, Y: np.ndarray) -> Callable[..., torch.Tensor]:
     stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
     return lambda *ws: gram_loss(ws, *stats)
 
-
-def flat_params_loss(
-    shapes: Sequence[tuple[int, int]], X: torch.Tensor, Y: torch.Tensor, activation: str = "linear"
-) -> Callable[[torch.Tensor], torch.Tensor]:
+def flat_params_loss(shapes: Sequence[tuple[int, int]], X: torch.Tensor, Y: torch.Tensor,
+                     activation: str = "linear") -> Callable[[torch.Tensor], torch.Tensor]:
     """The loss as a function of one flat parameter vector (for ``torch.autograd.functional.hessian``)."""
     sizes = [a * b for a, b in shapes]
 
@@ -457,10 +341,8 @@ def flat_params_loss(
 
     return fn
 
-
 class TrainingDiverged(ValueError):
     """:func:`train_gd` met a non-finite or exploding loss; the message names the epoch and the loss."""
-
 
 @dataclass(frozen=True)
 class TrainResult:
@@ -471,11 +353,9 @@ class TrainResult:
     lrs: np.ndarray
     snapshots: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
-
 def _next_rate(t: int, losses: np.ndarray, eta: float, *, limit: float, patience: int,
                min_rel_improvement: float) -> float:
-    """The learning rate after epoch ``t`` (halved on a plateau); raises :class:`TrainingDiverged`
-    when the loss ``losses[t]`` is non-finite or above ``limit``."""
+    """The learning rate after epoch ``t`` (halved on a plateau); :class:`TrainingDiverged` if ``losses[t] > limit``."""
     if not np.isfinite(losses[t]) or losses[t] > limit:
         raise TrainingDiverged(f"train_gd diverged at epoch {t}: loss = {losses[t]:.4g} (initial loss "
                                f"{losses[0]:.4g}, learning rate {eta:.4g}); lower lr")
@@ -483,18 +363,9 @@ def _next_rate(t: int, losses: np.ndarray, eta: float, *, limit: float, patience
         return 0.5 * eta
     return eta
 
-
 def _linear_gd_numpy(Ws, Sxx, Sxy, syy, *, lr, epochs, patience, min_rel_improvement, record, blowup):
-    """Full-batch GD of a linear network on sufficient statistics, in the eigenbasis of ``Sxx``.
-
-    GD is equivariant under an orthogonal change of input coordinates (``X -> X Q``,
-    ``W1 -> W1 Q``): the iterates map onto each other exactly.  In the eigenbasis ``Sxx`` is
-    diagonal, and the columns of ``W1 Q`` on its null space (e.g. always-blank pixels) get no
-    gradient, so only the ``r`` columns on the row space of ``X`` are trained.  The gradients
-    ``A_l^T G B_l^T`` are formed from the ``dL``-row side (``G W_1^T W_2^T ..``, with the
-    suffix products ``A_l``), never from the ``d_l x r`` prefix products, so an epoch costs
-    ``O(dL r d1 + sum_l dL d_l d_{l-1})``; the weights are rotated back on output.
-    """
+    """Full-batch GD of a linear network on sufficient statistics in the eigenbasis ``Q`` of ``Sxx`` (equivariant:
+    only ``W1 Q``'s ``r`` row-space columns get gradient); gradients from the ``dL``-row side, ``O(dL r d1)``."""
     c, Q = np.linalg.eigh(Sxx)
     keep = c > Sxx.shape[0] * np.finfo(np.float64).eps * max(float(c.max()), 0.0)
     c, Qr, Qn = c[keep], Q[:, keep], Q[:, ~keep]
@@ -535,36 +406,20 @@ def _linear_gd_numpy(Ws, Sxx, Sxy, syy, *, lr, epochs, patience, min_rel_improve
     Ws[0] = rotate_back(Ws[0])
     return TrainResult(Ws, losses, lrs, snapshots)
 
+def train_gd(weights: Sequence[ArrayLike], X: ArrayLike, Y: ArrayLike, *, lr: float, epochs: int,
+             activation: str = "linear", patience: int = 100, min_rel_improvement: float = 1e-3,
+             record_at: Sequence[int] = (), dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu",
+             blowup: float = 1e12) -> TrainResult:
+    """Full-batch GD on the MSE loss; the learning rate is halved when the loss has improved by less than
+    ``min_rel_improvement`` (relative) over the last ``patience`` epochs.
 
-def train_gd(
-    weights: Sequence[ArrayLike],
-    X: ArrayLike,
-    Y: ArrayLike,
-    *,
-    lr: float,
-    epochs: int,
-    activation: str = "linear",
-    patience: int = 100,
-    min_rel_improvement: float = 1e-3,
-    record_at: Sequence[int] = (),
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    blowup: float = 1e12,
-) -> TrainResult:
-    """Full-batch GD on the MSE loss with a halve-on-plateau learning rate.
-
-    Every ``patience`` epochs the loss is compared with its value ``patience`` epochs
-    earlier; if it improved by less than ``min_rel_improvement`` (relative), the learning
-    rate is halved.  ``record_at`` lists epochs (0 = initialization, ``epochs`` = end) whose
-    weights are kept in ``snapshots``.  Linear networks train in float64 NumPy on the
-    sufficient statistics ``X^T X/n``, ``X^T Y/n`` (same iterates, see :func:`gram_loss`);
-    tanh networks in torch on the full data, their first layer on the row space of ``X``.
+    ``record_at``: epochs (0 = initialization) whose weights are kept in ``snapshots``.  Linear networks train in
+    float64 NumPy on sufficient statistics (same iterates), tanh networks in torch.
 
     Raises
     ------
     TrainingDiverged
-        (a ``ValueError``) when the loss becomes NaN/inf or exceeds ``blowup`` times
-        ``max(1, initial loss)``; the message gives the epoch and the loss.
+        (a ``ValueError``) when the loss becomes NaN/inf or exceeds ``blowup * max(1, initial loss)``.
     """
     lr = check_float("lr", lr, low=0.0)
     epochs = check_int("epochs", epochs, 0)
@@ -587,9 +442,8 @@ def train_gd(
                                 min_rel_improvement=min_rel_improvement, record=record, blowup=limit)
     W1_null = None
     if activation != "linear":
-        # The first layer sees X only through its row space: with E an orthonormal basis of it, X W1^T =
-        # (X E)(W1 E)^T and the gradient of W1 lies in span(E), so training W1 E on X E gives the same iterates
-        # at r/d0 of the cost of the first layer (MNIST: r = 653 of 784 pixels); W1's rest stays as it started.
+        # X W1^T = (X E)(W1 E)^T with E a basis of X's row space, and W1's gradient lies in span(E): training W1 E on
+        # X E gives the same iterates at r/d0 of the first layer's cost; W1's rest stays as it started.
         G = feature_gram(Xn)
         if G.c.size < Xn.shape[1]:
             E = G.E
@@ -607,7 +461,6 @@ def train_gd(
         def objective(ws):
             return gram_loss(ws, *stats)
     else:
-
         def objective(ws):
             return half_mse_loss(ws, Xt, Yt, activation)
 
@@ -634,11 +487,7 @@ def train_gd(
                 W -= eta * g
     return TrainResult(full([W.detach().cpu().numpy().astype(np.float64) for W in Ws]), losses, lrs, snapshots)
 
-
-# ----------------------------------------------------------------------------------------------
-# Exact spectra
-# ----------------------------------------------------------------------------------------------
-
+# --- Exact spectra ----------------------------------------------------------------------------
 
 def _chain(weights: Sequence[np.ndarray], d0: int, lo: int, hi: int) -> np.ndarray:
     """``W_hi ... W_{lo}`` (1-based, inclusive); the identity of the right size when empty."""
@@ -650,7 +499,6 @@ def _chain(weights: Sequence[np.ndarray], d0: int, lo: int, hi: int) -> np.ndarr
         P = W @ P
     return P
 
-
 def _validated_weights(weights: Sequence[ArrayLike]) -> list[np.ndarray]:
     if len(weights) == 0:
         raise ValueError("weights must hold at least one matrix")
@@ -659,7 +507,6 @@ def _validated_weights(weights: Sequence[ArrayLike]) -> list[np.ndarray]:
         if i and W.shape[1] != Ws[i - 1].shape[0]:
             raise ValueError(f"weights[{i}] has {W.shape[1]} columns but weights[{i - 1}] has {Ws[i - 1].shape[0]} rows")
     return Ws
-
 
 def ggn_kronecker_matrix(weights: Sequence[ArrayLike], X: ArrayLike | None = None) -> np.ndarray:
     """``M = sum_l (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)``, a ``d0*dL`` square matrix whose
@@ -675,18 +522,11 @@ def ggn_kronecker_matrix(weights: Sequence[ArrayLike], X: ArrayLike | None = Non
         M += np.kron(BR.T @ BR, A @ A.T)
     return M
 
-
 @dataclass(frozen=True)
 class _ReducedKronecker:
-    """``M`` on the row space of ``X``: ``M_r = sum_l (F^T B_l^T B_l F) kron (A_l A_l^T)``, ``r*dL`` square.
-
-    ``F = E_r diag(sqrt(c_r))`` holds the ``r`` eigenvectors of ``C`` with nonzero eigenvalue ``c_r``, so
-    ``F F^T = C``.  With ``K = sum_l B_l^T B_l kron A_l A_l^T``, ``M = (C^(1/2) kron I) K (C^(1/2) kron I)``
-    and ``M_r = (F^T kron I) K (F kron I)`` have the same nonzero eigenvalues as ``K^(1/2) (C kron I) K^(1/2)``
-    (``AB`` and ``BA`` share them), so ``M`` is ``M_r`` padded with ``(d0 - r) dL`` zeros.  In this basis the
-    first term is ``diag(c_r) kron Q_1`` and every other one factors through ``G = W_1 F`` (``d1 x r``):
-    ``B_l F = H_l G`` with ``H_l = W_{l-1}..W_2``.  A product therefore costs ``O(d1 r dL)`` instead of
-    ``O(d0^2 dL)``.
+    """``M`` on the row space of ``X``: ``M_r = sum_l (F^T B_l^T B_l F) kron (A_l A_l^T)``, ``r*dL`` square, with
+    ``F = E_r diag(sqrt(c_r))``: ``M`` is ``M_r`` padded with zeros (both share the nonzero eigenvalues of
+    ``K^(1/2) (C kron I) K^(1/2)``).  Terms ``l > 1`` factor through ``G = W_1 F``: ``O(d1 r dL)`` per product.
     """
 
     c: np.ndarray  # (r,) nonzero eigenvalues of C
@@ -725,37 +565,21 @@ class _ReducedKronecker:
             M += np.kron(self.G.T @ P @ self.G, Q)
         return M
 
-
 _SPECTRUM_METHODS = ("auto", "dense", "lanczos")
 
-
-def ggn_spectrum(
-    weights: Sequence[ArrayLike], X: ArrayLike | None = None, k: int | None = None, *, method: str = "auto",
-    dense_max: int = 200,
-) -> np.ndarray:
+def ggn_spectrum(weights: Sequence[ArrayLike], X: ArrayLike | None = None, k: int | None = None, *,
+                 method: str = "auto", dense_max: int = 200) -> np.ndarray:
     """The exact GGN / NTK eigenvalues of a linear network, largest first.
 
-    They are the eigenvalues of the ``d0*dL`` matrix
-    ``M = sum_l (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)`` (:func:`ggn_kronecker_matrix`) with
-    ``C = X^T X / n`` (``C = I`` for ``X=None``, i.e. data whitened with ``sigma_x = 1``).  All other
-    ``p - d0*dL`` GGN eigenvalues are zero.  At a zero-loss point these are the Hessian's.  They are
-    computed on the row space of ``X`` (rank ``r``): an ``r*dL`` matrix with the same nonzero
-    eigenvalues, padded with zeros (:class:`_ReducedKronecker`).
+    The eigenvalues of :func:`ggn_kronecker_matrix` (``X=None``: whitened, ``C = I``), computed on the row space
+    of ``X`` (:class:`_ReducedKronecker`); the other ``p - d0*dL`` are zero.  ``k``: only the top ``k``.
 
     Parameters
     ----------
-    weights
-        ``[W1, ..., WL]`` (finite).
-    X
-        ``(n, d0)`` features, or ``None`` for whitened data.
-    k
-        Return only the top ``k`` (default: all ``d0*dL``).
     method
-        ``"dense"``: form the ``r*dL`` matrix and diagonalize it (LAPACK ``syevd``), ``O((r dL)^3)``;
-        ``"lanczos"`` (top-``k`` only): ARPACK's implicitly restarted Lanczos on its matrix-free product
-        (``O(d1 r dL)`` each), to machine precision (``tol=0``);
-        ``"auto"``: dense when ``r*dL <= dense_max``, ``k`` is None or ``k`` is more than a quarter of
-        ``r*dL``; Lanczos otherwise (falling back to dense if ARPACK does not converge).
+        ``"dense"``: diagonalize the ``r*dL`` matrix; ``"lanczos"`` (top-``k`` only): ARPACK on its matrix-free
+        product, to machine precision; ``"auto"``: dense when ``r*dL <= dense_max``, ``k`` is None or
+        ``4 k > r*dL``, else Lanczos (dense if ARPACK does not converge).
     """
     check_choice("method", method, _SPECTRUM_METHODS)
     Ws = _validated_weights(weights)
@@ -778,7 +602,6 @@ def ggn_spectrum(
         ev = np.linalg.eigvalsh(red.dense())[::-1]
     else:
         from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
-
         op = LinearOperator((size, size), matvec=red.matvec, dtype=np.float64)
         v0 = np.random.default_rng(0).standard_normal(size)  # fixed start: deterministic results
         try:
@@ -787,7 +610,6 @@ def ggn_spectrum(
         except ArpackNoConvergence:  # rare; the dense route is slower but always converges
             ev = np.linalg.eigvalsh(red.dense())[::-1]
     return np.concatenate([ev, np.zeros(max(0, kk - ev.size))])[:kk].copy()
-
 
 def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> np.ndarray:
     """Closed form for two layers and whitened data: all ``sigma_x^2 (s_i(W1)^2 + s_j(W2)^2)``,
@@ -804,20 +626,14 @@ def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -
     ev = sigma_x**2 * (s1[:, None] ** 2 + s2[None, :] ** 2).ravel()
     return np.sort(ev)[::-1]
 
-
 def block_diagonal_sharpness(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> float:
     """Top eigenvalue when the cross-layer blocks are dropped: ``sigma_x^2 max(||W1||^2, ||W2||^2)``."""
     _validated_weights([W1, W2])
     return float(sigma_x**2 * max(np.linalg.norm(_np(W1), 2) ** 2, np.linalg.norm(_np(W2), 2) ** 2))
 
-
 def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1.0) -> np.ndarray:
-    """Closed-form GGN spectrum of a strongly balanced depth-``L`` network on whitened data.
-
-    ``lambda_ij = sigma_x^2 sum_{l=1..L} s_i^(2(l-1)) s_j^(2(L-l))`` for ``i, j <= r``, plus
-    ``sigma_x^2 s_i^(2(L-1))`` with multiplicity ``(d0 - r) + (dL - r)``, plus zeros, ``d0*dL`` values
-    in all, largest first.
-    """
+    """GGN spectrum of a strongly balanced depth-``L`` net on whitened data (largest first): ``sigma_x^2 sum_l
+    s_i^(2(l-1)) s_j^(2(L-l))`` (``i, j <= r``), ``sigma_x^2 s_i^(2(L-1))`` ``(d0 - r) + (dL - r)`` times, zeros."""
     sv = _np(s).ravel()
     r = sv.size
     L = check_int("L", L, 1)
@@ -835,7 +651,6 @@ def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1
     ev = sigma_x**2 * np.concatenate([core, edge, zeros])
     return np.sort(ev)[::-1]
 
-
 def ggn_trace(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> float:
     """``Tr GGN = (1/n) sum_l ||X W1^T..W_{l-1}^T||_F^2 ||W_L..W_{l+1}||_F^2`` (any ``X``)."""
     Ws = _validated_weights(weights)
@@ -850,11 +665,9 @@ def ggn_trace(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> flo
         H = Ws[l - 1] @ H
     return total
 
-
 def sharpness_isotropic(X: "ArrayLike | FeatureGram", Y: ArrayLike, L: int) -> float:
-    """``lambda_max = (L/n) ||X||_2^(2/L) ||Y||_2^(2(L-1)/L)`` at a balanced interpolating minimizer
-    with isotropic features; for whitened ``X`` and one-hot ``Y`` this is ``L s_x^(2/L) m^(1-1/L)``
-    with ``m`` the majority class's share of the samples."""
+    """``lambda_max = (L/n) ||X||_2^(2/L) ||Y||_2^(2(L-1)/L)`` at a balanced interpolating minimizer with isotropic
+    features (whitened ``X``, one-hot ``Y``: ``L s_x^(2/L) m^(1-1/L)``, ``m`` the majority class's share)."""
     Yn = check_matrix("Y", Y)
     L = check_int("L", L, 1)
     if isinstance(X, FeatureGram):
@@ -866,15 +679,10 @@ def sharpness_isotropic(X: "ArrayLike | FeatureGram", Y: ArrayLike, L: int) -> f
         raise ValueError(f"X and Y must have the same number of rows (samples), got {n} and {Yn.shape[0]}")
     return float(L / n * sx2 ** (1.0 / L) * np.linalg.norm(Yn, 2) ** (2.0 * (L - 1) / L))
 
-
 def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tuple[float, float]:
-    """Bounds on ``lambda_max`` of a balanced depth-``L`` network with end-to-end map ``W`` (``dL x d0``):
-
-    ``(s_min(X)^2/n) L ||W||_2^(2-2/L) <= lambda_max <= (||X||_2^2/n) L ||W||_2^(2-2/L)``,
-    ``s_min`` the smallest nonzero singular value of ``X``.  With a rank-deficient ``X`` the lower
-    bound needs the top right singular vector of ``W`` in the row space of ``X`` (true for the OLS
-    solution ``W^T = X^+ Y``): the test vector ``C^(+1/2) v_1 (x) u_1`` then gives it.
-    """
+    """``(s_min(X)^2/n) L ||W||_2^(2-2/L) <= lambda_max <= (||X||_2^2/n) L ||W||_2^(2-2/L)`` for a balanced depth-``L``
+    network with end-to-end map ``W`` (``s_min``: smallest nonzero; for a rank-deficient ``X`` the lower bound
+    needs ``W``'s top right singular vector in the row space of ``X``, true for the OLS solution)."""
     Wn = check_matrix("W", W)
     L = check_int("L", L, 1)
     d0 = X.d0 if isinstance(X, FeatureGram) else check_matrix("X", X).shape[1]
@@ -886,13 +694,9 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tupl
     core = L * np.linalg.norm(Wn, 2) ** (2.0 - 2.0 / L)
     return float(G.c[-1] * core), float(G.c[0] * core)
 
-
 def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> np.ndarray:
-    """``t_l = (1/n) ||X B_l^T||_2^2 ||A_l||_2^2`` for ``l = 1..L`` (``B_l = W_{l-1}..W_1``, ``A_l = W_L..W_{l+1}``).
-
-    ``t_l`` is the top eigenvalue of the ``l``-th (positive semi-definite) Kronecker term of ``M``
-    (see :func:`ggn_spectrum`), the spectral-norm analogue of the terms of :func:`ggn_trace`.
-    """
+    """``t_l = (1/n) ||X B_l^T||_2^2 ||A_l||_2^2`` for ``l = 1..L`` (``B_l = W_{l-1}..W_1``, ``A_l = W_L..W_{l+1}``):
+    the top eigenvalue of the ``l``-th Kronecker term of :func:`ggn_kronecker_matrix`."""
     Ws = _validated_weights(weights)
     L, d0 = len(Ws), Ws[0].shape[1]
     H = _gram(X, d0).factor()  # ||X B^T||_2^2 / n = ||B F||_2^2
@@ -902,31 +706,15 @@ def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureG
         H = Ws[l - 1] @ H
     return out
 
-
 def weyl_sharpness_bounds(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> tuple[float, float]:
-    """``max_l t_l <= lambda_max(GGN) <= sum_l t_l`` with ``t_l`` from :func:`layer_sharpness_terms`.
-
-    ``M = sum_l T_l`` with ``T_l = (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)``
-    positive semi-definite and ``lambda_max(T_l) = t_l``; Weyl's inequalities give
-    ``max_l lambda_max(T_l) <= lambda_max(M) <= sum_l lambda_max(T_l)``.  Valid for any weights
-    and any ``X``.  The upper bound is attained when all ``T_l`` share a top eigenvector: for a
-    balanced network on isotropic features (``v_1 kron u_1``, the end-to-end map's top singular
-    pair), where it equals ``L sigma_x^2 s_1^(2(L-1))``.  The lower bound is attained when one term
-    dominates the others.  For two layers on whitened data the pair is
-    ``max(||W1||^2, ||W2||^2) <= lambda_max <= ||W1||^2 + ||W2||^2`` (the block-diagonal value
-    and the sum).
-    """
+    """``max_l t_l <= lambda_max(GGN) <= sum_l t_l`` (Weyl; any weights, any ``X``), ``t_l`` from
+    :func:`layer_sharpness_terms`; the upper bound is attained for a balanced network on isotropic features."""
     t = layer_sharpness_terms(weights, X)
     return float(t.max()), float(t.sum())
 
-
 def balance_gaps(weights: Sequence[ArrayLike]) -> np.ndarray:
-    """How far consecutive layers are from balanced: for ``l = 1..L-1``
-    ``||W_{l+1}^T W_{l+1} - W_l W_l^T||_F / max(||W_{l+1}^T W_{l+1}||_F, ||W_l W_l^T||_F)``.
-
-    Zero for (strongly) balanced layers; gradient flow conserves ``W_{l+1}^T W_{l+1} - W_l W_l^T``,
-    so GD from a balanced start stays close to balanced, and from a Kaiming start keeps its gap.
-    """
+    """Distance from balanced, ``||W_{l+1}^T W_{l+1} - W_l W_l^T||_F / max(||W_{l+1}^T W_{l+1}||_F, ||W_l W_l^T||_F)``
+    for ``l = 1..L-1`` (gradient flow conserves the numerator)."""
     Ws = _validated_weights(weights)
     out = np.empty(len(Ws) - 1)
     for l in range(len(Ws) - 1):
@@ -934,19 +722,10 @@ def balance_gaps(weights: Sequence[ArrayLike]) -> np.ndarray:
         out[l] = np.linalg.norm(a - b) / max(np.linalg.norm(a), np.linalg.norm(b), 1e-300)
     return out
 
-
-def balanced_prediction(
-    weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram | None" = None, sigma_x: float = 1.0,
-    k: int | None = None,
-) -> np.ndarray:
-    """The balanced closed form :func:`balanced_spectrum` for the strongly balanced network with the
-    same end-to-end map ``W = W_L..W_1`` on whitened data: shared singular values
-    ``s_i = sigma_i(W P)^(1/L)``, ``i <= min(d)``; top ``k`` values (all ``d0*dL`` by default).
-
-    ``P`` is the projector on the row space of ``X`` (the identity for ``X=None``): whitened
-    rank-deficient features have ``X^T X / n = sigma_x^2 P``, and directions outside the row space
-    (e.g. always-blank pixels) do not enter the Hessian.
-    """
+def balanced_prediction(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram | None" = None,
+                        sigma_x: float = 1.0, k: int | None = None) -> np.ndarray:
+    """:func:`balanced_spectrum` (top ``k``) of the strongly balanced network with end-to-end map ``W P``, ``P`` the
+    projector on the row space of ``X`` (``X=None``: identity): singular values ``s_i = sigma_i(W P)^(1/L)``."""
     Ws = _validated_weights(weights)
     L, d0 = len(Ws), Ws[0].shape[1]
     W = _chain(Ws, d0, 1, L)
@@ -958,14 +737,9 @@ def balanced_prediction(
     ev = balanced_spectrum(s, L, W.shape[1], W.shape[0], sigma_x)
     return ev if k is None else ev[: check_int("k", k, 1)]
 
-
 def interpolate_whitening(X: ArrayLike, t: float, sigma_x: float = 1.0) -> np.ndarray:
-    """Features between ``X`` (``t = 0``) and its whitened version (``t = 1``, :func:`whiten`).
-
-    With ``X = U_r S V_r^T`` (numerical rank ``r``) the result is ``U_r S_t V_r^T`` with
-    ``S_t = S^(1-t) (sqrt(n) sigma_x)^t``: the singular values are interpolated geometrically, so the
-    condition number is ``kappa(X)^(1-t)`` while the singular vectors stay those of ``X``.
-    """
+    """Features between ``X = U_r S V_r^T`` (``t = 0``) and :func:`whiten` of it (``t = 1``): ``U_r S_t V_r^T``
+    with ``S_t = S^(1-t) (sqrt(n) sigma_x)^t``, condition number ``kappa(X)^(1-t)``."""
     Xn = check_matrix("X", X)
     t = check_float("t", t, low=0.0, high=1.0, strict=False)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
@@ -976,11 +750,7 @@ def interpolate_whitening(X: ArrayLike, t: float, sigma_x: float = 1.0) -> np.nd
     st = s[:r] ** (1.0 - t) * (math.sqrt(Xn.shape[0]) * sigma_x) ** t
     return (U[:, :r] * st) @ Vt[:r]
 
-
-# ----------------------------------------------------------------------------------------------
-# Numerical Hessian tools
-# ----------------------------------------------------------------------------------------------
-
+# --- Numerical Hessian tools ------------------------------------------------------------------
 
 class _HVP:
     """Hessian-vector products of ``loss_fn(*params)`` on flat float64 NumPy vectors."""
@@ -1013,9 +783,7 @@ class _HVP:
         # one product per column: torch's batched (vmap) double-backward measured slower here
         return np.stack([self(V[:, j]) for j in range(V.shape[1])], axis=1)
 
-
 _METHODS = ("lobpcg", "power", "eigsh")
-
 
 def _power_deflated(op: Callable[[np.ndarray], np.ndarray], dim: int, k: int, *, tol: float, maxiter: int,
                     rng: np.random.Generator) -> list[float]:
@@ -1047,16 +815,9 @@ def _power_deflated(op: Callable[[np.ndarray], np.ndarray], dim: int, k: int, *,
         vecs.append(v)
     return vals
 
-
 def _power_top_algebraic(hvp: "_HVP", k: int, *, tol: float, maxiter: int, rng: np.random.Generator) -> np.ndarray:
-    """The ``k`` largest *algebraic* eigenvalues by power iteration on a shifted Hessian.
-
-    Power iteration finds the largest-magnitude eigenvalue ``mu``; on an indefinite Hessian that can
-    be a negative one.  A second run on ``|mu| I - H`` gives ``|mu| - lambda_min``, hence
-    ``lambda_min``; with ``shift = max(0, -lambda_min)`` the operator ``H + shift I`` is positive
-    semi-definite, its largest-magnitude eigenvalues are its largest algebraic ones, and deflation
-    then returns ``lambda_1 >= ... >= lambda_k`` after subtracting the shift.
-    """
+    """The ``k`` largest *algebraic* eigenvalues: a run on ``|mu| I - H`` (``mu`` the largest-magnitude one)
+    gives ``lambda_min``, then deflation on the positive semi-definite ``H + max(0, -lambda_min) I``."""
     mu = _power_deflated(hvp, hvp.dim, 1, tol=tol, maxiter=maxiter, rng=rng)[0]
     a = abs(mu)
     top = _power_deflated(lambda v: a * v - hvp(v), hvp.dim, 1, tol=tol, maxiter=maxiter, rng=rng)[0]
@@ -1066,7 +827,6 @@ def _power_top_algebraic(hvp: "_HVP", k: int, *, tol: float, maxiter: int, rng: 
     vals = _power_deflated(lambda v: hvp(v) + shift * v, hvp.dim, k, tol=tol, maxiter=maxiter, rng=rng)
     return np.sort(np.array(vals) - shift)[::-1]
 
-
 @dataclass(frozen=True)
 class HessianEigenResult:
     """Outcome of :func:`hessian_eigensolve`: eigenvalues (largest first) and Hessian-vector products used."""
@@ -1074,40 +834,22 @@ class HessianEigenResult:
     values: np.ndarray
     hvps: int
 
-
-def hessian_eigensolve(
-    loss_fn: Callable[..., torch.Tensor],
-    params: Sequence[torch.Tensor],
-    k: int,
-    *,
-    method: str = "lobpcg",
-    tol: float = 1e-9,
-    maxiter: int = 500,
-    seed: int = 0,
-) -> HessianEigenResult:
+def hessian_eigensolve(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], k: int, *,
+                       method: str = "lobpcg", tol: float = 1e-9, maxiter: int = 500, seed: int = 0
+                       ) -> HessianEigenResult:
     """Top-``k`` (largest algebraic) Hessian eigenvalues from Hessian-vector products, and their cost.
 
     Parameters
     ----------
-    loss_fn
-        ``loss_fn(*params) -> scalar tensor``.
     params
-        The point (tensors, float64 recommended); they are cloned, not modified.
-    k
-        Number of eigenvalues.
+        The point of ``loss_fn(*params) -> scalar tensor`` (float64 recommended; cloned, not modified).
     method
-        ``"lobpcg"`` (``scipy.sparse.linalg.lobpcg`` on a ``LinearOperator``), ``"eigsh"`` (ARPACK
-        Lanczos), or ``"power"`` (PyHessian-style power iteration with deflation, on the Hessian
-        shifted to be positive semi-definite so that it returns the largest *algebraic* eigenvalues
-        also on indefinite Hessians; the relative change of the Rayleigh quotient below ``tol``
-        stops each eigenvalue).
+        ``"lobpcg"`` (SciPy's ``lobpcg``), ``"eigsh"`` (ARPACK Lanczos), or ``"power"`` (PyHessian-style power
+        iteration with deflation on the Hessian shifted to be positive semi-definite).
     tol, maxiter
-        Stopping rule (the solver's residual tolerance; relative change for ``"power"``).
-    seed
-        Seed of the starting vectors.
+        Stopping rule (the solver's residual tolerance; relative change of the Rayleigh quotient for ``"power"``).
     """
     from scipy.sparse.linalg import LinearOperator, eigsh, lobpcg
-
     check_choice("method", method, _METHODS)
     k = check_int("k", k, 1)
     maxiter = check_int("maxiter", maxiter, 1)
@@ -1131,12 +873,10 @@ def hessian_eigensolve(
         out = _power_top_algebraic(hvp, k, tol=tol, maxiter=maxiter, rng=rng)
     return HessianEigenResult(out, hvp.count)
 
-
 def hessian_top_eigenvalues(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], k: int,
                             **options) -> np.ndarray:
     """The eigenvalues of :func:`hessian_eigensolve` (same arguments), largest first."""
     return hessian_eigensolve(loss_fn, params, k, **options).values
-
 
 def hessian_matrix(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor]) -> np.ndarray:
     """The dense Hessian, one Hessian-vector product per column (for small parameter counts)."""
@@ -1144,10 +884,8 @@ def hessian_matrix(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.
     H = hvp.matmat(np.eye(hvp.dim))
     return 0.5 * (H + H.T)
 
-
-def hutchinson_trace(
-    loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], probes: int, *, seed: int
-) -> tuple[float, float]:
+def hutchinson_trace(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], probes: int, *,
+                     seed: int) -> tuple[float, float]:
     """Hutchinson's estimate ``mean_i v_i^T H v_i`` over Rademacher probes, and its standard error."""
     probes = check_int("probes", probes, 2)
     hvp = _HVP(loss_fn, params)

@@ -1,9 +1,7 @@
 """The one plotting style of the book, its colours, the plot helpers and the table helper every chapter shares.
 
-Colours come from seaborn's colour-blind-safe palette (:func:`color`; :data:`SEQUENTIAL_CMAP` for
-heatmaps), never from a cell; ESD helpers put tails on log axes; every helper takes an ``ax`` and
-returns it, so chapters compose figures freely.  Chapters should call :func:`use_book_style` once.
-Tables come from :func:`table`: fixed precision per column, shown whole.
+Colours come from seaborn's colour-blind-safe palette (:func:`color`; :data:`SEQUENTIAL_CMAP` for heatmaps),
+never from a cell; every helper takes an ``ax`` and returns it.  Chapters call :func:`use_book_style` once.
 """
 
 from __future__ import annotations
@@ -18,23 +16,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-__all__ = [
-    "PALETTE",
-    "use_book_style",
-    "color",
-    "table",
-    "Table",
-    "esd_hist",
-    "log_bins",
-    "mean_std_plot",
-    "overlap_heatmap",
-    "power_law_line",
-    "train_test_curves",
-    "alpha_band_scatter",
-    "phase_strip",
-    "mp_overlay",
-    "phase_evidence",
-]
+__all__ = ["PALETTE", "use_book_style", "color", "table", "Table", "esd_hist", "log_bins", "mean_std_plot",
+           "overlap_heatmap", "power_law_line", "train_test_curves", "alpha_band_scatter", "phase_strip", "mp_overlay",
+           "phase_evidence"]
 
 PALETTE: list[tuple[float, float, float]] = sns.color_palette("colorblind", 10)
 """Okabe-Ito-like colour-blind-safe palette (seaborn 'colorblind')."""
@@ -46,21 +30,11 @@ SEQUENTIAL_CMAP = "viridis"
 def use_book_style() -> None:
     """Set the book-wide matplotlib style: readable fonts, light grid, colour-blind palette."""
     sns.set_theme(context="notebook", style="ticks", palette=PALETTE)
-    mpl.rcParams.update(
-        {
-            "figure.figsize": (7.0, 4.2),
-            "figure.dpi": 100,
-            "savefig.dpi": 150,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "axes.titlesize": 12,
-            "axes.labelsize": 11,
-            "legend.fontsize": 9,
-            "legend.frameon": False,
-            "image.cmap": SEQUENTIAL_CMAP,
-            "figure.constrained_layout.use": True,
-        }
-    )
+    mpl.rcParams.update({
+        "figure.figsize": (7.0, 4.2), "figure.dpi": 100, "savefig.dpi": 150, "axes.grid": True, "grid.alpha": 0.3,
+        "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9, "legend.frameon": False,
+        "image.cmap": SEQUENTIAL_CMAP, "figure.constrained_layout.use": True,
+    })
 
 
 def color(i: int) -> tuple[float, float, float]:
@@ -107,8 +81,8 @@ def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None,
     Returns
     -------
     Table
-        A :class:`pandas.DataFrame` shown whole (no ``...``); every cell a string, so the printed digits are exactly ``formats``' -- whatever pandas'
-        display options are -- and nbval compares them as text.
+        A :class:`pandas.DataFrame` shown whole (no ``...``); every cell a string, so the printed digits are
+        exactly ``formats``', whatever pandas' display options are, and nbval compares them as text.
     """
     import numbers
 
@@ -158,22 +132,9 @@ def log_bins(values: np.ndarray, bins: int = 80) -> np.ndarray:
     return np.geomspace(lo, hi * (1 + 1e-9), bins + 1)
 
 
-def esd_hist(
-    ax: plt.Axes,
-    eigs: np.ndarray,
-    *,
-    bins: int = 80,
-    log: bool = False,
-    label: str | None = None,
-    color_index: int = 0,
-    alpha: float = 0.55,
-    xlabel: str = r"eigenvalue $\lambda$",
-) -> plt.Axes:
-    """Density histogram of an ESD.
-
-    With ``log=True`` the bins are log-spaced and both axes are logarithmic, the
-    view in which power-law tails show as straight lines.
-    """
+def esd_hist(ax: plt.Axes, eigs: np.ndarray, *, bins: int = 80, log: bool = False, label: str | None = None,
+             color_index: int = 0, alpha: float = 0.55, xlabel: str = r"eigenvalue $\lambda$") -> plt.Axes:
+    """Density histogram of an ESD; ``log=True``: log-spaced bins on log-log axes (power-law tails straight)."""
     eigs = np.asarray(eigs, dtype=np.float64)
     if log:
         edges = log_bins(eigs, bins)
@@ -187,20 +148,10 @@ def esd_hist(
     return ax
 
 
-def power_law_line(
-    ax: plt.Axes,
-    eigs: np.ndarray,
-    alpha: float,
-    xmin: float,
-    *,
-    color_index: int = 3,
-    label: str | None = None,
-) -> plt.Axes:
-    """Draw the fitted density ``p(x) ~ x^(-alpha)`` over the tail ``x >= xmin``.
-
-    The line is scaled so that its mass over the tail equals the tail's share of
-    the ESD, which is how it should sit on a density histogram.
-    """
+def power_law_line(ax: plt.Axes, eigs: np.ndarray, alpha: float, xmin: float, *, color_index: int = 3,
+                   label: str | None = None) -> plt.Axes:
+    """Draw the fitted density ``p(x) ~ x^(-alpha)`` over the tail ``x >= xmin``, its mass the tail's share of
+    the ESD (as it sits on a density histogram)."""
     eigs = np.asarray(eigs, dtype=np.float64)
     tail = eigs[eigs >= xmin]
     if tail.size == 0:
@@ -212,17 +163,8 @@ def power_law_line(
     return ax
 
 
-def mean_std_plot(
-    ax: plt.Axes,
-    x: Sequence[float],
-    runs: np.ndarray,
-    *,
-    label: str | None = None,
-    color_index: int = 0,
-    logx: bool = True,
-    ls: str = "-",
-    marker: str = "o",
-) -> plt.Axes:
+def mean_std_plot(ax: plt.Axes, x: Sequence[float], runs: np.ndarray, *, label: str | None = None,
+                  color_index: int = 0, logx: bool = True, ls: str = "-", marker: str = "o") -> plt.Axes:
     """Mean over axis 0 of ``runs`` (seeds x points) with a +-1 std band."""
     runs = np.atleast_2d(np.asarray(runs, dtype=np.float64))
     mean = np.nanmean(runs, axis=0)
@@ -235,16 +177,9 @@ def mean_std_plot(
     return ax
 
 
-def overlap_heatmap(
-    ax: plt.Axes,
-    overlap: np.ndarray,
-    *,
-    k: int = 100,
-    title: str | None = None,
-    xlabel: str = "index of update's singular vector",
-    ylabel: str = "index of weight's singular vector",
-    vmax: float | None = None,
-) -> plt.Axes:
+def overlap_heatmap(ax: plt.Axes, overlap: np.ndarray, *, k: int = 100, title: str | None = None,
+                    xlabel: str = "index of update's singular vector",
+                    ylabel: str = "index of weight's singular vector", vmax: float | None = None) -> plt.Axes:
     """Heatmap of the leading ``k x k`` block of an overlap matrix (values in [0, 1])."""
     block = np.asarray(overlap)[:k, :k]
     im = ax.imshow(block, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=vmax if vmax is not None else max(block.max(), 1e-12),
@@ -258,20 +193,10 @@ def overlap_heatmap(
     return ax
 
 
-# --- generalization ---
-
-
-def train_test_curves(
-    ax: plt.Axes,
-    curves: "dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]",
-    *,
-    title: str | None = None,
-    logy: bool = False,
-) -> plt.Axes:
-    """Train (bold, solid) and test (dashed) loss per step, one colour per curve.
-
-    ``curves`` maps a legend label to ``(steps, train_loss, test_loss)``.
-    """
+def train_test_curves(ax: plt.Axes, curves: "dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]", *,
+                      title: str | None = None, logy: bool = False) -> plt.Axes:
+    """Train (bold, solid) and test (dashed) loss per step, one colour per curve; ``curves`` maps a legend
+    label to ``(steps, train_loss, test_loss)``."""
     for i, (label, (steps, train, test)) in enumerate(curves.items()):
         c = color(i)
         ax.plot(steps, train, color=c, lw=2.4, label=label)
@@ -286,17 +211,9 @@ def train_test_curves(
     return ax
 
 
-def alpha_band_scatter(
-    ax: plt.Axes,
-    alpha: np.ndarray,
-    loss: np.ndarray,
-    eta: np.ndarray,
-    *,
-    band: tuple[float, float] = (2.0, 4.0),
-    marker: str = "o",
-    label: str | None = None,
-    colorbar: bool = True,
-) -> plt.Axes:
+def alpha_band_scatter(ax: plt.Axes, alpha: np.ndarray, loss: np.ndarray, eta: np.ndarray, *,
+                       band: tuple[float, float] = (2.0, 4.0), marker: str = "o", label: str | None = None,
+                       colorbar: bool = True) -> plt.Axes:
     """Loss against a power-law exponent, coloured by log10(eta), with the "correct range" band shaded."""
     alpha = np.ravel(np.asarray(alpha, dtype=np.float64))
     loss = np.ravel(np.asarray(loss, dtype=np.float64))
@@ -310,23 +227,12 @@ def alpha_band_scatter(
     return ax
 
 
-# --- spike to heavy tail ---
-
-
-def phase_strip(
-    ax: plt.Axes,
-    steps: Sequence[int],
-    phases: Sequence[Sequence[str]],
-    labels: Sequence[str],
-    *,
-    order: Sequence[str] = ("random-like", "bleeding-out", "bulk+spikes", "bulk-decay", "heavy-tailed", "rank-collapse"),
-    marks: "Sequence[Sequence[bool]] | None" = None,
-) -> plt.Axes:
-    """One row per run, one cell per recorded step, coloured by its 5+1 phase.
-
-    ``phases[r][j]`` is the phase of run ``r`` at ``steps[j]``; ``marks[r][j]`` (optional)
-    puts a dot in the cells where a further condition holds (e.g. a heavy-tail criterion).
-    """
+def phase_strip(ax: plt.Axes, steps: Sequence[int], phases: Sequence[Sequence[str]], labels: Sequence[str], *,
+                order: Sequence[str] = ("random-like", "bleeding-out", "bulk+spikes", "bulk-decay", "heavy-tailed",
+                                        "rank-collapse"),
+                marks: "Sequence[Sequence[bool]] | None" = None) -> plt.Axes:
+    """One row per run, one cell per recorded step, coloured by its 5+1 phase: ``phases[r][j]`` is the phase
+    of run ``r`` at ``steps[j]``; ``marks[r][j]`` (optional) puts a dot where a further condition holds."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -345,24 +251,10 @@ def phase_strip(
     return ax
 
 
-# --- spectra ---
-
-
-def mp_overlay(
-    ax: plt.Axes,
-    gamma: float,
-    sigma2: float = 1.0,
-    *,
-    color_index: int = 1,
-    label: str | None = None,
-    n_points: int = 400,
-    edge: bool = True,
-) -> plt.Axes:
-    """Overlay the Marchenko-Pastur density of ``WᵀW/p`` (ratio ``gamma``, scale ``sigma2``) on an ESD histogram.
-
-    The grid is log-spaced when the x axis is logarithmic; with ``edge=True`` a dotted line marks
-    the bulk edge ``lambda_plus``.
-    """
+def mp_overlay(ax: plt.Axes, gamma: float, sigma2: float = 1.0, *, color_index: int = 1, label: str | None = None,
+               n_points: int = 400, edge: bool = True) -> plt.Axes:
+    """Overlay the Marchenko-Pastur density of ``WᵀW/p`` (ratio ``gamma``, scale ``sigma2``) on an ESD histogram;
+    ``edge=True`` marks the bulk edge ``lambda_plus`` (dotted)."""
     from htlib.spectra import mp_density, mp_edges
 
     lo, hi = mp_edges(gamma, sigma2)

@@ -1,11 +1,7 @@
 """Random matrices with known spectra: Gaussian baselines against Marchenko-Pastur, and labelled families.
 
-- :func:`gaussian_matrix`, :func:`compare_with_mp`, :func:`mp_size_sweep` -- i.i.d. Gaussian
-  matrices (a network's initialisation ``W0``) and how closely their ESD follows the MP law of
-  :mod:`htlib.spectra` (top eigenvalue against the edge in Tracy-Widom units, KS distance);
-- :data:`LABELLED_CASES`, :func:`labelled_matrix` -- synthetic families whose spectrum is known
-  from their construction (spikes above or below the BBP threshold, heavy-tailed entries of a
-  given tail index, zero columns, low rank), the test set of a phase classifier.
+:func:`gaussian_matrix`, :func:`compare_with_mp`, :func:`mp_size_sweep` compare i.i.d. Gaussian matrices with the MP
+law; :data:`LABELLED_CASES` and :func:`labelled_matrix` are synthetic families of known spectrum (a phase test set).
 """
 
 from __future__ import annotations
@@ -22,15 +18,8 @@ from htlib._checks import check_float, check_int, check_ints
 __all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "MPSizeSweep", "mp_size_sweep", "LABELLED_CASES", "labelled_matrix"]
 
 
-def gaussian_matrix(
-    p: int,
-    q: int,
-    *,
-    sigma2: float = 1.0,
-    seed: int,
-    dtype: torch.dtype = torch.float32,
-    device: str = "cpu",
-) -> torch.Tensor:
+def gaussian_matrix(p: int, q: int, *, sigma2: float = 1.0, seed: int, dtype: torch.dtype = torch.float32,
+                    device: str = "cpu") -> torch.Tensor:
     """A ``p x q`` matrix with i.i.d. ``N(0, sigma2)`` entries (torch's generator, seeded)."""
     p, q = check_int("p", p, 1), check_int("q", q, 1)
     sigma2 = check_float("sigma2", sigma2, low=0.0)
@@ -40,11 +29,8 @@ def gaussian_matrix(
 
 @dataclass(frozen=True)
 class MPComparison:
-    """How the ESD of ``WᵀW/p`` of one ``p x q`` matrix (``p >= q``) compares with MP.
-
-    ``edge_gap_tw`` is ``(lambda_max - lambda_plus) / s_TW``: the top eigenvalue's
-    distance beyond the edge in Tracy-Widom units (order one for a pure bulk).
-    """
+    """How the ESD of ``WᵀW/p`` of one ``p x q`` matrix (``p >= q``) compares with MP; ``edge_gap_tw`` is
+    ``(lambda_max - lambda_plus) / s_TW``."""
 
     p: int
     q: int
@@ -60,10 +46,7 @@ class MPComparison:
 
 
 def compare_with_mp(W: torch.Tensor | np.ndarray, *, sigma2: float = 1.0) -> MPComparison:
-    """Compare the ESD of ``WᵀW/p`` with the MP law of the known entry variance ``sigma2``.
-
-    ``num_spikes`` uses :func:`htlib.spectra.fit_mp` (fitted scale, Tracy-Widom margin).
-    """
+    """Compare the ESD of ``WᵀW/p`` with the MP law of the known ``sigma2`` (spikes: :func:`htlib.spectra.fit_mp`)."""
     p, q = W.shape
     if p < q:
         raise ValueError(f"W must have at least as many rows as columns (p >= q), got shape {(p, q)}")
@@ -72,23 +55,16 @@ def compare_with_mp(W: torch.Tensor | np.ndarray, *, sigma2: float = 1.0) -> MPC
     lo, hi = spectra.mp_edges(gamma, sigma2)
     tw = spectra.tracy_widom_scale(p, q, sigma2)
     return MPComparison(
-        p=p, q=q, gamma=gamma,
-        lambda_max=float(eigs[-1]), lambda_plus=hi,
-        lambda_min=float(eigs[0]), lambda_minus=lo,
-        tw_scale=tw, edge_gap_tw=(float(eigs[-1]) - hi) / tw,
-        ks_distance=spectra.ks_distance_mp(eigs, gamma, sigma2),
+        p=p, q=q, gamma=gamma, lambda_max=float(eigs[-1]), lambda_plus=hi, lambda_min=float(eigs[0]), lambda_minus=lo,
+        tw_scale=tw, edge_gap_tw=(float(eigs[-1]) - hi) / tw, ks_distance=spectra.ks_distance_mp(eigs, gamma, sigma2),
         num_spikes=spectra.fit_mp(eigs, gamma).num_spikes,
     )
 
 
 @dataclass(frozen=True)
 class MPSizeSweep:
-    """MP agreement of Gaussian matrices over sizes (rows) and seeds (columns of each array).
-
-    ``p``/``q`` are the matrix sizes (``q = round(gamma p)``); ``ks_distance``, ``edge_gap``
-    (``lambda_max - lambda_plus``) and ``edge_gap_tw`` (the same in Tracy-Widom units) have shape
-    ``(len(p), number of seeds)``.
-    """
+    """MP agreement of Gaussian matrices over sizes ``p``/``q`` (rows) and seeds (columns): ``ks_distance``,
+    ``edge_gap`` (``lambda_max - lambda_plus``) and ``edge_gap_tw`` (in Tracy-Widom units)."""
 
     p: np.ndarray
     q: np.ndarray
@@ -113,8 +89,6 @@ def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> M
             out["edge_gap_tw"][i, j] = c.edge_gap_tw
     return MPSizeSweep(p=ps, q=qs, **out)
 
-
-# --------------------------------------------------------------------------- labelled test set
 
 LABELLED_CASES: dict[str, str] = {
     "gaussian": "i.i.d. N(0, 1) entries",
@@ -149,11 +123,8 @@ LABELLED_CASES: dict[str, str] = {
 def labelled_matrix(name: str, h: int = 1500, d: int = 1000, *, seed: int = 0) -> np.ndarray:
     """An ``h x d`` float64 matrix of one family of :data:`LABELLED_CASES`.
 
-    Spiked families are ``G + sqrt(h) U diag(theta) Vᵀ`` with ``G`` standard Gaussian and
-    orthonormal ``U``, ``V`` (for ``theta`` above the BBP threshold ``gamma**(1/4)``, ``gamma = d/h``,
-    the outlier sits at ``(1 + theta²)(gamma + theta²)/theta²`` in the ESD of ``WᵀW/h``).
-    Heavy-tailed families draw i.i.d. entries (NumPy's generator); tail index ``mu`` means
-    ``P(|w| > x) ~ x**(-mu)``.
+    Spiked families are ``G + sqrt(h) U diag(theta) Vᵀ`` (outlier above the BBP threshold ``gamma**(1/4)``);
+    tail index ``mu`` means ``P(|w| > x) ~ x**(-mu)``.
     """
     if name not in LABELLED_CASES:
         raise ValueError(f"name must be one of {tuple(LABELLED_CASES)}, got {name!r}")

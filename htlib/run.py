@@ -6,43 +6,33 @@
     python -m htlib.run book/phases.ipynb -p small_h 400 --dry-run # validate only, compute nothing
     python -m htlib.run book/phases.ipynb -p executor tcp://10.0.0.5:8786   # sweeps on a Dask cluster
 
-A chapter's parameters are declared once, by the ``Setup`` of its experiments module
-(:mod:`htlib.experiments._setup`): the module is the one the notebook imports as
-``from htlib.experiments import <module> as ch`` and whose ``ch.Setup.from_namespace(globals())``
-it calls.  The ``Setup`` generates the notebook's ``parameters`` cell, gives ``--list``, and
-validates the overrides here, before any compute (and once more in the kernel).
-
-Every chapter has its ``Setup``.  A notebook without one (the scoreboard page, which runs no
-experiment and takes one folder name) is read from its ``parameters`` cell instead, one
-``name = <literal>  # description [constraint]`` a line (:func:`read_parameters`).
-
-Before any compute, an unknown name, a value of the wrong type or an out-of-range value is refused
-with a message listing the valid parameters (papermill itself would only warn); so are an output
-folder inside ``book/``, a file that is not a chapter notebook and a Dask scheduler that does not
-answer.  ``--dry-run`` checks all of that and computes nothing.  The run goes to
-``runs/<chapter>-<hash of parameters>.ipynb`` plus an ``.html`` page rendered by a one-page
-Jupyter Book build of the book's own configuration (so glued numbers, citations and math
-render as in the book; its asset folders sit beside it), which opens with a note of the parameters that
-differ from the book's, the code version and the date (:func:`rerun_banner`); nothing is ever written
-into ``book/``.  A failed run keeps its partial
-notebook, says where it is and why it failed; Ctrl-C prints one line naming it.  A repeated ``-p NAME`` is
-refused, and so is a folder parameter (the scoreboard's ``source``) naming no folder.  Reruns may run at
-once: each kernel keeps its connection files in a private temporary folder, and each run writes its own
-working notebook, moved into place when it ends.
+A chapter's parameters are declared by the ``Setup`` of the experiments module its notebook imports
+(:mod:`htlib.experiments._setup`); a notebook without one (the scoreboard) declares them in its
+``parameters`` cell (:func:`read_parameters`).  Anything a run would refuse is refused before any compute
+(``--dry-run`` checks just that).  The run goes to ``runs/<chapter>-<hash of parameters>.ipynb`` plus an
+``.html`` page rendered with the book's configuration, opening with a note of the parameters that differ
+from the book's (:func:`rerun_banner`); nothing is written into ``book/``.  A failed or interrupted run
+keeps its partial notebook and names it; reruns may run at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import datetime
 import hashlib
+import importlib
 import io
 import json
 import operator
 import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import tokenize
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +41,9 @@ import nbformat
 
 from htlib.experiments._setup import ParameterError, SetupBase
 
-__all__ = [
-    "Parameter", "ParameterError", "RunFailed", "Interrupted", "chapter_setup", "declared_parameters",
-    "read_parameters", "validate", "check_overrides", "check_output_dir", "preflight", "output_path", "rerun_banner",
-    "add_banner", "run_chapter", "render_html", "main",
-]
+__all__ = ["Parameter", "ParameterError", "RunFailed", "Interrupted", "chapter_setup", "declared_parameters",
+           "read_parameters", "validate", "check_overrides", "check_output_dir", "preflight", "output_path",
+           "rerun_banner", "add_banner", "run_chapter", "render_html", "main"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,11 +57,6 @@ class RunFailed(RuntimeError):
 
 class Interrupted(KeyboardInterrupt):
     """A run stopped by Ctrl-C (SIGINT); the message says where its partial notebook is."""
-
-
-# --------------------------------------------------------------------------- notebooks without a Setup
-# A notebook that runs no experiment (the scoreboard) declares its few parameters in the comments of its
-# parameters cell; every chapter declares them in its Setup.
 
 
 @dataclass(frozen=True)
@@ -92,8 +75,7 @@ class Parameter:
     @property
     def type_name(self) -> str:
         if isinstance(self.default, (list, tuple)):
-            inner = {type(v).__name__ for v in self.default}
-            return f"list[{'|'.join(sorted(inner)) or 'any'}]"
+            return f"list[{'|'.join(sorted({type(v).__name__ for v in self.default})) or 'any'}]"
         return "any" if self.default is None else type(self.default).__name__
 
     def describe(self) -> str:
@@ -124,23 +106,16 @@ def _parse_constraint(text: str, name: str) -> dict[str, Any]:
     return out
 
 
-def _parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    cells = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
+    """The parameters declared in the comments of a notebook's parameters cell, in order (notebooks without a
+    ``Setup``).  A string parameter described as "folder ..." names a folder that must exist when given."""
+    cells = [c for c in nbformat.read(str(notebook), as_version=4).cells
+             if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
     if len(cells) != 1:
         raise ParameterError(f"a chapter needs exactly one cell tagged 'parameters', found {len(cells)}")
-    return cells[0]
-
-
-def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
-    """The parameters declared in a chapter's parameters cell, in its order (transitional: the comment DSL
-    of chapters without a ``Setup``; :func:`declared_parameters` is what the tools call).  A string
-    parameter whose description starts with "folder" names a folder that must exist when given."""
-    nb = nbformat.read(str(notebook), as_version=4)
-    source = _parameters_cell(nb).source
-    comments: dict[int, str] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = tok.string.lstrip("#").strip()
+    source = cells[0].source
+    comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
     params: dict[str, Parameter] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
@@ -151,11 +126,9 @@ def read_parameters(notebook: str | Path) -> dict[str, Parameter]:
             continue
         default = ast.literal_eval(node.value)
         comment = comments.get(node.end_lineno or node.lineno, "")
-        kwargs: dict[str, Any] = {}
         m = _CONSTRAINT.search(comment)
-        if m:
-            kwargs = _parse_constraint(m.group(1), name)
-            comment = comment[: m.start()].strip()
+        kwargs: dict[str, Any] = _parse_constraint(m.group(1), name) if m else {}
+        comment = comment[: m.start()].strip() if m else comment
         is_dir = isinstance(default, str) and bool(re.match(r"(folder|directory)\b", comment, re.I))
         params[name] = Parameter(name=name, default=default, description=comment, is_dir=is_dir, **kwargs)
     return params
@@ -166,22 +139,10 @@ def _listing(params: dict[str, Parameter]) -> str:
 
 
 def _coerce_scalar(value: Any, like: Any, name: str) -> Any:
-    if like is None:
-        return value
-    if isinstance(like, bool):
-        if isinstance(value, bool):
-            return value
-    elif isinstance(like, int):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif isinstance(like, float):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif isinstance(like, str):
-        if isinstance(value, str):
-            return value
-    elif isinstance(value, type(like)):
-        return value
+    number = isinstance(like, float) and isinstance(value, (int, float))  # an int is a valid float, a bool is not
+    same = isinstance(value, bool) == isinstance(like, bool) and (number or isinstance(value, type(like)))
+    if like is None or same:
+        return float(value) if number else value
     raise ParameterError(f"parameter {name!r} must be of type {type(like).__name__}, got {value!r}")
 
 
@@ -199,8 +160,7 @@ def validate(params: dict[str, Parameter], overrides: dict[str, Any]) -> dict[st
     Raises
     ------
     ParameterError
-        For an unknown name, a wrong type or an out-of-range value; the message
-        lists every valid parameter with its type and default.
+        For an unknown name, a wrong type or an out-of-range value; the message lists the valid parameters.
     """
     clean: dict[str, Any] = {}
     for name, value in overrides.items():
@@ -229,20 +189,6 @@ def validate(params: dict[str, Parameter], overrides: dict[str, Any]) -> dict[st
     return clean
 
 
-def _parse_cli_value(text: str, is_str: bool) -> Any:
-    if is_str:
-        return text  # strings are taken verbatim, no quoting needed
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        lowered = text.strip().lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        return text
-
-
-# --------------------------------------------------------------------------- a chapter's declaration
-
 _IMPORT = re.compile(r"^\s*from\s+htlib\.experiments\s+import\s+(\w+)\s+as\s+(\w+)\s*$", re.M)
 
 
@@ -260,23 +206,14 @@ def _check_notebook(notebook: str | Path) -> Path:
     return path
 
 
-def _read_notebook(path: Path) -> nbformat.NotebookNode:
+def chapter_setup(notebook: str | Path) -> type[SetupBase] | None:
+    """The ``Setup`` of the module the notebook imports as ``from htlib.experiments import <module> as <alias>``
+    and builds with ``<alias>.Setup.from_namespace(...)``, or ``None`` (a notebook without a ``Setup``)."""
+    path = _check_notebook(notebook)
     try:
-        return nbformat.read(str(path), as_version=4)
+        nb = nbformat.read(str(path), as_version=4)
     except Exception as err:  # not JSON, not a notebook: say so instead of a traceback
         raise ParameterError(f"cannot read {path} as a notebook: {type(err).__name__}: {err}") from None
-
-
-def chapter_setup(notebook: str | Path) -> type[SetupBase] | None:
-    """The ``Setup`` class that declares a chapter's parameters, or ``None`` (transitional: comment DSL).
-
-    It is the ``Setup`` of the experiments module the notebook imports as
-    ``from htlib.experiments import <module> as <alias>``, provided the notebook builds its setup
-    with ``<alias>.Setup.from_namespace(...)``.
-    """
-    import importlib
-
-    nb = _read_notebook(_check_notebook(notebook))
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     for module, alias in _IMPORT.findall(code):
         if f"{alias}.Setup.from_namespace(" in code:
@@ -301,25 +238,26 @@ class Declaration:
         return [p.name for p in self.setup.parameters()] if self.setup else list(self.cell or {})
 
     def listing(self) -> str:
-        if self.setup is not None:
-            return self.setup.listing()
-        return _listing(self.cell or {})
+        return self.setup.listing() if self.setup is not None else _listing(self.cell or {})
 
     def is_str(self, name: str) -> bool:
         if self.setup is not None:
             return any(p.name == name and p.type_name == "str" for p in self.setup.parameters())
-        param = (self.cell or {}).get(name)
-        return param is not None and isinstance(param.default, str)
+        return isinstance(getattr((self.cell or {}).get(name), "default", None), str)
 
     def defaults(self) -> dict[str, Any]:
         """Every declared parameter's default, as the literal a parameters cell holds."""
-        if self.setup is not None:
-            return self.setup().literals()
-        return {name: param.default for name, param in (self.cell or {}).items()}
+        return self.setup().literals() if self.setup else {n: p.default for n, p in (self.cell or {}).items()}
 
     def parse_cli(self, name: str, text: str) -> Any:
-        """A ``-p NAME VALUE`` value: a Python literal, strings verbatim."""
-        return _parse_cli_value(text, self.is_str(name))
+        """A ``-p NAME VALUE`` value: a Python literal, strings verbatim (no quoting needed)."""
+        if self.is_str(name):
+            return text
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            lowered = text.strip().lower()
+            return lowered == "true" if lowered in ("true", "false") else text
 
     def build(self, overrides: dict[str, Any], base: SetupBase | None = None) -> SetupBase:
         """The chapter's Setup with ``overrides`` (Setup chapters only); errors carry the listing."""
@@ -331,10 +269,8 @@ class Declaration:
             raise ParameterError(text if "valid parameters" in text else f"{text}\n{self.listing()}") from None
 
     def check(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        """``overrides`` validated and coerced to the literals papermill injects.
-
-        Directory parameters are made absolute: the kernel runs in ``book/``, not where you typed them.
-        """
+        """``overrides`` validated and coerced to the literals papermill injects; folders made absolute (the
+        kernel runs in ``book/``, not where you typed them)."""
         if self.setup is None:
             return validate(self.cell or {}, overrides)
         setup = self.build(overrides)
@@ -359,7 +295,8 @@ def check_overrides(notebook: str | Path, overrides: dict[str, Any]) -> dict[str
 
 def check_output_dir(output_dir: str | Path | None, notebook: str | Path | None = None) -> Path:
     """Where reruns go, resolved; refused inside ``book/`` (committed chapters live there) or on a file."""
-    out_dir = Path(output_dir).expanduser().resolve() if output_dir is not None else _default_output_dir()
+    out_dir = (Path(output_dir).expanduser().resolve() if output_dir is not None
+               else (REPO_ROOT if (REPO_ROOT / "pyproject.toml").exists() else Path.cwd()) / "runs")
     book_dir = REPO_ROOT / "book"
     beside = notebook is not None and out_dir == Path(notebook).resolve().parent
     if out_dir == book_dir or book_dir in out_dir.parents or beside:
@@ -383,12 +320,8 @@ def check_scheduler(address: str) -> int:
 
 def preflight(notebook: str | Path, overrides: dict[str, Any],
               output_dir: str | Path | None = None) -> tuple[Path, dict[str, Any], Path]:
-    """Everything a run would refuse, checked before any compute: ``(notebook, clean overrides, output)``.
-
-    The notebook must be a chapter, the parameters valid for its declaration, the output folder
-    outside ``book/``, and a Dask scheduler named by ``executor`` must answer.  ``--dry-run`` is
-    exactly this.
-    """
+    """Everything a run would refuse (what ``--dry-run`` does), before any compute: a chapter, valid parameters,
+    an output folder outside ``book/``, an answering Dask ``executor``.  ``(notebook, clean overrides, output)``."""
     decl = declared_parameters(notebook)
     clean = decl.check(overrides)
     out_dir = check_output_dir(output_dir, decl.notebook)
@@ -400,34 +333,18 @@ def preflight(notebook: str | Path, overrides: dict[str, Any],
 
 def output_path(notebook: str | Path, overrides: dict[str, Any], output_dir: str | Path) -> Path:
     """``<output_dir>/<chapter>-<8-hex hash of the parameters>.ipynb``."""
-    payload = json.dumps(overrides, sort_keys=True, default=repr)
-    digest = hashlib.sha256(payload.encode()).hexdigest()[:8]
+    digest = hashlib.sha256(json.dumps(overrides, sort_keys=True, default=repr).encode()).hexdigest()[:8]
     return Path(output_dir) / f"{Path(notebook).stem}-{digest}.ipynb"
 
 
-def _default_output_dir() -> Path:
-    return REPO_ROOT / "runs" if (REPO_ROOT / "pyproject.toml").exists() else Path.cwd() / "runs"
+# A Unix socket's path holds at most 107 bytes; the kernel's are <runtime folder>/kernel-ipc-<port>.
+_IPC_FOLDER_MAX = 107 - len("/kernel-ipc-65535")
 
 
 def kernel_manager_class(log: str | Path | None = None):
-    """The kernel manager of papermill's runs: IPC sockets where the platform has them, in a private
-    runtime folder of each kernel, and the kernel's own log (not the cells' output) written to ``log``
-    when given.
-
-    Over TCP the kernel prints "Kernel is running over TCP without encryption" on every run, which reads
-    as if something were wrong; a local run has no reason to open TCP ports.  jupyter_client names IPC
-    sockets ``kernel-ipc-<n>`` relative to the kernel's working folder (``book/``) and picks ``n`` by
-    looking for a free name, so two kernels started at once raced for the same sockets there (``Kernel
-    didn't respond``, ``Invalid Signature``) and left stale files in ``book/``: each kernel's connection
-    file and sockets go to a fresh temporary folder instead, removed when the kernel is cleaned up.  The
-    kernel process's own log lines (for example the "KeyboardInterrupt caught in kernel" that
-    jupyter_client's shutdown interrupt can provoke) say nothing about the chapter; with ``log`` they go
-    to that file, which a failed run names.
-    """
-    import shutil
-    import tempfile
-    import weakref
-
+    """The kernel manager of papermill's runs: IPC sockets (no "running over TCP without encryption" notice) in
+    a private runtime folder of each kernel (jupyter_client would put ``kernel-ipc-<n>`` in ``book/``, where
+    kernels started at once race for them), and the kernel's own log (not the cells' output) in ``log``."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
@@ -435,13 +352,17 @@ def kernel_manager_class(log: str | Path | None = None):
         launched: list[AsyncKernelManager] = []  # noqa: RUF012 - this class's kernels (stop_kernels)
 
         @default("transport")
-        def _default_transport(self) -> str:
-            return "tcp" if os.name == "nt" else "ipc"  # no IPC transport on Windows
+        def _default_transport(self) -> str:  # no IPC on Windows, nor where no short folder can hold the sockets
+            return "tcp" if os.name == "nt" or len(self._runtime) > _IPC_FOLDER_MAX else "ipc"
 
         @property
         def _runtime(self) -> str:
             if "_htlib_runtime" not in self.__dict__:
-                self.__dict__["_htlib_runtime"] = folder = tempfile.mkdtemp(prefix="htlib-kernel-")
+                folder = tempfile.mkdtemp(prefix="htlib-kernel-")
+                if len(folder) > _IPC_FOLDER_MAX and os.path.isdir("/tmp"):  # a deep TMPDIR: sockets would not fit
+                    os.rmdir(folder)
+                    folder = tempfile.mkdtemp(prefix="htlib-kernel-", dir="/tmp")
+                self.__dict__["_htlib_runtime"] = folder
                 weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)  # also if never cleaned up
             return self.__dict__["_htlib_runtime"]
 
@@ -468,13 +389,8 @@ def kernel_manager_class(log: str | Path | None = None):
 
 
 def stop_kernels(manager_class) -> None:
-    """Kill what is left of the kernels of a :func:`kernel_manager_class` and remove their runtime folders.
-
-    After Ctrl-C while a kernel starts, nbclient never shuts it down, and Ctrl-C does not reach it
-    (jupyter_client starts kernels in a session of their own): it would stay, an orphan, holding its folder.
-    """
-    import shutil
-
+    """Kill what is left of the kernels of a :func:`kernel_manager_class` and remove their runtime folders
+    (after Ctrl-C while a kernel starts, nbclient never shuts it down and Ctrl-C does not reach it)."""
     for km in manager_class.launched:
         proc = getattr(getattr(km, "provisioner", None), "process", None)
         if proc is not None and proc.poll() is None:
@@ -495,8 +411,7 @@ def failure_reason(err: BaseException) -> str:
 
 
 def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any = None) -> str:
-    """The note a rerun's page opens with: the parameters that differ from the book's, the code version
-    and the date, so that a reader never takes a rerun for the book's page.
+    """The note a rerun's page opens with: the parameters that differ from the book's, the code version, the date.
 
     Examples
     --------
@@ -504,14 +419,11 @@ def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any =
     >>> "`h = 400`" in text and "seed" not in text  # seed 0 is the default: not a difference
     True
     """
-    import datetime as _dt
-
     from htlib.book import version
 
-    decl = declared_parameters(notebook)
-    defaults = decl.defaults()
+    defaults = declared_parameters(notebook).defaults()
     changed = [f"`{k} = {v!r}`" for k, v in overrides.items() if defaults.get(k) != v]
-    when = when or _dt.datetime.now(_dt.timezone.utc)
+    when = when or datetime.datetime.now(datetime.timezone.utc)
     differs = ("Parameters that differ from the book's defaults: " + ", ".join(changed) + "."
                if changed else "It uses the book's default parameters.")
     return ("```{admonition} A rerun, not the book's page\n:class: important\n"
@@ -529,25 +441,16 @@ def add_banner(path: str | Path, text: str) -> None:
     nbformat.write(nb, str(path))
 
 
-def run_chapter(
-    notebook: str | Path,
-    overrides: dict[str, Any],
-    *,
-    output_dir: str | Path | None = None,
-    progress: bool = True,
-    html: bool = True,
-) -> Path:
-    """Validate ``overrides`` (:func:`preflight`), execute the chapter with papermill, render HTML.
-
-    Returns the path of the executed notebook.
+def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: str | Path | None = None,
+                progress: bool = True, html: bool = True) -> Path:
+    """Validate ``overrides`` (:func:`preflight`), execute with papermill, render HTML; the executed notebook.
 
     Raises
     ------
     ParameterError
         Before any compute, for anything :func:`preflight` refuses.
     RunFailed
-        When a cell fails (the message names the cell's exception and the partial notebook) or the
-        HTML rendering fails.
+        When a cell or the HTML rendering fails (the message names the exception and the partial notebook).
     Interrupted
         On Ctrl-C during the execution (a ``KeyboardInterrupt`` naming the partial notebook).
     """
@@ -555,9 +458,7 @@ def run_chapter(
 
     notebook, clean, out = preflight(notebook, overrides, output_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    # Papermill rewrites the notebook as it goes: two reruns with the same parameters at once (one output
-    # path) would write into one file.  Each runs into its own working files, moved into place when it ends
-    # (os.replace is atomic), the partial notebook and the kernel log included when it fails.
+    # Reruns with the same parameters may run at once: each writes its own files, moved into place at its end.
     work = out.with_name(f"{out.stem}.running-{os.getpid()}.ipynb")
     work_log, log = work.with_suffix(".kernel.log"), out.with_suffix(".kernel.log")
     # The numbers behind the figures go beside the run, not into book/ (the kernel inherits the variable).
@@ -567,10 +468,8 @@ def run_chapter(
     os.environ["HTLIB_FIGURE_DATA"] = str(out.parent.resolve() / FIGURE_DATA_DIR)
     managers = kernel_manager_class(work_log)
     try:
-        pm.execute_notebook(
-            str(notebook), str(work), parameters=clean, cwd=str(notebook.parent),
-            kernel_name="python3", progress_bar=progress, kernel_manager_class=managers,
-        )
+        pm.execute_notebook(str(notebook), str(work), parameters=clean, cwd=str(notebook.parent), kernel_name="python3",
+                            progress_bar=progress, kernel_manager_class=managers)
     except (Exception, KeyboardInterrupt) as err:
         stop_kernels(managers)
         if work.exists():
@@ -605,50 +504,18 @@ def run_chapter(
     return out
 
 
-def _page_config() -> dict[str, Any]:
-    """The book's ``_config.yml``, adapted to render one already-executed page."""
-    import yaml
-
-    config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
-    config["only_build_toc_files"] = True
-    config["exclude_patterns"] = ["_build/*"]
-    config.setdefault("execute", {})["execute_notebooks"] = "off"  # the run has executed it already
-    config["execute"].pop("cache", None)
-    sphinx = config.setdefault("sphinx", {})
-    local = sphinx.get("local_extensions") or {}
-    for name, folder in local.items():
-        local[name] = str((REPO_ROOT / folder).resolve())
-    config.pop("bibtex_bibfiles", None)  # set by render_html once the .bib is copied beside the page
-    from htlib.book import local_mathjax
-
-    static = local_mathjax(REPO_ROOT)
-    if static is not None:
-        sphinx.setdefault("config", {})["html_static_path"] = [str(static)]
-        sphinx["config"]["mathjax_path"] = "mathjax/tex-chtml.js"
-    return config
-
-
-_PAGES_BESIDE = ("conventions", "bibliography")
-"""Text pages of the book rendered beside a rerun, so that its links to them resolve."""
+_PAGES_BESIDE = ("conventions", "bibliography")  # the book's text pages rendered beside a rerun, for its links
 
 
 def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     """Render an executed notebook to ``<notebook>.html`` with a one-page build of the book's configuration.
 
-    Plain nbconvert leaves myst-nb's ``{glue}`` roles, ``{cite}`` and ``{ref}`` as raw markup: the
-    prose of a rerun would not state its own numbers.  This runs Jupyter Book (Sphinx + myst-nb, the
-    book's own configuration, execution off) on a temporary one-page book holding the notebook and
-    the book's text pages it links to (:data:`_PAGES_BESIDE`: the conventions and the bibliography), then
-    copies the pages and their asset folders (``_static``, ``_images``, ``_sources``, ...) next to the
-    notebook.  Links to other chapters of the book stay plain text.
+    (Plain nbconvert would leave ``{glue}``, ``{cite}`` and ``{ref}`` as raw markup.)  The pages and their asset
+    folders are copied next to the notebook; links to other chapters stay plain text.
     """
-    import shutil
-    import subprocess
-    import tempfile
-
     import yaml
 
-    from htlib.book import jupyter_book_command
+    from htlib.book import jupyter_book_command, local_mathjax
 
     notebook = Path(notebook).resolve()
     target = notebook.with_suffix(".html")
@@ -662,15 +529,27 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         pages = [page for page in _PAGES_BESIDE if (root / f"{page}.md").exists()]
         if pages:
             toc["chapters"] = [{"file": page} for page in pages]
-        config = _page_config()
+        # The book's _config.yml, adapted to render one already-executed page.
+        config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
+        config["only_build_toc_files"] = True
+        config["exclude_patterns"] = ["_build/*"]
+        config.setdefault("execute", {})["execute_notebooks"] = "off"  # the run has executed it already
+        config["execute"].pop("cache", None)
+        sphinx = config.setdefault("sphinx", {})
+        local = sphinx.get("local_extensions") or {}
+        for name, folder in local.items():
+            local[name] = str((REPO_ROOT / folder).resolve())
+        config.pop("bibtex_bibfiles", None)  # set below once the .bib is copied beside the page
+        static = local_mathjax(REPO_ROOT)
+        if static is not None:
+            sphinx.setdefault("config", {})["html_static_path"] = [str(static)]
+            sphinx["config"]["mathjax_path"] = "mathjax/tex-chtml.js"
         if (root / "references.bib").exists():
             config["bibtex_bibfiles"] = ["references.bib"]
         (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
-        proc = subprocess.run(
-            [jupyter_book_command(), "build", str(root), "-q"], cwd=root, capture_output=True, text=True,
-            timeout=timeout, env={**os.environ, "TQDM_DISABLE": "1"},
-        )
+        proc = subprocess.run([jupyter_book_command(), "build", str(root), "-q"], cwd=root, capture_output=True,
+                              text=True, timeout=timeout, env={**os.environ, "TQDM_DISABLE": "1"})
         html_dir = root / "_build" / "html"
         page = html_dir / f"{notebook.stem}.html"
         if proc.returncode != 0 or not page.exists():
@@ -685,10 +564,8 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m htlib.run",
-        description="Rerun a book chapter with new parameters; outputs go to runs/, never into book/.",
-    )
+    parser = argparse.ArgumentParser(prog="python -m htlib.run", description="Rerun a book chapter with new "
+                                     "parameters; outputs go to runs/, never into book/.")
     parser.add_argument("notebook", help="chapter notebook, e.g. book/phases.ipynb")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="override one parameter (repeatable); VALUE is a Python literal, strings verbatim")
@@ -710,21 +587,17 @@ def main(argv: list[str] | None = None) -> int:
         overrides = {name: decl.parse_cli(name, text) for name, text in args.parameter}
         if args.dry_run:
             _, clean, out = preflight(args.notebook, overrides, args.output_dir)
-            print(f"parameters valid: {clean or 'the defaults'}")
-            print(f"would write: {out}")
+            print(f"parameters valid: {clean or 'the defaults'}\nwould write: {out}")
             return 0
         run_chapter(args.notebook, overrides, output_dir=args.output_dir, html=not args.no_html)
     except (ParameterError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except RunFailed as err:
-        print(f"\nerror: {err}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt as err:  # one line, not the traceback of wherever Ctrl-C landed
         print(f"\n{err}" if isinstance(err, Interrupted) else "\ninterrupted", file=sys.stderr)
         return 130
-    except Exception as err:  # anything else: its reason, never a silent exit
-        print(f"\nerror: {failure_reason(err)}", file=sys.stderr)
+    except Exception as err:  # a failed run, or anything else: its reason, never a silent exit
+        print(f"\nerror: {err if isinstance(err, RunFailed) else failure_reason(err)}", file=sys.stderr)
         return 1
     return 0
 

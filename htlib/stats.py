@@ -1,13 +1,7 @@
-"""The standard statistics the book judges claims with: one of each, validated at the edge.
+"""The statistics the book judges claims with: :func:`t_interval`, :func:`sign_test`, :func:`bootstrap_interval`.
 
-- :func:`t_interval`: the mean of independent per-run values (seeds, data draws) and its two-sided
-  Student-t interval;
-- :func:`sign_test`: the exact binomial sign test of whether per-run values lie above or below a value;
-- :func:`bootstrap_interval`: the percentile interval of a parametric bootstrap of a single fit.
-
-Each returns a frozen result (:class:`Interval`, :class:`SignTest`).  Non-finite inputs are refused
-unless the caller drops them explicitly (``drop_nonfinite=True``): a diverged run or a failed refit
-must not vanish silently.
+Non-finite inputs are refused unless the caller passes ``drop_nonfinite=True``: a diverged run or a failed
+refit must not vanish silently.
 """
 
 from __future__ import annotations
@@ -28,15 +22,14 @@ class Interval:
     Attributes
     ----------
     estimate : float
-        The mean of the runs (:func:`t_interval`) or the fit's own estimate (:func:`bootstrap_interval`).
+        The mean of the runs, or the fit's own estimate.
     low, high : float
-        The interval's ends; NaN where it is undefined (fewer than two runs).
+        The interval's ends; NaN for fewer than two runs.
     n : int
-        The runs entering the mean, or the bootstrap draws entering the percentiles.
+        The runs, or the bootstrap draws.
     level : float
-        The confidence level in ``(0, 1)``.
     sd : float
-        The sample standard deviation (``ddof=1``) of the runs or of the draws; NaN for ``n < 2``.
+        Sample standard deviation (``ddof=1``) of the runs or draws; NaN for ``n < 2``.
     """
 
     estimate: float
@@ -48,7 +41,7 @@ class Interval:
 
     @property
     def mean(self) -> float:
-        """The point estimate (alias of :attr:`estimate`, the mean for :func:`t_interval`)."""
+        """Alias of :attr:`estimate`."""
         return self.estimate
 
 
@@ -58,18 +51,12 @@ class SignTest:
 
     Attributes
     ----------
-    k : int
-        Values strictly on the stated side of ``value``.
-    n : int
-        Values not equal to ``value`` (ties are dropped).
-    p : float
-        One-sided exact p-value for the stated direction (``P(K >= k)`` under a fair coin).
-    p_opposite : float
-        One-sided exact p-value for the opposite direction (``P(K <= k)``).
+    k, n : int
+        Values strictly on the stated side of ``value``; values not equal to it (ties dropped).
+    p, p_opposite : float
+        One-sided exact p-values for the stated direction (``P(K >= k)``) and the opposite (``P(K <= k)``).
     direction : {">", "<"}
-    value : float
-    level : float
-        The confidence level the caller judges with (``p < 1 - level``).
+    value, level : float
     """
 
     k: int
@@ -112,9 +99,6 @@ def _values(name: str, x, drop_nonfinite: bool) -> np.ndarray:
 def t_interval(x, level: float = 0.95, *, drop_nonfinite: bool = False) -> Interval:
     """The mean of independent per-run values and its two-sided Student-t interval.
 
-    ``mean +- t_{(1+level)/2}(n-1) s / sqrt(n)`` keeps its nominal coverage for normal per-run values
-    at any ``n >= 2``, where a percentile bootstrap or a min-max range over a handful of runs does not.
-
     Parameters
     ----------
     x : array_like, shape (n,)
@@ -128,12 +112,6 @@ def t_interval(x, level: float = 0.95, *, drop_nonfinite: bool = False) -> Inter
     -------
     Interval
         ``low`` and ``high`` are NaN for ``n < 2`` (one run says nothing about the spread).
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not 1-D, is empty, or holds non-finite values (without ``drop_nonfinite``), or if
-        ``level`` is outside ``(0, 1)``.
 
     Examples
     --------
@@ -163,9 +141,7 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
               drop_nonfinite: bool = False) -> SignTest:
     """Exact binomial sign test of whether per-run values lie above (``">"``) or below (``"<"``) ``value``.
 
-    Values equal to ``value`` are ties and are dropped.  Under the null each remaining run falls on
-    either side with probability 1/2; ``p`` is the one-sided p-value for the stated direction and
-    ``p_opposite`` the one for the other (both from :func:`scipy.stats.binomtest`).
+    Values equal to ``value`` are ties and are dropped.
 
     Parameters
     ----------
@@ -176,7 +152,7 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
     value : float, optional
         The value they are compared with.
     level : float, optional
-        Confidence level in ``(0, 1)``, stored with the result (a caller judges ``p < 1 - level``).
+        Confidence level in ``(0, 1)``, stored with the result.
     drop_nonfinite : bool, optional
         Leave NaN/inf values out instead of refusing them.
 
@@ -221,9 +197,8 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
 def bootstrap_interval(estimate: float, draws, level: float = 0.95, *, drop_nonfinite: bool = False) -> Interval:
     """The percentile interval of a parametric bootstrap of a single fit.
 
-    ``draws`` are refits of samples drawn from the fitted law; the interval is their
-    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles (linear interpolation), around the fit's own
-    ``estimate``.
+    The interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of ``draws`` (refits of samples
+    drawn from the fitted law), around the fit's own ``estimate``.
 
     Parameters
     ----------

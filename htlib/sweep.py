@@ -1,22 +1,19 @@
 """Parameter sweeps: run one function over many configs, resumably.
 
-``run_sweep`` takes any :class:`concurrent.futures.Executor` (a process pool
-here, ``distributed.Client().get_executor()`` on a Dask cluster), serves
-finished configs from :mod:`htlib.cache`, and writes each new result as soon
-as it arrives, so an interrupted sweep resumes where it stopped.  Results come
-back in the order of the configs.  On a Dask cluster, a retry recomputes (tasks
-are impure: a pure key would replay a stored error), and a scheduler that dies
-or stops answering fails the sweep within :data:`SCHEDULER_POLL_S` +
-:data:`SCHEDULER_ANSWER_S` seconds (:class:`SchedulerLost`) instead of waiting
-forever; what finished stays cached.
+:func:`run_sweep` takes any :class:`concurrent.futures.Executor` (a process pool, or a Dask cluster's),
+serves finished configs from :mod:`htlib.cache` and stores each new result as it arrives, so an interrupted
+sweep resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import multiprocessing as mp
 import os
 import re
+import threading
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
@@ -44,36 +41,25 @@ def _dask_client(executor: cf.Executor | None) -> Any:
 def _scheduler_answers(client: Any) -> bool:
     if client.status != "running":  # closed, or reconnecting (which has cancelled every pending task)
         return False
-    try:
+    with contextlib.suppress(Exception):  # a timeout, a refused connection: no scheduler there any more
         client.sync(client.scheduler.identity, callback_timeout=SCHEDULER_ANSWER_S)
-    except Exception:  # a timeout, a refused connection: no scheduler there any more
-        return False
-    return True
+        return True
+    return False
 
 
 def progress_enabled() -> bool:
-    """Whether progress bars should be drawn here.
-
-    Off when ``TQDM_DISABLE`` is set (the Makefile's targets), and off under pytest: nbval re-executes
-    chapters in a kernel started by pytest (which sets ``PYTEST_CURRENT_TEST``) and compares stderr,
-    where bars with their timings would differ on every run.  ``HTLIB_PROGRESS=1`` forces them on,
-    ``HTLIB_PROGRESS=0`` off.  Everywhere else (JupyterLab, reruns through :mod:`htlib.run`, a
-    terminal) they are on.
-    """
+    """Whether progress bars should be drawn here: ``HTLIB_PROGRESS=1``/``0`` forces them on/off; else off with
+    ``TQDM_DISABLE`` and under pytest (nbval compares stderr, where bars' timings differ on every run)."""
     forced = os.environ.get("HTLIB_PROGRESS", "").strip()
     if forced in ("0", "1"):
         return forced == "1"
-    if os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false"):
-        return False
-    return "PYTEST_CURRENT_TEST" not in os.environ
+    disabled = os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false")
+    return not disabled and "PYTEST_CURRENT_TEST" not in os.environ
 
 
 def limit_threads(n_threads: int = 1) -> None:
-    """Pin torch and every BLAS/OpenMP pool of this process to ``n_threads``.
-
-    Used as the initializer of worker processes: with one process per core,
-    threaded BLAS inside each worker would only oversubscribe the machine.
-    """
+    """Pin torch and every BLAS/OpenMP pool of this process to ``n_threads`` (a worker process's initializer:
+    with one process per core, threaded BLAS would only oversubscribe the machine)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -86,15 +72,8 @@ PARENT_POLL_S = 1.0
 
 
 def _worker_init(n_threads: int, parent: int) -> None:
-    """A pool worker's initializer: :func:`limit_threads`, and exit when ``parent`` is gone.
-
-    A killed kernel (SIGKILL, a dead-kernel restart) cannot shut its pool down; its workers would live on as
-    orphans holding the kernel's pipes open, so that whatever waits for those pipes (a rerun's caller) waits
-    forever.  Once the parent dies a worker is re-parented, and its ``os.getppid()`` changes.
-    """
-    import threading
-    import time
-
+    """A pool worker's initializer: :func:`limit_threads`, and exit when ``parent`` is gone (a killed kernel
+    cannot shut its pool down; orphan workers would hold its pipes open, and its caller would wait forever)."""
     limit_threads(n_threads)
 
     def watch() -> None:
@@ -108,28 +87,15 @@ def _worker_init(n_threads: int, parent: int) -> None:
 def process_executor(max_workers: int | None = None, *, threads_per_worker: int = 1) -> cf.ProcessPoolExecutor:
     """A process pool whose workers each use ``threads_per_worker`` BLAS threads, and exit with the process
     that made the pool (no orphans when it is killed)."""
-    import multiprocessing as mp
-
     workers = max_workers or os.cpu_count() or 1
     if workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
-    return cf.ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=mp.get_context("spawn"),  # fork + torch threads deadlock
-        initializer=_worker_init,
-        initargs=(threads_per_worker, os.getpid()),
-    )
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),  # fork + torch: deadlock
+                                  initializer=_worker_init, initargs=(threads_per_worker, os.getpid()))
 
 
-def run_sweep(
-    fn: Callable[[Any], Any],
-    configs: Sequence[Any],
-    *,
-    executor: cf.Executor | None = None,
-    use_cache: bool = True,
-    progress: bool = True,
-    desc: str = "runs",
-) -> list[Any]:
+def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.Executor | None = None,
+              use_cache: bool = True, progress: bool = True, desc: str = "runs") -> list[Any]:
     """Evaluate ``fn(config)`` for every config, resuming from the cache.
 
     Parameters
@@ -141,11 +107,9 @@ def run_sweep(
     executor
         Where to run uncached configs.  ``None`` runs them in this process.
     use_cache
-        Read and write :mod:`htlib.cache`.  With ``False`` everything is recomputed
-        and nothing is stored.
+        Read and write :mod:`htlib.cache` (``False``: recompute everything, store nothing).
     progress
-        Show a tqdm bar counting finished runs, where :func:`progress_enabled` allows it (not under
-        pytest/nbval, not with ``TQDM_DISABLE=1``).
+        Show a tqdm bar counting finished runs, where :func:`progress_enabled` allows it.
 
     Returns
     -------
@@ -155,22 +119,14 @@ def run_sweep(
     Raises
     ------
     Exception
-        When configs fail, the failure of the first failing config, with a note naming it, after
-        every other config has run and its result has been stored.
+        The first failing config's error, with a note naming it, after every other config has run and been stored.
     SchedulerLost
-        When the Dask scheduler of ``executor`` dies or stops answering mid-sweep; the message names
-        it and says how many results finished (and are cached).
+        When the Dask scheduler of ``executor`` dies or stops answering mid-sweep.
     """
     name = f"{fn.__module__}.{fn.__qualname__}"
-    results: list[Any] = [cache.MISSING] * len(configs)
     keys = [cache.config_key(name, c) for c in configs] if use_cache else [None] * len(configs)
-    todo: list[int] = []
-    for i, key in enumerate(keys):
-        if key is not None:
-            results[i] = cache.load(key)
-        if results[i] is cache.MISSING:
-            todo.append(i)
-
+    results: list[Any] = [cache.MISSING if key is None else cache.load(key) for key in keys]
+    todo = [i for i, r in enumerate(results) if r is cache.MISSING]
     bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
                disable=not (progress and progress_enabled()))
     failures: dict[int, Exception] = {}
@@ -216,8 +172,7 @@ def run_sweep(
     finally:
         bar.close()
     if failures:
-        first = min(failures)
-        err = failures[first]
+        first, err = min(failures.items())  # keys are unique: the errors are never compared
         err.add_note(f"run_sweep({name}): config {first} failed: {configs[first]!r} ({len(failures)} of "
                      f"{len(configs)} configs failed; the others ran to the end"
                      f"{' and are cached: a rerun computes only the failed ones' if use_cache else ''})")
@@ -225,16 +180,12 @@ def run_sweep(
     return results
 
 
-# --------------------------------------------------------------------------- the one executor option
-
 _DASK_ADDRESS = re.compile(r"tcp://(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:]+\]):(\d{1,5})")
 
 
 def executor_kind(executor: str) -> str:
-    """``"serial"``, ``"process"`` or ``"dask"`` for an executor option; ``ValueError`` for anything else.
-
-    A Dask option is a scheduler address ``tcp://host:port`` (port 1-65535); its form is checked here,
-    whether a scheduler answers there is not.
+    """``"serial"``, ``"process"`` or ``"dask"`` (a scheduler address ``tcp://host:port``, its form only) for an
+    executor option; ``ValueError`` for anything else.
 
     Examples
     --------
@@ -254,10 +205,8 @@ def executor_kind(executor: str) -> str:
 def executor_for(executor: str, workers: int = 2, *, timeout: float = 10.0) -> Iterator[cf.Executor | None]:
     """The executor for :func:`run_sweep` named by a chapter's ``executor`` option, closed on exit.
 
-    ``"serial"`` yields ``None`` (run in this process); ``"process"`` a :func:`process_executor` of
-    ``workers`` one-thread processes; ``"tcp://host:port"`` the ``concurrent.futures`` executor of a
-    ``distributed.Client`` connected to that scheduler (``timeout`` seconds to connect), whose
-    results come back here, where :func:`run_sweep` caches them.
+    ``"serial"`` yields ``None`` (run in this process); ``"process"`` a :func:`process_executor` of ``workers``
+    one-thread processes; ``"tcp://host:port"`` the executor of a ``distributed.Client`` of that scheduler.
 
     Examples
     --------

@@ -1,11 +1,7 @@
 """The single-index teacher of paper 003 and the three data sets drawn from it.
 
-Owns the data side of the two-layer teacher-student setting:
-inputs ``x ~ N(0, I_d)``, a unit teacher direction ``beta*``, labels
-``y = softplus(beta*ᵀx) + rho_e * xi`` with ``xi ~ N(0, 1)``, and three
-independent sets: *train* (``n`` points, used for the updates of W), *probe*
-(``n`` points, the hold-out set of the ridge readout) and *test* (``n_test``).
-The student and the optimizers live in :mod:`htlib.two_layer`.
+Inputs ``x ~ N(0, I_d)``, a unit teacher ``beta*``, labels ``y = softplus(beta*ᵀx) + rho_e * xi``, and independent
+*train*, *probe* (the ridge readout's hold-out set) and *test* sets.  The student lives in :mod:`htlib.two_layer`.
 """
 
 from __future__ import annotations
@@ -50,19 +46,8 @@ def derived_seed(seed: int, stream: int) -> int:
 
 @dataclass(frozen=True)
 class SingleIndexData:
-    """Train / probe / test sets of the single-index teacher, and its direction.
-
-    Attributes
-    ----------
-    X_train, y_train
-        ``(n, d)`` and ``(n,)``: the set whose full-batch gradient updates W.
-    X_probe, y_probe
-        ``(n, d)`` and ``(n,)``: the hold-out set of the ridge readout (the "train loss" and the KTA).
-    X_test, y_test
-        ``(n_test, d)`` and ``(n_test,)``.
-    beta
-        ``(d,)``, the unit teacher direction ``beta*``.
-    """
+    """Train / probe / test sets of the single-index teacher (``X_*``: ``(m, d)``, ``y_*``: ``(m,)``; probe: the
+    ridge readout's hold-out set) and its unit direction ``beta`` (``(d,)``)."""
 
     X_train: torch.Tensor
     y_train: torch.Tensor
@@ -73,41 +58,12 @@ class SingleIndexData:
     beta: torch.Tensor
 
 
-def make_single_index_data(
-    n: int,
-    d: int,
-    n_test: int = 200,
-    rho_e: float = 0.3,
-    *,
-    seed: int,
-    dtype: torch.dtype | str = torch.float32,
-    device: str = "cpu",
-) -> SingleIndexData:
-    """Draw the three data sets of the softplus single-index teacher.
+def make_single_index_data(n: int, d: int, n_test: int = 200, rho_e: float = 0.3, *, seed: int,
+                           dtype: torch.dtype | str = torch.float32, device: str = "cpu") -> SingleIndexData:
+    """Draw the three data sets (``n`` train and probe points, ``n_test`` test points) of the softplus teacher.
 
-    Everything is drawn in float64 on the CPU from one seeded generator and then
-    cast, so the data for a seed is the same (up to rounding) in either dtype and
-    on any device.  Each set uses its own sub-stream of ``seed``: the train set
-    does not change when ``n_test`` changes, and so on.
-
-    Parameters
-    ----------
-    n
-        Size of the train set and of the probe set (``>= 1``).
-    d
-        Input dimension (``>= 1``).
-    n_test
-        Size of the test set (``>= 1``).
-    rho_e
-        Standard deviation of the label noise (``>= 0``).
-    seed
-        Non-negative integer seed.
-    dtype, device
-        Of the returned tensors.
-
-    Returns
-    -------
-    SingleIndexData
+    Drawn in float64 on the CPU from one seeded generator, then cast: the same data (up to rounding) in either dtype
+    and on any device.  Each set has its own sub-stream of ``seed``, so the train set does not depend on ``n_test``.
     """
     for name, value, low in (("n", n, 1), ("d", d, 1), ("n_test", n_test, 1)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:

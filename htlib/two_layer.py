@@ -1,24 +1,14 @@
 """The two-layer student of paper 003: features, full-batch GD / FB-Adam on W, ridge readout, trajectories.
 
-Conventions.  Student ``f(x) = aᵀ tanh(W x / sqrt(d)) / sqrt(h)`` with
-``W0, a0`` i.i.d. ``N(0, 1)`` and no biases; ``a`` stays frozen while W is updated.
-The loss of the updates is the authors' code's: the mean squared error
-``(1/n) sum_i (y_i - f(x_i))^2`` WITHOUT the paper's 1/2, so every gradient here is
-twice the paper's ``G_0``.  FB-Adam uses PyTorch's defaults
-(``beta1 = 0.9, beta2 = 0.999, eps = 1e-8``) with bias correction, so its first update
-is ``eta * G/(|G| + eps) ~ eta sign(G)``; ``bias_correction=False`` gives the paper's
-eq. (2), ``(1 - beta1)/sqrt(1 - beta2) sign(G_0) ~ 3.16 sign(G_0)``.
+Student ``f(x) = aᵀ tanh(W x / sqrt(d)) / sqrt(h)``, ``W0, a0`` i.i.d. ``N(0, 1)``, no biases, ``a`` frozen while
+W is updated.  The loss of the updates is the authors' code's ``(1/n) sum_i (y_i - f(x_i))^2``, WITHOUT the paper's
+1/2, so every gradient is twice the paper's ``G_0``.  FB-Adam uses PyTorch's defaults with bias correction (first
+update ``~ eta sign(G)``); ``bias_correction=False`` gives the paper's eq. (2), ``~ 3.16 sign(G_0)``.
 
-After the W updates, the readout ``a`` is refitted by ridge regression on the probe
-set.  The readout features come in two conventions (``readout_scale``): ``"sqrt_d"`` is
-the paper's formula ``tanh(X Wᵀ/sqrt(d))/sqrt(h)``; ``"d"`` is ``tanh(X Wᵀ/d)/sqrt(h)``,
-what the authors' code computed for the published figures (a forward hook keeps a view
-of the first layer's output, which the forward pass then divides in place by ``sqrt(d)``;
-the evaluation divides it by ``sqrt(d)`` a second time).  Training is the same under
-both; every recorded step stores the losses and the KTA under both conventions; the metrics (probe/test loss, KTA, ``sim(W, beta*)``, the ESD of ``WᵀW`` and its
-power-law exponents from :mod:`htlib.spectra`) are recorded along the way by
-:func:`train`.  Training runs in the config's dtype (float32 by default) with the
-gradient in closed form; the readout solve and every spectrum are float64.
+The readout ``a`` is then refitted by ridge regression on the probe set, with features ``tanh(X Wᵀ/sqrt(d))/sqrt(h)``
+(``"sqrt_d"``, the paper's formula) or ``tanh(X Wᵀ/d)/sqrt(h)`` (``"d"``: the authors' evaluation code divided a
+hooked view of the first layer's output by ``sqrt(d)`` twice, so the published figures use it); every recorded step
+stores both.  Training runs in the config's dtype; the readout solve and every spectrum are float64.
 """
 
 from __future__ import annotations
@@ -31,51 +21,14 @@ import numpy as np
 import torch
 
 from htlib._checks import check_choice, check_float, check_int, check_vector, to_numpy
-from htlib.teacher_student import (
-    SingleIndexData,
-    derived_seed,
-    make_single_index_data,
-    resolve_device,
-    resolve_dtype,
-)
+from htlib.teacher_student import SingleIndexData, derived_seed, make_single_index_data, resolve_device, resolve_dtype
 
-__all__ = [
-    "TwoLayerConfig",
-    "Trajectory",
-    "AdamState",
-    "make_data",
-    "init_weights",
-    "student_features",
-    "student_output",
-    "student_mse",
-    "full_batch_gradient",
-    "adam_direction",
-    "gd_step",
-    "adam_step",
-    "normalize_weights",
-    "first_update",
-    "ridge_readout",
-    "readout_metrics",
-    "readout_features",
-    "READOUT_SCALES",
-    "RECORDING_FIELDS",
-    "training_spec",
-    "recording_covers",
-    "restrict_recording",
-    "READOUT_METRICS",
-    "WEIGHT_NORM_ORDERS",
-    "spectral_norm",
-    "top_eigenpair",
-    "train",
-    "RunGrid",
-    "run_grid",
-    "last_step_metrics",
-    "ridge_solve",
-    "ridge_losses",
-    "first_eta_above",
-    "ADAM_BETAS",
-    "ADAM_EPS",
-]
+__all__ = ["TwoLayerConfig", "Trajectory", "AdamState", "make_data", "init_weights", "student_features",
+           "student_output", "student_mse", "full_batch_gradient", "adam_direction", "gd_step", "adam_step",
+           "normalize_weights", "first_update", "ridge_readout", "readout_metrics", "readout_features",
+           "READOUT_SCALES", "RECORDING_FIELDS", "training_spec", "recording_covers", "restrict_recording",
+           "READOUT_METRICS", "WEIGHT_NORM_ORDERS", "spectral_norm", "top_eigenpair", "train", "RunGrid", "run_grid",
+           "last_step_metrics", "ridge_solve", "ridge_losses", "first_eta_above", "ADAM_BETAS", "ADAM_EPS"]
 
 ADAM_BETAS: tuple[float, float] = (0.9, 0.999)
 """PyTorch's default Adam decay factors (beta1, beta2)."""
@@ -88,18 +41,14 @@ READOUT_SCALES: tuple[str, ...] = ("d", "sqrt_d")
 """Readout-feature conventions: ``"d"`` -> ``tanh(X Wᵀ/d)/sqrt(h)`` (the authors' code, hence the
 paper's figures); ``"sqrt_d"`` -> ``tanh(X Wᵀ/sqrt(d))/sqrt(h)`` (the paper's formula)."""
 READOUT_METRICS: tuple[str, ...] = ("train_loss", "test_loss", "kta")
-"""The metrics that depend on the readout convention; ``"<metric>@<scale>"`` names one of them
-under a given convention (e.g. ``"test_loss@sqrt_d"``)."""
+"""The metrics that depend on the readout convention; ``"<metric>@<scale>"`` names one under a convention."""
 RECORDING_FIELDS: tuple[str, ...] = ("readout_scale", "record_every", "keep_weights", "record_initial", "record_esd")
-"""The fields of :class:`TwoLayerConfig` that say what :func:`train` records, not what it computes:
-two configs that differ only here train the same ``W_t`` (see :func:`training_spec`,
-:func:`recording_covers` and :func:`restrict_recording`).  The others (sizes, noise, ridge constant,
-optimizer, schedule, seed, dtype, device) are the training spec."""
+"""The fields of :class:`TwoLayerConfig` that say what :func:`train` records, not what it computes: two configs
+that differ only here train the same ``W_t`` (the others are the training spec, :func:`training_spec`)."""
 
 WEIGHT_NORM_ORDERS: tuple[str, ...] = ("before_forward", "after_update")
-"""Where weight normalization acts: ``"before_forward"`` (the authors' code: W is normalized
-before each gradient, the recorded ``W_t`` is the raw post-update matrix) or ``"after_update"``
-(W is normalized after each update, the recorded ``W_t`` has ``||W_t||_F^2 = h d``)."""
+"""Where weight normalization acts: before each gradient (the authors' code; the recorded ``W_t`` is raw) or after
+each update (the recorded ``W_t`` has ``||W_t||_F^2 = h d``)."""
 
 
 @dataclass(frozen=True)
@@ -109,53 +58,26 @@ class TwoLayerConfig:
     Attributes
     ----------
     n, d, h, n_test
-        Train/probe size, input dimension, width, test size (integers ``>= 1``).
-    rho_e
-        Label-noise standard deviation (``>= 0``).
-    lam
-        Ridge constant of the readout (``> 0``): ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``.
-    optimizer
-        ``"gd"`` or ``"adam"`` (full-batch Adam, PyTorch defaults).
-    eta
-        Learning rate (``> 0``, finite).
-    steps
-        Number of full-batch updates of W (``>= 0``).
-    weight_norm
-        Weight normalization ``W <- sqrt(h d) W / ||W||_F`` (where: ``weight_norm_order``).
-    weight_norm_order
-        ``"before_forward"`` (default, the authors' order: normalize before each gradient;
-        ``W_0`` is recorded raw and every recorded ``W_t``, ``t >= 1``, is the raw
-        post-update matrix ``N(W_{t-1}) - lr * direction``) or ``"after_update"``
-        (normalize after each update; the recorded ``W_t`` is normalized).  Both orders
-        give the same normalized iterates; the recorded matrices differ by a scalar
-        factor (``W_0`` aside), so scale-free spectral numbers agree and the losses do not.
+        Train/probe size, input dimension, width, test size.
+    rho_e, lam
+        Label-noise standard deviation; ridge constant of ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``.
+    optimizer, eta, steps
+        ``"gd"`` or ``"adam"``, learning rate, number of full-batch updates of W.
+    weight_norm, weight_norm_order
+        ``W <- sqrt(h d) W / ||W||_F``, before each gradient (default, the authors' order: every recorded
+        ``W_t`` is the raw post-update matrix) or after each update.  Both give the same normalized iterates; the
+        recorded matrices differ by a scalar factor, so scale-free spectral numbers agree and the losses do not.
     readout_scale
-        The convention of :attr:`Trajectory.train_loss`, ``test_loss`` and ``kta``
-        (one of :data:`READOUT_SCALES`; default ``"d"``, the published figures').  Both
-        conventions are recorded anyway, in :attr:`Trajectory.readouts`.
-    steplr_gamma
-        The learning rate is multiplied by ``gamma`` after every step (``0 < gamma <= 1``).
-    bias_correction
-        Adam's bias correction (PyTorch's form); ``False`` gives the paper's eq. (2).
+        The convention of :attr:`Trajectory.train_loss`, ``test_loss`` and ``kta`` (both are recorded in
+        :attr:`Trajectory.readouts`).
+    steplr_gamma, bias_correction
+        The learning rate is multiplied by ``gamma`` after every step; Adam's bias correction.
     seed
-        Seeds the data (``make_data``) and the initialization (``init_weights``) by
-        independent sub-streams: every eta and optimizer of one seed share data and ``W0``.
-    device
-        ``"cpu"`` or ``"cuda[:k]"``.
-    dtype
-        ``"float32"`` or ``"float64"``: the dtype of the training.
-    record_every
-        Metrics are recorded at steps ``0, k, 2k, ...`` and at the last step (``>= 1``).
-    keep_weights
-        Steps ``t`` (``0 <= t <= steps``) whose ``W_t`` is kept in the trajectory.
-    record_initial
-        Record step 0 (``False`` saves the metrics of the initialization, the same for
-        every eta of a seed).
+        Seeds the data and the initialization by independent sub-streams (one seed: same data and ``W0``).
+    record_every, keep_weights, record_initial
+        Metrics at steps ``0, k, 2k, ...`` and the last; the steps whose ``W_t`` is kept; whether step 0 is recorded.
     record_esd
-        Record the full ESD and the power-law exponents (a float64 eigendecomposition of
-        the ``d x d`` Gram matrix per recorded step).  With ``False`` the ESD entries are
-        empty arrays and ``alpha_hill``/``alpha_ks`` are NaN; ``lambda_max`` and ``sim``
-        are still recorded.
+        Record the full ESD and the power-law exponents (else empty arrays and NaN).
     """
 
     n: int = 2000
@@ -219,38 +141,12 @@ class TwoLayerConfig:
 
 @dataclass(frozen=True)
 class Trajectory:
-    """What :func:`train` records.  Arrays are indexed like ``steps`` unless said otherwise.
+    """What :func:`train` records.  Arrays are indexed like ``steps`` (recording stops at a divergence).
 
-    Attributes
-    ----------
-    config
-        The config of the run.
-    steps
-        Recorded step indices (recording stops at a divergence).
-    train_loss, test_loss
-        Probe-set and test-set MSE after the ridge readout, under ``config.readout_scale``.
-    kta
-        Kernel-target alignment of the probe-set features, under ``config.readout_scale``.
-    sim
-        ``|v1ᵀ beta*|``, ``v1`` the top right singular vector of ``W_t``.
-    alpha_hill, alpha_ks
-        PL_Alpha_Hill and PL_Alpha_KS of the ESD (NaN when ``record_esd=False``).
-    esd
-        One ascending float64 eigenvalue array of ``W_tᵀW_t`` per recorded step
-        (empty when ``record_esd=False``).
-    weights
-        ``{t: W_t}`` (numpy, the training dtype) for ``t`` in ``keep_weights``.
-    lr
-        The learning rate of each step ``0..steps-1``.
-    diverged_at
-        The first step at which W or a metric was non-finite, else ``None``.
-    lambda_max
-        Largest eigenvalue of ``W_tᵀW_t`` (``||W_t||_2^2``) per recorded step.
-    update_loss
-        Train-set MSE with the frozen ``a0`` (the loss the updates minimise) per recorded step.
-    readouts
-        ``{scale: {"train_loss", "test_loss", "kta"}}`` for every scale of
-        :data:`READOUT_SCALES`: the same run read out under both conventions.
+    ``train_loss``, ``test_loss``, ``kta``: probe and test MSE after the ridge readout and the probe features' KTA,
+    under ``config.readout_scale`` (``readouts``: ``{scale: {metric: array}}`` under both); ``sim``: ``|v1ᵀ beta*|``;
+    ``esd``: ascending eigenvalues of ``W_tᵀW_t``; ``weights``: ``{t: W_t}`` for ``keep_weights``; ``lr``: per step;
+    ``diverged_at``: the first non-finite step or ``None``; ``update_loss``: the MSE the updates minimise.
     """
 
     config: TwoLayerConfig
@@ -293,27 +189,17 @@ class Trajectory:
         if idx.size == 0:
             raise ValueError(f"step {t} was not recorded; recorded steps: {self.steps.tolist()}")
         i = int(idx[0])
-        return {
-            "train_loss": float(self.train_loss[i]),
-            "test_loss": float(self.test_loss[i]),
-            "kta": float(self.kta[i]),
-            "sim": float(self.sim[i]),
-            "alpha_hill": float(self.alpha_hill[i]),
-            "alpha_ks": float(self.alpha_ks[i]),
-            "lambda_max": float(self.lambda_max[i]),
-            "update_loss": float(self.update_loss[i]),
-            **{f"{m}@{s}": float(self.readouts[s][m][i]) for s in self.readouts for m in READOUT_METRICS},
-        }
-
-
-# ---------------------------------------------------------------------------- model
+        return {"train_loss": float(self.train_loss[i]), "test_loss": float(self.test_loss[i]),
+                "kta": float(self.kta[i]), "sim": float(self.sim[i]), "alpha_hill": float(self.alpha_hill[i]),
+                "alpha_ks": float(self.alpha_ks[i]), "lambda_max": float(self.lambda_max[i]),
+                "update_loss": float(self.update_loss[i]),
+                **{f"{m}@{s}": float(self.readouts[s][m][i]) for s in self.readouts for m in READOUT_METRICS}}
 
 
 def make_data(config: TwoLayerConfig) -> SingleIndexData:
     """The exact data :func:`train` uses for ``config``."""
-    return make_single_index_data(
-        config.n, config.d, config.n_test, config.rho_e, seed=config.seed, dtype=config.dtype, device=config.device
-    )
+    return make_single_index_data(config.n, config.d, config.n_test, config.rho_e, seed=config.seed, dtype=config.dtype,
+                                  device=config.device)
 
 
 def init_weights(config: TwoLayerConfig) -> tuple[torch.Tensor, torch.Tensor]:
@@ -378,9 +264,6 @@ def full_batch_gradient(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: to
     return (S.T @ X).mul_((c * a)[:, None])
 
 
-# ---------------------------------------------------------------------------- optimizers
-
-
 @dataclass(frozen=True)
 class AdamState:
     """Adam's moving averages ``m`` (first moment), ``v`` (second moment) and step count ``t``."""
@@ -394,14 +277,8 @@ class AdamState:
         return AdamState(torch.zeros_like(W), torch.zeros_like(W), 0)
 
 
-def adam_direction(
-    G: torch.Tensor,
-    state: AdamState,
-    *,
-    betas: tuple[float, float] = ADAM_BETAS,
-    eps: float = ADAM_EPS,
-    bias_correction: bool = True,
-) -> tuple[torch.Tensor, AdamState]:
+def adam_direction(G: torch.Tensor, state: AdamState, *, betas: tuple[float, float] = ADAM_BETAS, eps: float = ADAM_EPS,
+                   bias_correction: bool = True) -> tuple[torch.Tensor, AdamState]:
     """The FB-Adam direction ``G~`` (the update is ``-lr * G~``) and the new state.
 
     ``m <- b1 m + (1-b1) G``, ``v <- b2 v + (1-b2) G∘G``; with bias correction (PyTorch's
@@ -426,16 +303,8 @@ def gd_step(W: torch.Tensor, G: torch.Tensor, lr: float) -> torch.Tensor:
     return W - lr * G
 
 
-def adam_step(
-    W: torch.Tensor,
-    G: torch.Tensor,
-    state: AdamState,
-    lr: float,
-    *,
-    betas: tuple[float, float] = ADAM_BETAS,
-    eps: float = ADAM_EPS,
-    bias_correction: bool = True,
-) -> tuple[torch.Tensor, AdamState]:
+def adam_step(W: torch.Tensor, G: torch.Tensor, state: AdamState, lr: float, *, betas: tuple[float, float] = ADAM_BETAS,
+              eps: float = ADAM_EPS, bias_correction: bool = True) -> tuple[torch.Tensor, AdamState]:
     """One FB-Adam step ``W - lr G~`` (see :func:`adam_direction`) and the new state."""
     direction, state = adam_direction(G, state, betas=betas, eps=eps, bias_correction=bias_correction)
     return W - lr * direction, state
@@ -457,9 +326,6 @@ def first_update(config: TwoLayerConfig) -> torch.Tensor:
         return G
     direction, _ = adam_direction(G, AdamState.zeros_like(W), bias_correction=config.bias_correction)
     return direction
-
-
-# ---------------------------------------------------------------------------- readout and metrics
 
 
 def ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> torch.Tensor:
@@ -564,9 +430,6 @@ def top_eigenpair(W: torch.Tensor | np.ndarray) -> tuple[float, np.ndarray]:
     return float(vals[0]), vecs[:, 0]
 
 
-# ---------------------------------------------------------------------------- training
-
-
 def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: TwoLayerConfig) -> dict | None:
     """Every metric of one recorded step; ``None`` when any of them is non-finite."""
     from htlib import spectra
@@ -603,17 +466,9 @@ def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: Two
 def train(config: TwoLayerConfig) -> Trajectory:
     """Run ``config.steps`` full-batch updates of W (a frozen) and record the metrics.
 
-    The updates are the explicit GD / FB-Adam formulas of this module on the closed-form
-    gradient; StepLR multiplies the learning rate by ``steplr_gamma`` after every step; with
-    ``weight_norm`` W is renormalised before each gradient (``weight_norm_order =
-    "before_forward"``, the authors' order: the recorded ``W_t`` is the raw post-update
-    matrix) or after each update (``"after_update"``).  At the recorded steps
-    (:meth:`TwoLayerConfig.recorded_steps`) the ridge readout is refitted on the probe set
-    and every metric recorded.  When W or a metric becomes non-finite the run stops and
-    ``diverged_at`` is that step; nothing non-finite is ever recorded.
-
-    Deterministic under ``config.seed`` (same data and ``W0`` for every eta/optimizer of a
-    seed).  A module-level function of one config, so ``htlib.sweep.run_sweep`` caches it.
+    GD / FB-Adam on the closed-form gradient; at the recorded steps the ridge readout is refitted and every metric
+    recorded.  When W or a metric becomes non-finite the run stops there (``diverged_at``).  Deterministic under
+    ``config.seed``; module-level, so ``htlib.sweep.run_sweep`` caches it.
     """
     data = make_data(config)
     W, a = init_weights(config)
@@ -659,27 +514,12 @@ def train(config: TwoLayerConfig) -> Trajectory:
     def col(key: str) -> np.ndarray:
         return np.array([row[key] for _, row in rows], dtype=np.float64)
 
-    return Trajectory(
-        config=config,
-        steps=np.array([t for t, _ in rows], dtype=np.int64),
-        train_loss=col("train_loss"),
-        test_loss=col("test_loss"),
-        kta=col("kta"),
-        sim=col("sim"),
-        alpha_hill=col("alpha_hill"),
-        alpha_ks=col("alpha_ks"),
-        esd=tuple(row["esd"] for _, row in rows),
-        weights=weights,
-        lr=lrs,
-        diverged_at=diverged_at,
-        lambda_max=col("lambda_max"),
-        update_loss=col("update_loss"),
-        readouts={s: {m: np.array([row["readouts"][s][m] for _, row in rows], dtype=np.float64)
-                      for m in READOUT_METRICS} for s in READOUT_SCALES},
-    )
-
-
-# ---------------------------------------------------------------------------- training spec vs recording spec
+    return Trajectory(config=config, steps=np.array([t for t, _ in rows], dtype=np.int64), train_loss=col("train_loss"),
+                      test_loss=col("test_loss"), kta=col("kta"), sim=col("sim"), alpha_hill=col("alpha_hill"),
+                      alpha_ks=col("alpha_ks"), esd=tuple(row["esd"] for _, row in rows), weights=weights, lr=lrs,
+                      diverged_at=diverged_at, lambda_max=col("lambda_max"), update_loss=col("update_loss"),
+                      readouts={s: {m: np.array([row["readouts"][s][m] for _, row in rows], dtype=np.float64)
+                                    for m in READOUT_METRICS} for s in READOUT_SCALES})
 
 
 def training_spec(config: TwoLayerConfig) -> TwoLayerConfig:
@@ -720,9 +560,6 @@ def restrict_recording(traj: Trajectory, wanted: TwoLayerConfig) -> Trajectory:
         esd=tuple(traj.esd[i] if wanted.record_esd else np.zeros(0) for i in rows),
         weights={int(t): traj.weights[int(t)] for t in wanted.keep_weights}, lr=traj.lr, diverged_at=None,
         lambda_max=traj.lambda_max[rows], update_loss=traj.update_loss[rows], readouts=readouts)
-
-
-# ---------------------------------------------------------------------------- sweep summaries
 
 
 def last_step_metrics(traj: Trajectory) -> dict[str, float]:

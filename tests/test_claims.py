@@ -148,15 +148,6 @@ def test_each_stored_claim_links_to_a_label_of_its_chapter(chapter):
     assert not missing, f"{chapter.name}: claims link to labels the chapter does not define: {missing}"
 
 
-def test_counts_table_one_row_per_paper_in_verdict_order():
-    from htlib.claims import VERDICTS, counts_table
-
-    t = counts_table({"003": {"agrees": 2, "disagrees": 1}, "MP": {"agrees": 3, "partly": 0}})
-    assert t.index.name == "paper" and list(t.index) == ["003", "MP"]
-    assert list(t.columns) == list(VERDICTS)
-    assert t.loc["003"].tolist() == ["2", "0", "1", "0", "0"] and t.loc["MP", "agrees"] == "3"
-
-
 def test_claims_table_shows_long_claims_whole():
     # pandas cuts cells at 50 characters by default; a claim cut short hides what it is judged by.
     long_claim = "the sharpness of a deep linear network floats between the two bounds " * 2

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -433,7 +435,7 @@ def test_the_scoreboards_source_must_be_an_existing_folder(tmp_path):
 
 
 @pytest.mark.parametrize("when", ["in a cell", "while the kernel starts"])
-def test_ctrl_c_during_a_rerun_prints_one_line_naming_the_partial_notebook(tmp_path, when):
+def test_ctrl_c_during_a_rerun_prints_one_line_naming_the_partial_notebook(tmp_path, when, request):
     """One line, no traceback; and no kernel or runtime folder left (nbclient never shuts down a kernel
     interrupted while it starts, and Ctrl-C does not reach it: jupyter_client gives it its own session)."""
     import signal
@@ -444,8 +446,8 @@ def test_ctrl_c_during_a_rerun_prints_one_line_naming_the_partial_notebook(tmp_p
     chapter = tmp_path / "ch" / "slow.ipynb"
     chapter.parent.mkdir()
     nbformat.write(nb, str(chapter))
-    tmp = tmp_path / "tmp"  # the kernels' runtime folders appear here
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # the kernels' runtime folders appear here (a short
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))  # path: else they move to /tmp)
     proc = subprocess.Popen([sys.executable, "-m", "htlib.run", str(chapter), "--no-html", "--output-dir",
                              str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)})
@@ -475,3 +477,78 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:  # gone meanwhile
         return ""
+
+
+def _parents() -> dict[int, int]:
+    """Every live (not zombie) process -> its parent."""
+    out = {}
+    for pid in _pids():
+        try:
+            state, ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):  # gone meanwhile
+            continue
+        if state != "Z":
+            out[int(pid)] = int(ppid)
+    return out
+
+
+def _descendants(root: int) -> set[int]:
+    parents, found, todo = _parents(), set(), [root]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, pp in parents.items() if pp == p} - found
+        found |= kids
+        todo.extend(kids)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process parents from /proc")
+def test_a_killed_rerun_mid_sweep_leaves_no_process_behind(tmp_path):
+    """SIGKILL of a rerun (an out-of-memory kill, ``kill -9``) while its kernel waits on a process pool: the
+    kernel, the pool's workers and multiprocessing's resource tracker all exit; none lives on re-parented."""
+    import signal
+    import time
+
+    nb = nbformat.read(str(FIXTURE), as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell(
+        "import time\nfrom htlib.sweep import process_executor\npool = process_executor(2)\n"
+        "futures = [pool.submit(time.sleep, 600) for _ in range(2)]\ntime.sleep(1)\n"
+        "open('started', 'w').close()\n[f.result() for f in futures]"))
+    chapter = tmp_path / "ch" / "sweep.ipynb"
+    chapter.parent.mkdir()
+    nbformat.write(nb, str(chapter))
+    proc = subprocess.Popen([sys.executable, "-m", "htlib.run", str(chapter), "--no-html", "--output-dir",
+                             str(tmp_path / "runs")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1"})
+    family: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not (chapter.parent / "started").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        family = _descendants(proc.pid)
+        assert len(family) >= 3, family  # the kernel and its two pool workers (and the resource tracker)
+        proc.kill()  # the rerun alone, not its process group
+        proc.wait(10)
+        deadline = time.monotonic() + 30
+        while family & set(_parents()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = family & set(_parents())
+        assert not left, [_cmdline(str(p))[:120] for p in left]
+    finally:
+        for pid in family | {proc.pid}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def test_a_rerun_under_a_deep_temporary_folder_runs(tmp_path):
+    """A Unix socket's path holds at most 107 bytes: under a deep TMPDIR (pytest-xdist's are) the kernel's
+    sockets go to a folder of their own under /tmp, and the run succeeds."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(FIXTURE), "--no-html", "--output-dir",
+                           str(tmp_path / "runs")], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(deep)})
+    assert proc.returncode == 0, proc.stderr
+    assert not list(deep.iterdir())  # nothing left behind

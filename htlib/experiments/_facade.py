@@ -1,8 +1,4 @@
-"""The one-name face of a chapter package: ``ch.X`` finds ``X`` in the chapter's ``compute`` or ``reading`` module.
-
-A chapter is split in two so that the result cache (:mod:`htlib.cache`) keys its runs on what computes
-alone; the notebook still imports one name, ``from htlib.experiments import <chapter> as ch``.
-"""
+"""The one-name face of a chapter package: ``ch.X`` finds ``X`` in the chapter's ``compute`` or ``reading``."""
 
 from __future__ import annotations
 
@@ -11,11 +7,7 @@ from typing import Callable
 
 
 def chapter_getattr(*modules: ModuleType) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for a package that shows the public and private names of ``modules``.
-
-    The first module that defines a name wins, so ``compute`` (listed first) is where a name that both
-    modules import (``np``) is read from.
-    """
+    """``(__getattr__, __dir__)`` showing the names of ``modules``; the first that defines a name wins."""
 
     def __getattr__(name: str) -> object:
         if not (name.startswith("__") and name.endswith("__")):

@@ -1,17 +1,8 @@
-"""The generalization chapter (paper 003, §5.3 and App. E.4): Figs. 7 and 8, their claims.
+"""The generalization chapter (paper 003, §5.3 and App. E.4): Figs. 7 and 8, their runs.
 
-The experiments layer of :mod:`htlib.generalization` (rank correlations, seed means, spectral numbers)
-and :func:`htlib.two_layer.train`:
-
-- :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's setting);
-- :func:`run_fig7` (learning-rate grid x optimizer x seed, metrics of ``W_10``; optionally repeated with
-  weight normalization) and :func:`run_fig8` (sample size, ridge constant, label noise, StepLR decay,
-  and the StepLR runs repeated with weight normalization, for every Fig. 8 seed), through the result
-  cache (:func:`htlib.sweep.run_sweep`), each returning a typed result;
-- the ridge-constant panel, recomputed from stored ``W_t`` (no retraining);
-- :func:`claims`: the claim records, every criterion a :class:`htlib.claims.Criterion` judged on a seed
-  interval; the claims that read a loss or the KTA are measured under both readout conventions
-  (``"d"``, the published figures', counted; ``"sqrt_d"``, the paper's formula, a variant).
+:class:`Setup` and :data:`PAPER`; :func:`run_fig7` (learning rate x optimizer x seed, metrics of ``W_10``,
+optionally with weight normalization) and :func:`run_fig8` (sample size, ridge constant, label noise, StepLR
+decay, and StepLR with weight normalization) through the result cache; the ridge panel from stored ``W_t``.
 """
 
 from __future__ import annotations
@@ -33,25 +24,15 @@ from htlib.sweep import run_sweep
 from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
                              restrict_recording, ridge_losses, run_grid, train)
 
-
 ETA_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
 """The learning rates of Fig. 7."""
-
 OPTIMIZERS: tuple[str, ...] = ("gd", "adam")
-
 _FIELDS = tuple(f.name for f in dataclasses.fields(TwoLayerConfig))
-
-
-# ----------------------------------------------------------------------------- the chapter's parameters
-
 
 @dataclass(frozen=True)
 class Setup(SweepSetup):
-    """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    The defaults are the paper's §5.3 setting, with Fig. 8 at 3 seeds (the authors' configurations use
-    :data:`AUTHORS_FIG8_SEEDS`; a verdict on a per-run statistic needs at least 3), except that the
-    weight-normalized repeat of the Fig. 7 grid is off (:data:`PAPER` turns it on).
+    """The chapter's parameters (its ``parameters`` cell), validated once: the paper's §5.3 setting, with Fig. 8
+    at 3 seeds and the weight-normalized repeat of Fig. 7 off (:data:`PAPER` turns it on).
 
     Examples
     --------
@@ -75,8 +56,7 @@ class Setup(SweepSetup):
     lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
     rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
     steplr_gammas: tuple[float, ...] = param([0.2, 0.4, 0.6, 0.8], "Fig. 8(d) StepLR decay factors", gt=0, le=1)
-    n_boot: int = param(2000, "bootstrap replicates of the rank-correlation table",
-                        ge=100, le=100_000)
+    n_boot: int = param(2000, "bootstrap replicates of the rank-correlation table", ge=100, le=100_000)
     ci_level: float = param(0.95, "confidence level of the intervals", gt=0, lt=1)
     readout: str = param("d", "readout convention of the figures (d: the published figures')", choices=READOUT_SCALES)
 
@@ -100,24 +80,15 @@ class Setup(SweepSetup):
                 out.append(f"{name} = {_show(mine)} (paper: {_show(theirs)})")
         return PAPER_SETTING if not out else "; ".join(out)
 
-
 PAPER = Setup(weight_norm_repeat=True)
-"""The paper's setting: §5.3's n = 8000, 10 steps, nine learning rates and 5 runs; Fig. 8 at 3 seeds (one more
-than the authors' :data:`AUTHORS_FIG8_SEEDS`: the fewest runs a verdict rests on); and the weight-normalized
-repeat of Fig. 7 (App. E.4)."""
-
+"""The paper's setting (Fig. 8 at 3 seeds, one more than the authors', and the weight-normalized Fig. 7)."""
 AUTHORS_FIG8_SEEDS = 2
 """The seeds of the authors' Fig. 8 configurations."""
-
 
 def _show(v) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(f"{x:g}" for x in v) + "]"
     return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-# ----------------------------------------------------------------------------- configs and runs
-
 
 def _setting(setting: Mapping, fixed: Sequence[str]) -> dict:
     """:class:`Setup`'s shape updated by ``setting``: TwoLayerConfig fields other than the ``fixed`` ones."""
@@ -128,31 +99,12 @@ def _setting(setting: Mapping, fixed: Sequence[str]) -> dict:
     check_int("steps", out["steps"], 1)
     return {**out, "rho_e": float(out["rho_e"]), "lam": float(out["lam"])}
 
-
 def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] = OPTIMIZERS, seeds: int = 5,
                  **setting) -> list[TwoLayerConfig]:
-    """The runs of Fig. 7: every (optimizer, eta, seed), ordered optimizer-major.
+    """The runs of Fig. 7: every (optimizer, eta, seed), optimizer-major, recorded at the last step only.
 
-    Metrics and the ESD are recorded only at the last step (``record_every = steps``,
-    ``record_initial = False``) and no weight matrix is kept: the figure needs only the numbers of
-    ``W_steps``.
-
-    Parameters
-    ----------
-    etas
-        Learning rates, each ``> 0``.
-    optimizers
-        Subset of ``{"gd", "adam"}``.
-    seeds
-        Number of seeds ``0..seeds-1`` (``>= 1``).
-    **setting
-        :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape (``n``,
-        ``weight_norm``, ...; validated by the config).
-
-    Returns
-    -------
-    list of TwoLayerConfig
-        ``len(optimizers) * len(etas) * seeds`` configs; index ``(i_opt * len(etas) + i_eta) * seeds + seed``.
+    ``**setting``: :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape.
+    Returns ``len(optimizers) * len(etas) * seeds`` configs, index ``(i_opt * len(etas) + i_eta) * seeds + seed``.
 
     Examples
     --------
@@ -170,17 +122,12 @@ def fig7_configs(*, etas: Sequence[float] = ETA_GRID, optimizers: Sequence[str] 
                            record_initial=False)
             for opt in optimizers for eta in etas for seed in range(seeds)]
 
-
 @dataclass(frozen=True)
 class Fig8Configs:
     """The runs of Fig. 8 for one seed (FB-Adam, fixed eta), by panel.
 
-    ``base`` (the chapter's ``n`` and ``rho_e``, constant learning rate) keeps every ``W_t``: panel (b)
-    recomputes its readout for each ridge constant and the label-noise check needs ``W_9, W_10``.  The
-    label-noise runs keep ``W_9, W_10``; the other runs keep nothing.  ``wn_by_steplr_gamma`` are the
-    StepLR runs (and, under ``1.0``, the constant learning rate) repeated with weight normalization,
-    measured at the last step only.  A panel config with the base's training spec is not trained
-    again: :func:`run_trainings` reads it off the base run, whose recording covers it.
+    ``base`` keeps every ``W_t`` (panel (b) refits its readout); the label-noise runs keep ``W_9, W_10``;
+    ``wn_by_steplr_gamma`` are the StepLR runs (and, under ``1.0``, the constant rate) with weight normalization.
     """
 
     base: TwoLayerConfig
@@ -198,25 +145,13 @@ class Fig8Configs:
                 out.append(c)
         return out
 
-
 def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[float] = (0.1, 0.3, 0.5, 0.7),
                  steplr_gammas: Sequence[float] = (0.2, 0.4, 0.6, 0.8), eta: float = 1.0, seed: int = 0,
                  weight_norm_schedules: bool = False, **setting) -> Fig8Configs:
     """The runs of Fig. 8 for one seed: FB-Adam at learning rate ``eta``, recorded at every step.
 
-    Parameters
-    ----------
-    ns, rhos, steplr_gammas
-        Panel (a) sample sizes, panel (c) label-noise levels, panel (d) StepLR decay factors (the
-        learning rate is multiplied by one after every step).
-    eta, seed
-        FB-Adam's learning rate and the seed of every run.
-    weight_norm_schedules
-        Also the StepLR runs (and the constant learning rate) with weight normalization, recorded at
-        the last step only (App. E.4).
-    **setting
-        :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape; its ``n`` and
-        ``rho_e`` are the base the other panels vary around (panel (b) varies only the readout).
+    ``weight_norm_schedules`` adds the StepLR runs with weight normalization; ``**setting`` are
+    :class:`htlib.two_layer.TwoLayerConfig` fields that change :class:`Setup`'s shape.
     """
     s = _setting(setting, ("optimizer", "eta", "seed", "steplr_gamma", "record_every", "keep_weights"))
     steps = s["steps"]
@@ -233,23 +168,12 @@ def fig8_configs(*, ns: Sequence[int] = (500, 2000, 4000, 8000), rhos: Sequence[
                                             record_initial=False) for g in (*steplr_gammas, 1.0)}
     return Fig8Configs(base=base, by_n=by_n, by_rho=by_rho, by_steplr_gamma=by_steplr_gamma, wn_by_steplr_gamma=wn)
 
+def run_trainings(configs: Sequence[TwoLayerConfig], *, executor: cf.Executor | None = None, use_cache: bool = True,
+                  desc: str = "runs") -> list[Trajectory]:
+    """``[train(c) for c in configs]`` through :func:`htlib.sweep.run_sweep`, training each training spec once.
 
-def run_trainings(
-    configs: Sequence[TwoLayerConfig],
-    *,
-    executor: cf.Executor | None = None,
-    use_cache: bool = True,
-    desc: str = "runs",
-) -> list[Trajectory]:
-    """``[train(c) for c in configs]`` through :func:`htlib.sweep.run_sweep` (cached, resumable),
-    training each training spec once.
-
-    A config whose recording another config of the batch covers
-    (:func:`htlib.two_layer.recording_covers`: same training spec, a superset of the recorded steps,
-    kept weights and ESD) is read off that run (:func:`htlib.two_layer.restrict_recording`)
-    instead of being trained again; where that run diverged it is trained itself.  ``executor`` is
-    ``None`` (in this process) or any :class:`concurrent.futures.Executor` (a chapter passes the one of
-    :meth:`Setup.executor_context`), which the caller owns.
+    A config whose recording another config covers (:func:`htlib.two_layer.recording_covers`) is read off that
+    run (:func:`htlib.two_layer.restrict_recording`) unless that run diverged.  The caller owns ``executor``.
     """
     configs = list(configs)
     hosts: list[TwoLayerConfig] = []
@@ -266,16 +190,12 @@ def run_trainings(
         done.update(zip(redo, run_sweep(train, redo, executor=executor, use_cache=use_cache, desc=desc)))
     return [done[c] if c in done else restrict_recording(done[host_of[c]], c) for c in configs]
 
-
 def _recording_size(c: TwoLayerConfig) -> tuple[int, int, bool]:
     return len(c.recorded_steps()), len(c.keep_weights), c.record_esd
 
-
 def fig7_grid(trajectories: Sequence[Trajectory]) -> RunGrid:
-    """The finished Fig. 7 runs as a :class:`htlib.two_layer.RunGrid` of
-    :func:`htlib.generalization.final_metrics` (ESD numbers included)."""
+    """The finished Fig. 7 runs as a :class:`htlib.two_layer.RunGrid` of :func:`~htlib.generalization.final_metrics`."""
     return run_grid(trajectories, final_metrics)
-
 
 @dataclass(frozen=True)
 class Fig7Result:
@@ -283,7 +203,6 @@ class Fig7Result:
 
     grid: RunGrid
     grid_wn: RunGrid | None
-
 
 def run_fig7(setup: Setup) -> Fig7Result:
     """The Fig. 7 grid (and its weight-normalized repeat when ``setup.weight_norm_repeat``)."""
@@ -293,7 +212,6 @@ def run_fig7(setup: Setup) -> Fig7Result:
     with setup.executor_context() as pool:
         done = run_trainings(plain + wn, executor=pool, desc="Fig. 7")
     return Fig7Result(grid=fig7_grid(done[:len(plain)]), grid_wn=fig7_grid(done[len(plain):]) if wn else None)
-
 
 @dataclass(frozen=True)
 class Fig8Result:
@@ -308,8 +226,7 @@ class Fig8Result:
         return len(self.configs)
 
     def panel(self, name: str) -> dict:
-        """``{value: (trajectory per seed)}`` of panel ``name`` ("by_n", "by_rho", "by_steplr_gamma" or
-        "wn_by_steplr_gamma")."""
+        """``{value: (trajectory per seed)}`` of the panel ``name`` (a :class:`Fig8Configs` field)."""
         keys = getattr(self.configs[0], name)
         return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in self.configs) for k in keys}
 
@@ -317,10 +234,8 @@ class Fig8Result:
     def base(self) -> tuple[Trajectory, ...]:
         return tuple(self.runs[f8.base] for f8 in self.configs)
 
-
 def run_fig8(setup: Setup) -> Fig8Result:
-    """Fig. 8 for seeds ``0..fig8_seeds-1`` (with the weight-normalized StepLR runs of App. E.4), and the
-    ridge-constant panel recomputed from each base run's stored ``W_t``."""
+    """Fig. 8 for seeds ``0..fig8_seeds-1`` and the ridge-constant panel from each base run's stored ``W_t``."""
     per_seed = tuple(fig8_configs(ns=setup.ns, rhos=setup.rhos, steplr_gammas=setup.steplr_gammas, eta=setup.fig8_eta,
                                   seed=s, weight_norm_schedules=True, **setup.shape)
                      for s in range(setup.fig8_seeds))
@@ -330,10 +245,6 @@ def run_fig8(setup: Setup) -> Fig8Result:
     runs = dict(zip(configs, done))
     ridge = tuple(readout_curves(f8.base, setup.lams) for f8 in per_seed)
     return Fig8Result(configs=per_seed, runs=runs, ridge=ridge)
-
-
-# ----------------------------------------------------------------------------- ridge panel
-
 
 @dataclass(frozen=True)
 class ReadoutConfig:
@@ -352,15 +263,11 @@ class ReadoutConfig:
         if missing:
             raise ValueError(f"base.keep_weights must contain every step 0..{self.base.steps}; missing {missing}")
 
-
 def readout_curve(config: ReadoutConfig) -> dict[float, dict[str, np.ndarray]]:
-    """Train and test loss per step of ``config.base`` for every ridge constant of ``config.lams``.
+    """Train and test loss per step of ``config.base`` for every ridge constant (only the readout is refitted).
 
-    The first-layer weights ``W_t`` come from the (cached) base run: nothing is
-    retrained, only the ridge readout ``a`` is refitted.  Module-level, so
-    :func:`htlib.sweep.run_sweep` can cache it.  Returns
-    ``{lam: {"steps", "train_loss", "test_loss", "train_loss@d", ..., "test_loss@sqrt_d"}}``:
-    the plain names under ``base.readout_scale``, the suffixed ones under each convention.
+    Returns ``{lam: {"steps", "train_loss", "test_loss", "train_loss@d", ..., "test_loss@sqrt_d"}}``: the plain
+    names under ``base.readout_scale``, the suffixed ones under each convention.
     """
     traj = cache.cached_call(train, config.base)
     if traj.diverged_at is not None:
@@ -381,17 +288,9 @@ def readout_curve(config: ReadoutConfig) -> dict[float, dict[str, np.ndarray]]:
         out[lam] = curve
     return out
 
-
-def readout_curves(
-    base: TwoLayerConfig,
-    lams: Iterable[float],
-    *,
-    use_cache: bool = True,
-) -> dict[float, dict[str, np.ndarray]]:
-    """:func:`readout_curve` through the cached sweep runner, in this process.
-
-    Here the base run is found in the cache under the same source hash as the
-    sweep that trained it (a worker process could hash a newer source).
-    """
+def readout_curves(base: TwoLayerConfig, lams: Iterable[float], *,
+                   use_cache: bool = True) -> dict[float, dict[str, np.ndarray]]:
+    """:func:`readout_curve` through the cached sweep runner, in this process (so the base run is found under
+    the source hash of the sweep that trained it)."""
     config = ReadoutConfig(base, tuple(float(v) for v in lams))
     return run_sweep(readout_curve, [config], executor=None, use_cache=use_cache, desc="readouts")[0]

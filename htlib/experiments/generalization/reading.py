@@ -1,7 +1,5 @@
-"""What the generalization chapter reads from its cached results: its claims table (``claims.toml``, judged by
-:func:`htlib.claims.judge`), the measurements, tables and glue.  Outside the result-cache key (:mod:`htlib.cache`):
-editing a level, a gate or a sentence recomputes nothing; what computes lives in
-:mod:`htlib.experiments.generalization.compute`."""
+"""What the generalization chapter reads from its cached results: its claims table, the measurements, tables and
+glue (outside the result-cache key; what computes is :mod:`htlib.experiments.generalization.compute`)."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ from htlib.generalization import final_metrics
 from htlib.two_layer import READOUT_SCALES, RunGrid, Trajectory
 from htlib.experiments.generalization.compute import AUTHORS_FIG8_SEEDS, Fig7Result, Fig8Result, Setup
 
-
 NAMES = {"gd": "GD", "adam": "FB-Adam"}
 READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (the written readout)"}
 
@@ -28,33 +25,22 @@ FIG7_FIELDS = ("n", "d", "h", "n_test", "rho_e", "lam", "steps", "etas", "seeds"
 FIG8_FIELDS = ("d", "h", "n_test", "steps", "fig8_eta", "fig8_seeds")
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
-"""The chapter's claims table: every level, written once."""
-
 # What the measurements read (the paper's learning rates, sizes and settings; the levels are in TABLE).
-GD_LARGE_ETA = 1000.0
-"""§5.3: "for GD with eta >= 1000"; the contrast is those learning rates against the rest of the grid."""
-BENIGN_ETA, BENIGN_LOW = 1.0, 0.1
-"""§5.3, benign eta <= 1: the contrast of eta = 1 against the grid etas <= 0.1 (where Hill is higher)."""
-FLAT_BAND = (1.0, 100.0)
-"""§5.3: "for 1 <= eta <= 100 ... similar values of PL_Alpha_Hill"."""
+GD_LARGE_ETA = 1000.0  # §5.3: "for GD with eta >= 1000", against the rest of the grid
+BENIGN_ETA, BENIGN_LOW = 1.0, 0.1  # §5.3, benign eta <= 1: eta = 1 against the grid etas <= 0.1
+FLAT_BAND = (1.0, 100.0)  # §5.3: "for 1 <= eta <= 100 ... similar values of PL_Alpha_Hill"
 KS_STEPS = {"ks_1_10": (1.0, 10.0), "ks_10_100": (10.0, 100.0)}
-SMALLER_NS = (500, 2000, 4000)
-"""Fig. 8(a): the sizes at which the network overfits."""
-LAM_BALANCED = 0.01
-"""Fig. 8(b): the ridge constant that "reasonably balances" test loss and generalization gap."""
+SMALLER_NS = (500, 2000, 4000)  # Fig. 8(a): the sizes at which the network overfits
+LAM_BALANCED = 0.01  # Fig. 8(b): the ridge constant that "reasonably balances" test loss and gap
 RIDGE_LAMS = {"1e-3": 1e-3, "1e-4": 1e-4}
 NOISE_STEPS = {"1_3": (0.1, 0.3), "3_5": (0.3, 0.5), "5_7": (0.5, 0.7)}
 RHO_LOW, RHO_HIGH = 0.3, 0.7
-STEPLR_FAST, STEPLR_SLOW = (0.2, 0.4), (0.6, 0.8)
-"""Fig. 8(d): the fast decays that "lead to stable loss curves" and the slower, "relatively unstable" ones."""
+STEPLR_FAST, STEPLR_SLOW = (0.2, 0.4), (0.6, 0.8)  # Fig. 8(d): "stable loss curves" and "relatively unstable"
 WN_STEPS = {"2_4": (0.2, 0.4), "4_6": (0.4, 0.6), "6_8": (0.6, 0.8)}
-HTSR_BAND = (2.0, 4.0)
-"""Heavy-tailed self-regularization's range of well-trained layers' alpha (the shaded band)."""
-
+HTSR_BAND = (2.0, 4.0)  # heavy-tailed self-regularization's range of well-trained layers' alpha
 
 def mean_table(grid: RunGrid, *, readouts: Sequence[str] = READOUT_SCALES) -> pd.DataFrame:
-    """The seed means of every optimizer and eta (3 significant digits): train loss, test loss
-    and KTA under each readout convention of ``readouts``, then the alphas and the diverged count."""
+    """The seed means of every optimizer and eta (3 significant digits) and the diverged count."""
     cols = [(f"{m}@{r}", f"{h}/{r}") for r in readouts for m, h in
             (("train_loss", "train"), ("test_loss", "test"), ("kta", "KTA"))]
     cols += [("alpha_hill", "Hill"), ("alpha_ks", "KS"), ("alpha_weighted", "alpha_w")]
@@ -67,22 +53,17 @@ def mean_table(grid: RunGrid, *, readouts: Sequence[str] = READOUT_SCALES) -> pd
                          **{h: f"{means[m][i]:.3g}" for m, h in cols}, "diverged": int(div[i])})
     return pd.DataFrame(rows)
 
-
 def update_overlap_outlier(traj: Trajectory, t: int | None = None) -> tuple[float, float]:
-    """Largest diagonal entries of ``O(U_W, U_M)`` and ``O(V_W, V_M)`` for ``W = W_{t+1}``, ``M = W_{t+1} - W_t``.
-
-    ``t`` defaults to the last update (``steps - 1``); ``traj`` must keep ``W_t`` and ``W_{t+1}``.
-    """
+    """Largest diagonal entries of ``O(U_W, U_M)`` and ``O(V_W, V_M)`` for ``W = W_{t+1}``, ``M = W_{t+1} - W_t``
+    (default: the last update)."""
     t = traj.config.steps - 1 if t is None else t
     if t not in traj.weights or t + 1 not in traj.weights:
         raise ValueError(f"the trajectory must keep W_{t} and W_{t + 1}; it keeps {sorted(traj.weights)}")
     O_u, O_v = dynamics.update_overlaps(traj.weights[t + 1], traj.update(t))
     return float(np.diag(O_u).max()), float(np.diag(O_v).max())
 
-
 def odd_student_floor(rho_e: float, nodes: int = 80) -> float:
-    """The population MSE below which no odd student ``f(-x) = -f(x)`` of the softplus teacher can go:
-    ``E[(softplus(z) - z/2)^2] + rho_e^2`` (the even part of the teacher), by Gauss-Hermite quadrature.
+    """The population MSE below which no odd student of the softplus teacher can go, by Gauss-Hermite quadrature.
 
     Examples
     --------
@@ -93,16 +74,7 @@ def odd_student_floor(rho_e: float, nodes: int = 80) -> float:
     even = np.logaddexp(0.0, z) - z / 2
     return float(w @ even**2 / w.sum() + float(rho_e) ** 2)
 
-
-# ----------------------------------------------------------------------------- measurements and claims
-#
-# Each measure_* reads cached results into one Measurement per row of TABLE (a compound row: one per part, keyed
-# "<row>-<part>"); every value is one seed's.  The rows that read a loss or the KTA are measured under both
-# readouts: s = d (the figures') is counted, s = sqrt(d) (the written one) is the "_sqrt_d" variant.
-
-
 def _runs(values, **kw) -> Measurement:
-    """One value per seed; non-finite ones (a diverged run, a failed fit) are left out and said so."""
     v = np.asarray(values, dtype=float).ravel()
     ok = np.isfinite(v)
     if not ok.any():
@@ -111,39 +83,30 @@ def _runs(values, **kw) -> Measurement:
     note = "; ".join(x for x in (kw.pop("note", ""), f"{bad} non-finite seed value(s) left out" if bad else "") if x)
     return Measurement(v[ok], runs_text=f"{int(ok.sum())} seeds", note=note, **kw)
 
-
 def _missing(what: str) -> Measurement:
     return Measurement.not_run(f"{what} is not in this setting; the paper's setting runs it")
 
-
 def _compound(key: str, parts: Mapping[str, Measurement], setting: str) -> Measurement:
-    # The parts of a compound variant are judged as claims (read_table gives parts no kind), so the reduced-setting
-    # gate, which exempts variants, would turn their failures inconclusive: the readout is the variant's convention.
+    # Parts are judged as claims, so the reduced-setting gate would turn a variant's failures inconclusive.
     check = (f"none needed: {READOUT_NAMES['sqrt_d']} is this variant's convention, read from the same weights as "
              "the counted row, not a reduction" if TABLE[key].kind == "variant" else "")
     return Measurement(parts={f"{key}-{k}": m for k, m in parts.items()}, setting=setting, reduction_check=check)
-
 
 def _setting(setup: Setup, fields: Sequence[str], readout: str = "d") -> str:
     dev = setup.deviations(fields)
     return dev if readout == "d" else READOUT_NAMES[readout] + ("" if dev == PAPER_SETTING else f"; {dev}")
 
-
 def _suffix(readout: str) -> str:
     return "" if readout == "d" else f"_{readout}"
 
-
 def _at(values: np.ndarray, etas: np.ndarray, eta: float):
-    """The row of ``values`` at the grid learning rate ``eta`` (None if the grid lacks it)."""
     i = np.flatnonzero(np.isclose(etas, eta))
     return values[i[0]] if i.size else None
 
-
 def table_level(key: str, part: str = ""):
-    """The level of a row of :data:`TABLE` (or of its part ``part``), for code and prose that quote it."""
+    """The level of a row of :data:`TABLE` (or of its part ``part``)."""
     spec = TABLE[key]
     return next(p for p in spec.parts if p.key == f"{key}-{part}").level if part else spec.level
-
 
 def _gd_contrast(key: str, grid: RunGrid, readout: str, setting: str) -> Measurement:
     """GD, per seed: the mean over ``eta >= 1000`` minus the mean over the other grid etas, for each quantity."""
@@ -157,25 +120,20 @@ def _gd_contrast(key: str, grid: RunGrid, readout: str, setting: str) -> Measure
         parts[k] = _runs(np.nanmean(v[big], 0) - np.nanmean(v[~big], 0))
     return _compound(key, parts, setting)
 
-
 def _benign(key: str, grid: RunGrid, readout: str, setting: str) -> Measurement:
-    """FB-Adam, per seed: the value at ``eta = 1`` minus the mean over the grid etas ``<= 0.1``, for PL_Alpha_Hill
-    and the test loss; the within-seed Spearman over the band it replaced is noted, not judged."""
+    """FB-Adam, per seed: :func:`benign_contrast` of PL_Alpha_Hill and of the test loss."""
     etas = grid.etas
     if (etas == BENIGN_ETA).sum() != 1 or not (etas <= BENIGN_LOW).any():
         return Measurement.not_run(f"the grid etas need {BENIGN_ETA:g} and a value <= {BENIGN_LOW:g}")
-    test = grid.get(f"test_loss@{readout}", "adam")
-    note = ""
-    keep = etas <= BENIGN_ETA
-    if keep.sum() >= 3:  # the reading this contrast replaced (the row's revised_because), for comparison
+    test, note, keep = grid.get(f"test_loss@{readout}", "adam"), "", etas <= BENIGN_ETA
+    if keep.sum() >= 3:  # the reading this contrast replaced, for comparison
         rho = within_seed_rho(grid.get("alpha_hill", "adam")[keep], test[keep])
         note = f"the within-seed Spearman it replaced: seed mean {np.nanmean(rho):+.3g} over {int(keep.sum())} etas"
     return _compound(key, {"hill": _runs(benign_contrast(grid.get("alpha_hill", "adam"), etas)),
                            "test": _runs(benign_contrast(test, etas), note=note)}, setting)
 
-
 def measure_fig7(res: Fig7Result, setup: Setup) -> dict[str, Measurement]:
-    """The Fig. 7 rows of :data:`TABLE`, read from the grid (5 seeds in the paper's setting)."""
+    """The Fig. 7 rows of :data:`TABLE`, read from the grid."""
     g, out = res.grid, {}
     for s in READOUT_SCALES:
         setting = _setting(setup, FIG7_FIELDS, s)
@@ -202,10 +160,8 @@ def measure_fig7(res: Fig7Result, setup: Setup) -> dict[str, Measurement]:
         else _gd_contrast("gd_contrast_wn", res.grid_wn, "d", _setting(setup, FIG7_FIELDS)))
     return out
 
-
 def within_seed_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's rho of ``x`` and ``y`` across the cells (first axis) of each seed (last axis); NaN for a
-    seed with fewer than 3 finite pairs or a constant variable.
+    """Spearman's rho of ``x`` and ``y`` across the cells (first axis) of each seed (last axis), NaN where undefined.
 
     Examples
     --------
@@ -222,15 +178,9 @@ def within_seed_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             out.append(scipy.stats.spearmanr(a[ok], b[ok]).statistic)
     return np.array(out, dtype=float)
 
-
 def rho_interval(rho, n_points: int, level: float = 0.95) -> SeedInterval:
-    """The seed average of within-seed Spearman correlations and its Fisher-z interval, inside [-1, 1]
-    (the rank-correlation table's second interval).
-
-    Each seed's ``rho`` is mapped to ``z = arctanh(rho)``, the Student-t interval of the seed mean of
-    ``z`` is taken and mapped back with ``tanh``; the centre is ``tanh(mean z)``.  A seed at ``|rho| = 1``
-    has no finite ``z``, so it enters at half a rank step inside, ``+-(1 - 6 / (k^3 - k))`` for
-    ``k = n_points``.  Below 3 points there is no Spearman and the result is NaN.
+    """The seed average of within-seed Spearman correlations and its Fisher-z Student-t interval (``tanh`` of the
+    interval of the mean ``arctanh(rho)``); ``|rho| = 1`` enters half a rank step inside, ``+-(1 - 6 / (k^3 - k))``.
 
     Examples
     --------
@@ -242,7 +192,7 @@ def rho_interval(rho, n_points: int, level: float = 0.95) -> SeedInterval:
     """
     check_int("n_points", n_points, 1)
     x = np.asarray(rho, dtype=float)
-    if n_points < 3:  # no within-seed Spearman of fewer than 3 points (within_seed_rho gives NaN)
+    if n_points < 3:  # no Spearman of fewer than 3 points
         nan = np.full(x.shape[:-1], np.nan)
         return SeedInterval(mean=nan, low=nan, high=nan, level=float(level), n_seeds=np.zeros(x.shape[:-1], int))
     edge = 1 - 6 / (n_points ** 3 - n_points)
@@ -250,11 +200,8 @@ def rho_interval(rho, n_points: int, level: float = 0.95) -> SeedInterval:
     return SeedInterval(mean=np.tanh(t.mean), low=np.tanh(t.low), high=np.tanh(t.high), level=t.level,
                         n_seeds=t.n_seeds)
 
-
 def benign_contrast(values: np.ndarray, etas: np.ndarray) -> np.ndarray:
-    """Per seed: ``values`` at ``eta = BENIGN_ETA`` minus their mean over the etas ``<= BENIGN_LOW``.
-
-    ``values`` has shape ``(len(etas), n_seeds)`` (a :class:`htlib.two_layer.RunGrid` slice).
+    """Per seed: ``values`` (shape ``(len(etas), n_seeds)``) at ``BENIGN_ETA`` minus their mean over ``<= BENIGN_LOW``.
 
     Examples
     --------
@@ -269,28 +216,18 @@ def benign_contrast(values: np.ndarray, etas: np.ndarray) -> np.ndarray:
                          f"<= {BENIGN_LOW:g}; got etas {etas.tolist()} and values of shape {values.shape}")
     return values[top][0] - np.nanmean(values[low], axis=0)
 
-
 def _rank_step(k: int) -> str:
-    """The spacing of the values a Spearman rho of ``k`` untied points can take: 12 / (k^3 - k) (none below 2)."""
     return f"{12 / (k ** 3 - k):.2g}" if k >= 2 else "none (no rank correlation of fewer than 2 points)"
-
 
 def _last(traj: Trajectory, metric: str) -> float:
     return float(traj.metric(metric)[-1]) if traj.diverged_at is None else float("nan")
 
-
-def _first_recorded(traj: Trajectory, metric: str) -> float:
-    return float(traj.metric(metric)[0])
-
-
 def _rel_drop(trajs: Sequence[Trajectory], metric: str) -> np.ndarray:
-    return np.array([1 - _last(t, metric) / _first_recorded(t, metric) for t in trajs])
-
+    return np.array([1 - _last(t, metric) / float(t.metric(metric)[0]) for t in trajs])
 
 def loss_rise(traj: Trajectory, readout: str = "d", *, steps: int | None = None) -> float:
-    """The instability of a loss curve: the sum of the increases of the train and of the test loss from
-    step to step over the first ``steps`` steps (default: half of them, rounded up), each relative to
-    its step-0 value.  A curve that only falls has 0.
+    """The instability of a loss curve: the step-to-step increases of the train and the test loss over the first
+    ``steps`` steps (default: half, rounded up), each relative to its step-0 value.
 
     Examples
     --------
@@ -306,17 +243,15 @@ def loss_rise(traj: Trajectory, readout: str = "d", *, steps: int | None = None)
         out += float(np.clip(np.diff(v), 0, None).sum() / v[0])
     return out
 
-
 def _sample_hill(res: Fig8Result, setup: Setup, grid: RunGrid | None) -> Measurement:
-    """Fig. 8(a)'s spectra at n = 2000 (the Fig. 8 seeds) and n = 8000: the Fig. 7 grid's FB-Adam runs at
-    ``fig8_eta`` where the grid trains at n = 8000 with that learning rate (Fig. 8's n = 8000 run of seed ``s`` is
-    the same training as the grid's run of seed ``s``, so the grid adds seeds), else Fig. 8's own runs."""
+    """Fig. 8(a)'s spectra at n = 2000 and n = 8000, the latter from the Fig. 7 grid's FB-Adam runs at ``fig8_eta``
+    where it has them (the same trainings for the shared seeds, and more seeds), else Fig. 8's own runs."""
     by_n = res.panel("by_n")
     if setup.n != 8000 or not {2000, 8000} <= set(by_n):
         return Measurement.not_run("needs n = 8000 and ns to contain 2000 and 8000")
     keys = ("alpha_hill", "spike_q90", "sv_ratio")
     small, big = ({k: np.array([final_metrics(t)[k] for t in by_n[n]]) for k in keys} for n in (2000, 8000))
-    note = ""
+    note, paired = "", big
     if grid is not None and "adam" in grid.optimizers and _at(grid.etas, grid.etas, setup.fig8_eta) is not None:
         from_grid = {k: _at(grid.get(k, "adam"), grid.etas, setup.fig8_eta) for k in keys}
         shared = min(len(big["alpha_hill"]), from_grid["alpha_hill"].size)
@@ -324,17 +259,14 @@ def _sample_hill(res: Fig8Result, setup: Setup, grid: RunGrid | None) -> Measure
         note = (f"read from the Fig. 7 grid's FB-Adam runs at eta = {setup.fig8_eta:g}, whose seeds 0-{shared - 1} are "
                 "Fig. 8's n = 8000 runs (" + ("Hill identical on them)" if gap == 0 else f"Hill within {gap:.2g})"))
         big, paired = from_grid, big
-    else:
-        paired = big
     return _compound("sample_hill", {
         "hill_2000": _runs(small["alpha_hill"]), "hill_8000": _runs(big["alpha_hill"], note=note),
         "hill_diff": _runs(small["alpha_hill"] - paired["alpha_hill"][:small["alpha_hill"].size]),
         "spike_2000": _runs(small["spike_q90"]), "sv_8000": _runs(big["sv_ratio"])},
         _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lam")))
 
-
 def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measurement]:
-    """The Fig. 8 rows read under the readout ``s``: sample size (a), ridge constant (b), label noise (c), StepLR (d)."""
+    """The Fig. 8 rows read under the readout ``s``: sample size, ridge constant, label noise, StepLR."""
     x, out = _suffix(s), {}
     by_n = res.panel("by_n")
     if setup.n not in by_n:
@@ -348,10 +280,8 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
         out[f"sample_loss{x}"] = _compound(f"sample_loss{x}", parts,
                                            _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lam", "ns"), s))
     ridge = res.ridge
-
     def last(lam: float, m: str) -> np.ndarray:
         return np.array([c[lam][f"{m}@{s}"][-1] for c in ridge])
-
     if LAM_BALANCED not in ridge[0]:
         out[f"ridge{x}"] = Measurement.not_run(f"lams must contain {LAM_BALANCED:g}")
     else:
@@ -387,17 +317,14 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
                                   setting=_setting(setup, FIG8_FIELDS + ("n", "rho_e", "steplr_gammas"), s))
     return out
 
-
 def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None) -> dict[str, Measurement]:
-    """The Fig. 8 and App. E.4 rows of :data:`TABLE` (``fig8_seeds`` seeds; the n = 8000 spectra from ``grid``)."""
+    """The Fig. 8 and App. E.4 rows of :data:`TABLE` (the n = 8000 spectra from ``grid``)."""
     out = {"sample_hill": _sample_hill(res, setup, grid)}
     for s in READOUT_SCALES:
         out.update(_fig8_readout(res, setup, s))
     wn, plain, parts = res.panel("wn_by_steplr_gamma"), res.panel("by_steplr_gamma"), {}
-
     def q90(g: float) -> np.ndarray:
         return np.array([final_metrics(t)["spike_q90"] for t in wn[g]])
-
     for tag, (a, b) in WN_STEPS.items():
         parts[f"q90_{tag}"] = _runs(q90(b) - q90(a)) if a in wn and b in wn else _missing(f"gamma = {a:g} or {b:g}")
     for g in sorted({g for pair in WN_STEPS.values() for g in pair}):
@@ -408,23 +335,16 @@ def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None) -> 
                                     _setting(setup, FIG8_FIELDS + ("n", "rho_e", "steplr_gammas")))
     return out
 
-
 def measure(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> dict[str, Measurement]:
-    """One :class:`htlib.claims.Measurement` per row of :data:`TABLE`, read from the cached Fig. 7 and Fig. 8 runs."""
+    """One :class:`htlib.claims.Measurement` per row of :data:`TABLE`."""
     return {**measure_fig7(fig7, setup), **measure_fig8(fig8, setup, fig7.grid)}
 
-
 def claims(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> list[Claim]:
-    """The chapter's records, in the table's order, judged by :func:`htlib.claims.judge`."""
+    """The chapter's records, judged by :func:`htlib.claims.judge`."""
     return judge_table(TABLE, measure(fig7, fig8, setup))
-
-
-# ----------------------------------------------------------------------------- tables and numbers for the prose
-
 
 def _g(x: float) -> str:
     return f"{x:.3g}"
-
 
 def setting_numbers(setup: Setup) -> dict[str, str]:
     """The setting of the run, as the opening paragraph states it."""
@@ -454,7 +374,6 @@ def setting_numbers(setup: Setup) -> dict[str, str]:
                 else f"Fig. 8's n = 8000 runs ({setup.fig8_seeds} seeds): the Fig. 7 grid does not train FB-Adam at "
                      f"eta = {setup.fig8_eta:g} and n = 8000 in this setting")}
 
-
 def spearman_values(k: int) -> list[float]:
     """Every value a Spearman rho of ``k`` untied points can take (``2 <= k <= 7``), ascending.
 
@@ -464,14 +383,12 @@ def spearman_values(k: int) -> list[float]:
     [-1.0, -0.5, 0.5, 1.0]
     """
     import itertools
-
     check_int("k", k, 2)
     if k > 7:
         raise ValueError(f"k must be at most 7 (the values are enumerated over permutations), got {k}")
     base = np.arange(k)
     return sorted({round(1 - 6 * float(((base - np.array(p)) ** 2).sum()) / (k ** 3 - k), 12)
                    for p in itertools.permutations(range(k))})
-
 
 def spearman_values_text(k: int) -> str:
     """What a within-seed Spearman over ``k`` points can take, for the prose."""
@@ -482,12 +399,10 @@ def spearman_values_text(k: int) -> str:
     v = [x for x in spearman_values(k) if x >= 0]
     return "only " + ", ".join(f"±{x:g}" if x else "0" for x in v[:-1]) + (" or " if len(v) > 1 else "") + f"±{v[-1]:g}"
 
-
 def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
-    """Seed means of the GD contrast (eta >= 1000 against the rest) and FB-Adam's alphas, for the prose."""
-    g = res.grid
+    """Seed means of the GD contrast and FB-Adam's alphas, for the prose."""
+    g, out = res.grid, {}
     big = g.etas >= GD_LARGE_ETA
-    out = {}
     for metric, name in (("train_loss@d", "train"), ("test_loss@d", "test"), ("kta@d", "kta"),
                          ("alpha_hill", "hill"), ("alpha_ks", "ks")):
         v = g.get(metric, "gd")
@@ -495,12 +410,10 @@ def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
         out[f"gd_{name}_rest"] = _g(np.nanmean(v[~big])) if (~big).any() else "n/a"
     out["adam_hill_first"], out["adam_hill_last"] = _g(g.mean("alpha_hill", "adam")[0]), _g(g.mean("alpha_hill", "adam")[-1])
     out["adam_ks_first"], out["adam_ks_last"] = _g(g.mean("alpha_ks", "adam")[0]), _g(g.mean("alpha_ks", "adam")[-1])
-    out["eta_first"], out["eta_last"] = f"{g.etas[0]:g}", f"{g.etas[-1]:g}"
-    out["n_diverged"] = str(int(g.diverged.sum()))
     keep = g.etas <= BENIGN_ETA
-    out["benign_points"] = str(int(keep.sum()))
-    out["benign_step"] = _rank_step(int(keep.sum())) if keep.sum() >= 2 else "n/a"
-    out["gd_big_points"] = str(int(big.sum()))
+    out.update(eta_first=f"{g.etas[0]:g}", eta_last=f"{g.etas[-1]:g}", n_diverged=str(int(g.diverged.sum())),
+               benign_points=str(int(keep.sum())),
+               benign_step=_rank_step(int(keep.sum())) if keep.sum() >= 2 else "n/a", gd_big_points=str(int(big.sum())))
     if (g.etas == BENIGN_ETA).sum() == 1 and (g.etas <= BENIGN_LOW).any():
         for metric, name in (("alpha_hill", "hill"), (f"test_loss@{setup.readout}", "test")):
             c = stats.t_interval(benign_contrast(g.get(metric, "adam"), g.etas), setup.ci_level, drop_nonfinite=True)
@@ -509,10 +422,8 @@ def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
         out["benign_hill_contrast"] = out["benign_test_contrast"] = "n/a (the grid lacks eta = 1 or eta <= 0.1)"
     ks_all = np.concatenate([g.get("alpha_ks", o).ravel() for o in g.optimizers])
     ks_all = ks_all[np.isfinite(ks_all)]
-    out["ks_outside"] = str(int(((ks_all < HTSR_BAND[0]) | (ks_all > HTSR_BAND[1])).sum()))
-    out["ks_runs"] = str(ks_all.size)
-    out["htsr_band"] = f"[{HTSR_BAND[0]:g}, {HTSR_BAND[1]:g}]"
-    # PL_Alpha_KS where W has barely left W0: FB-Adam's two smallest grid etas, with the seeds' range.
+    out.update(ks_outside=str(int(((ks_all < HTSR_BAND[0]) | (ks_all > HTSR_BAND[1])).sum())),
+               ks_runs=str(ks_all.size), htsr_band=f"[{HTSR_BAND[0]:g}, {HTSR_BAND[1]:g}]")
     ks, hill = g.get("alpha_ks", "adam"), g.get("alpha_hill", "adam")
     for k in range(min(2, g.etas.size)):
         out[f"frag_eta{k}"] = f"{g.etas[k]:g}"
@@ -521,14 +432,12 @@ def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
         out[f"frag_hill{k}"] = _g(np.nanmean(hill[k]))
     return out
 
-
 def fig8_numbers(res: Fig8Result, setup: Setup) -> dict[str, str]:
     """The base run's losses under both readouts, the sample-size and StepLR numbers, for the prose."""
-    out = {}
-    base = res.base
+    out, base = {}, res.base
     for s in READOUT_SCALES:
         for m, name in (("train_loss", "train"), ("test_loss", "test")):
-            out[f"base_{name}0_{s}"] = _g(np.mean([_first_recorded(t, f"{m}@{s}") for t in base]))
+            out[f"base_{name}0_{s}"] = _g(np.mean([float(t.metric(f"{m}@{s}")[0]) for t in base]))
             out[f"base_{name}_last_{s}"] = _g(np.mean([_last(t, f"{m}@{s}") for t in base]))
             out[f"base_{name}_drop_{s}"] = f"{np.mean(_rel_drop(base, f'{m}@{s}')):.1%}"
     smaller = {n: t for n, t in res.panel("by_n").items() if n < setup.n}

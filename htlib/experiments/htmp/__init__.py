@@ -1,10 +1,5 @@
-"""The HTMP chapter (paper 001): the HTMP family checked in the open, the batch-size experiment of
-
-The chapter's notebook imports this package as ``ch``; every name comes from one of its two modules:
-:mod:`~htlib.experiments.htmp.compute` (``Setup``, ``PAPER``, the ``run_*`` functions and their typed
-results: in the result-cache key) or :mod:`~htlib.experiments.htmp.reading` (claims, tables, figures
-and glue read from those results: outside the key, so a verdict edit recomputes nothing).
-"""
+"""The HTMP chapter (paper 001):
+its ``compute`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
 
 from htlib.experiments._facade import chapter_getattr
 from htlib.experiments.htmp import compute, reading

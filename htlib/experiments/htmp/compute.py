@@ -1,17 +1,6 @@
-"""The HTMP chapter (paper 001): the HTMP family checked in the open, the batch-size experiment of
-Fig. 5 on real images with two fits side by side, the 5+1 phases generated from the model, HTMP
-along a training trajectory, and the chapter's claim records.
-
-Owns: :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's
-protocol on the data at hand); :func:`run_batch` (every training run and every pure-noise
-reference of the batch-size experiment, on worker processes, through the result cache) and its
-typed result :class:`BatchResult`; :class:`LayerFit` (the book's KS fit and the min-shifted
-histogram-L1 fit of one layer); the paper's fitted values (:data:`PAPER_KAPPA`) and the claim
-thresholds (:data:`KAPPA_FACTOR`, :data:`TRAINED`, :data:`MP_DELTA`, :data:`NTK_FIT`); :func:`claims`; the Fig. 5
-panels and the fit-comparison figure; the phase model; the chapter's small tables.
-
-The numerics beneath: ``htlib.small_nets`` (one SGD run), ``htlib.htmp`` (the density and both
-fits), ``htlib.spectra`` (ESD, MP, phase labels).
+"""What the HTMP chapter (paper 001) computes, inside the result-cache key: :class:`Setup` and :data:`PAPER`, the
+batch-size experiment of Fig. 5 (:func:`run_batch`: training runs, pure-noise references and NTK runs, with both fits
+of each layer), the phase model, the training trajectory and the chapter's small tables.
 """
 
 from __future__ import annotations
@@ -30,36 +19,21 @@ from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, para
 from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
 from htlib.sweep import run_sweep
 
-
-PAPER_KAPPA: dict[tuple[str, int], float] = {
+PAPER_KAPPA: dict[tuple[str, int], float] = {  # paper 001's fitted kappa per batch size: Fig. 5 and its text (LeNet)
     ("minialexnet", 1000): math.inf, ("minialexnet", 800): math.inf, ("minialexnet", 250): 5.5,
-    ("minialexnet", 100): 2.3, ("lenet", 250): 1.1, ("lenet", 100): 0.9,
-}
-"""Paper 001, Fig. 5 (MiniAlexNet on CIFAR-10) and its text (LeNet): the fitted kappa per batch size."""
-
+    ("minialexnet", 100): 2.3, ("lenet", 250): 1.1, ("lenet", 100): 0.9}
 
 def _delta(kappa: float, gamma: float) -> float:
-    """``delta = kappa (1 - gamma) / (2 gamma)``; ``inf`` for ``kappa = inf``."""
     return math.inf if math.isinf(kappa) else kappa * (1 - gamma) / (2 * gamma)
 
-
-# ----------------------------------------------------------------------------- the chapter's parameters
 def _feature_side(dataset: str) -> int:
     """Side of MiniAlexNet's last feature map: 3 on 28 x 28 MNIST, 4 on 32 x 32 CIFAR-10."""
     return 3 if dataset == "mnist5k" else 4
 
-
 @dataclass(frozen=True)
 class Setup(SweepSetup):
-    """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    LeNet runs the paper's optimizer (200 epochs, SGD momentum 0.9, lr 0.01, the four batch sizes,
-    three repeats) on ``n_train`` of MNIST-5k's 4,000 training images (the default: all of them, the book's PAPER
-    preset for LeNet); MiniAlexNet runs a short
-    run (``alex_*``), which cannot test the claims (the chapter says so).  :data:`PAPER` is the
-    book's PAPER preset: the paper's protocol on MNIST-5k (all 4,000 images, MiniAlexNet at 200 epochs); the paper's own data
-    (CIFAR-10) is ``dataset="cifar10"`` with ``data_dir`` a local ``cifar-10-batches-py`` folder
-    (:func:`cifar_overrides`).
+    """The chapter's parameters (its ``parameters`` cell), validated once: LeNet at the paper's optimizer on ``n_train``
+    MNIST-5k images, MiniAlexNet a short run (``alex_*``); :data:`PAPER` the paper's protocol, :func:`cifar_overrides`.
 
     Examples
     --------
@@ -70,7 +44,6 @@ class Setup(SweepSetup):
     ...
     htlib.experiments._setup.ParameterError: parameter 'n_train' must be ≤ 4999 on mnist5k (5,000 images); got 5000
     """
-
     gamma: float = param(0.3255, "aspect ratio of the family plots: MiniAlexNet FC1, 1000/(192*4*4)", gt=0, lt=1)
     kappas: tuple[float, ...] = param((0.5, 1.9, 5.5, 20.0), "kappa values drawn next to MP", gt=0)
     gammas: tuple[float, ...] = param((0.1, 0.5, 0.9), "further aspect ratios", gt=0, lt=1)
@@ -140,7 +113,6 @@ class Setup(SweepSetup):
             raise ParameterError("parameter 'data_dir' must name a local CIFAR-10 folder (cifar-10-batches-py) "
                                  "for dataset 'cifar10'; nothing is downloaded")
 
-    # -- the runs
     def _config(self, model: str, batch: int, seed: int, **over) -> SmallNetConfig:
         lenet = model == "lenet"
         kw = dict(model=model, dataset=self.dataset, batch_size=int(batch), lr=float(self.lr),
@@ -152,25 +124,19 @@ class Setup(SweepSetup):
         return SmallNetConfig(**kw)
 
     def run_configs(self) -> list[SmallNetConfig]:
-        """LeNet then MiniAlexNet, each batch size x repeat (repeat ``r`` has seed ``seed + r``),
-        then the LeNet runs at ``init_batch`` with the literal reading of the initialization."""
+        """LeNet then MiniAlexNet, batch size x repeat (seed ``seed + r``), then LeNet's initialization variant."""
         out = [self._config("lenet", b, self.seed + r) for b in self.batch_sizes for r in range(self.repeats)]
         out += [self._config("minialexnet", b, self.seed + r) for b in self.batch_sizes for r in range(self.alex_repeats)]
         out += [self._config("lenet", self.init_batch, self.seed + r, init="variance") for r in range(self.init_repeats)]
         return out
 
     def ntk_seed_list(self, model: str) -> list[int]:
-        """The training seeds of ``model``'s NTK runs: ``seed + r`` for ``r < ntk_seeds`` (LeNet) or
-        ``ntk_logistic_seeds``.  Logistic regression's output-traced kernel is ``10 (X Xᵀ + 1)`` whatever its
-        weights, so for it another seed only redraws the 1,000 images: still an out-of-sample test of a level set
-        on the first seed.  Its ratio moves little between seeds (the NTK table), so it runs
-        ``NTK_MIN_UNSEEN`` unseen seeds, the fewest that decide (:func:`ntk_seed_verdict`)."""
+        """The NTK training seeds ``seed + r``, ``r < ntk_seeds`` (LeNet) or ``ntk_logistic_seeds``."""
         n = self.ntk_logistic_seeds if model == "logistic" else self.ntk_seeds
         return [self.seed + r for r in range(n)]
 
     def ntk_configs(self) -> list:
-        """The NTK runs: each of ``ntk_models`` trained on ``ntk_n`` images with cosine annealing, at each
-        seed of :meth:`ntk_seed_list` (the first with ``ntk_boot`` bootstrap replicates, the others ``ntk_seed_boot``)."""
+        """The NTK runs: ``ntk_models`` at each seed of :meth:`ntk_seed_list`."""
         return [NTKConfig(SmallNetConfig(model=m, dataset=self.dataset, batch_size=self.ntk_batch, epochs=self.ntk_epochs,
                                          lr=float(self.ntk_lr), momentum=float(self.momentum), schedule="cosine",
                                          n_train=self.ntk_n, data_dir=self.data_dir or None, seed=s),
@@ -179,9 +145,7 @@ class Setup(SweepSetup):
                 for m in self.ntk_models for i, s in enumerate(self.ntk_seed_list(m))]
 
     def ntk_reduction(self, model: str) -> str:
-        """What keeps ``model``'s NTK runs from testing the paper's claim as the paper ran it: a protocol
-        value other than :data:`PAPER`'s (the paper's), or logistic regression on inputs other than the
-        3,072-dimensional ones its 30K parameters imply; ``""`` when nothing does."""
+        """What keeps ``model``'s NTK runs from the paper's protocol (:data:`PAPER`); ``""`` if nothing."""
         bits = [f"{name}={getattr(self, name):g} instead of the paper's {getattr(PAPER, name):g}"
                 for name in ("ntk_n", "ntk_epochs", "ntk_lr", "ntk_batch") if getattr(self, name) != getattr(PAPER, name)]
         if model == "logistic" and self.dataset == "mnist5k":
@@ -190,7 +154,6 @@ class Setup(SweepSetup):
         return "; ".join(bits)
 
     def ntk_at_paper(self, model: str) -> bool:
-        """Whether ``model``'s NTK runs can test the claim as the paper ran it (:meth:`ntk_reduction` empty)."""
         return not self.ntk_reduction(model)
 
     def ntk_setting(self, model: str = "") -> str:
@@ -210,8 +173,7 @@ class Setup(SweepSetup):
                 f"{self.ntk_rtols[0]:g} x the largest left out as zero (the paper gives no cut-off)" + seed_txt)
 
     def reduction(self, model: str) -> str:
-        """The reductions of ``model``'s runs below the book's PAPER preset (:data:`PAPER`: the paper's
-        protocol on the data at hand), in words, each with the parameter that removes it; ``""`` when there is none."""
+        """The reductions of ``model``'s runs below :data:`PAPER`, in words, each with the parameter that removes it."""
         lenet = model == "lenet"
         bits = []
         for name, label in ((("n_train", "training images"), ("epochs", "epochs"), ("repeats", "repeats")) if lenet else
@@ -222,8 +184,7 @@ class Setup(SweepSetup):
         return "; ".join(bits)
 
     def at_paper(self, model: str) -> bool:
-        """Whether ``model``'s runs are at the book's PAPER preset: no reduction below :data:`PAPER`
-        (:meth:`reduction`) and, for MiniAlexNet, the paper's data (CIFAR-10, all 50,000 images)."""
+        """Whether ``model``'s runs are at :data:`PAPER` (no :meth:`reduction`; MiniAlexNet also on all of CIFAR-10)."""
         if self.reduction(model):
             return False
         return model == "lenet" or (self.dataset == "cifar10" and self.alex_n_train >= 50_000)
@@ -246,16 +207,10 @@ class Setup(SweepSetup):
         bits.append("one scalar mean/std normalization (the public code: per channel)")
         return "; ".join(bits)
 
-
-ALEX_IMAGES_PER_SECOND = 190.0
-"""Training rate of MiniAlexNet (default widths, 28x28) on one idle one-thread worker, images/s: about
-90 % of the one-thread oneDNN convolution rate of a 2-core x86 machine (``benchmarks/bench_small_nets.py``
-measures the fraction in the same run).  Used only for the stated estimate of the paper protocol's cost."""
-
+ALEX_IMAGES_PER_SECOND = 190.0  # MiniAlexNet on one idle one-thread worker (benchmarks/bench_small_nets.py)
 
 def alex_paper_hours(setup: "Setup", workers: int = 2) -> float:
-    """Estimated hours of MiniAlexNet at :data:`PAPER`'s protocol (every batch size x repeat, 200
-    epochs on 4,000 images) on ``workers`` idle one-thread workers, scaled by the conv widths' cost."""
+    """Estimated hours of MiniAlexNet at :data:`PAPER`'s protocol on ``workers`` idle one-thread workers."""
     c1, c2, c3 = (int(w) for w in setup.alex_widths)
     # cost per image ~ the three conv blocks' multiply-adds (28x28, 14x14, 7x7 maps, 5x5 kernels)
     cost = lambda a, b, c: 784 * a * 25 + 196 * a * b * 25 + 49 * b * c * 25  # noqa: E731
@@ -263,22 +218,15 @@ def alex_paper_hours(setup: "Setup", workers: int = 2) -> float:
     images = PAPER.alex_n_train * PAPER.alex_epochs * PAPER.alex_repeats * len(setup.batch_sizes)
     return images * scale / (workers * ALEX_IMAGES_PER_SECOND) / 3600.0
 
-
-PAPER = Setup(n_train=4000, alex_repeats=3, alex_epochs=200, alex_n_train=4000, alex_n_test=1000)
-"""The paper's protocol on MNIST-5k: every run 200 epochs over all 4,000 training images, three
-repeats, both architectures (MiniAlexNet at the default widths: about 7 hours on two idle cores)."""
-
+PAPER = Setup(n_train=4000, alex_repeats=3, alex_epochs=200, alex_n_train=4000, alex_n_test=1000)  # the paper's runs
 
 def cifar_overrides(data_dir: str) -> dict:
     """The parameters that move :data:`PAPER` onto all of CIFAR-10 from the folder ``data_dir``."""
     return {"dataset": "cifar10", "data_dir": data_dir, "n_train": 50_000, "alex_n_train": 50_000, "alex_n_test": 10_000}
 
-
-# ----------------------------------------------------------------------------- fits of one layer
 @dataclass(frozen=True)
 class NoiseConfig:
     """A pure Marchenko-Pastur reference: an ``rows x cols`` matrix of i.i.d. N(0, 1/cols) entries."""
-
     rows: int
     cols: int
     seed: int
@@ -289,29 +237,18 @@ class NoiseConfig:
         check_int("cols", self.cols, 10)
         check_int("seed", self.seed, 0)
 
-
 @dataclass(frozen=True)
 class NTKConfig:
-    """One NTK job: train ``net``, fit the inverse HTMP law over ``gammas`` to its NTK spectrum at each
-    zero cut-off of ``rtols``, and draw ``boot`` replicates of each fit's KS null (:func:`ks_null`)."""
-
+    """One NTK job: train ``net``, fit the inverse HTMP law at each cut-off of ``rtols``, draw ``boot`` KS nulls."""
     net: SmallNetConfig
     gammas: tuple
     rtols: tuple = (1e-9,)
     boot: int = 100
     model: str = "ntk"
 
-
 @dataclass(frozen=True)
 class NTKFit:
-    """The NTK spectrum of one trained net (:class:`htlib.small_nets.NTKSpectrum`) and its inverse-HTMP fit.
-
-    ``fit`` is the fit at ``rtols[0]``; ``fits`` the fit at each cut-off of ``rtols``; ``nulls`` the
-    bootstrap KS distances of the inverse-HTMP law at each cut-off and ``mp_null`` those of the
-    inverse-MP law at ``rtols[0]`` (:func:`ks_null`); ``gammas`` the grid the fits chose from; ``seed``
-    the training seed.
-    """
-
+    """One trained net's NTK spectrum and inverse-HTMP fits (``fits``: per cut-off of ``rtols``) with their KS nulls."""
     model: str
     eigs: np.ndarray
     train_acc: float
@@ -325,16 +262,10 @@ class NTKFit:
     gammas: tuple = ()
     seed: int = 0
 
-
 def ks_null(kappa: float, gamma: float, n: int, *, reps: int, seed) -> np.ndarray:
-    """The KS distance of a law fitted to a sample drawn from that law: ``reps`` seeded replicates.
-
-    Each replicate draws ``n`` i.i.d. values from HTMP(``kappa``, ``gamma``) (Marchenko-Pastur for
-    ``kappa = inf``) by inverse transform and refits them exactly as the data were fitted, at the same
-    ``gamma``: :func:`htlib.htmp.fit_htmp` (``kappa`` and scale by KS, or MP where it is at least as
-    close) for finite ``kappa``, the KS-fitted MP scale for ``kappa = inf``.  The KS distance is
-    invariant under ``y -> 1/y`` and the fits under the scale, so this is the null of the inverse
-    law's KS at the fitted parameters: a KS against a *fitted* law is smaller than the Kolmogorov law says.
+    """The KS distance of a law fitted to a sample drawn from that law: ``reps`` seeded replicates, each refitted as
+    the data were (:func:`htlib.htmp.fit_htmp`, or the KS-fitted MP scale for ``kappa = inf``); KS is invariant under
+    ``y -> 1/y``, so this is also the null of the inverse law's KS.
 
     Examples
     --------
@@ -356,19 +287,9 @@ def ks_null(kappa: float, gamma: float, n: int, *, reps: int, seed) -> np.ndarra
         return np.asarray(out)
     return np.asarray([htmp.fit_htmp(htmp.htmp.ppf(rng.random(n), kappa, gamma), gamma).ks for _ in range(reps)])
 
-
 @dataclass(frozen=True)
 class LayerFit:
-    """One layer's ESD and both fits of it.
-
-    KS fit (the book's, :func:`htlib.htmp.fit_htmp`): ``kappa`` (``inf``: MP fits at least as
-    well), ``scale``, ``ks``; ``mp_scale``/``mp_ks`` the KS-fitted MP.  Histogram-L1 fit
-    (:func:`htlib.htmp.fit_htmp_l1`, smallest eigenvalue subtracted, kappa in [0.01, 10]):
-    ``l1_kappa``, ``l1``, ``l1_mp`` (MP's L1 on the same histogram), ``l1_shift``, ``l1_scale``,
-    ``l1_at_bound``.  ``model`` is ``"noise"`` for a pure-noise reference; then the accuracies are
-    NaN and ``batch_size`` is 0.
-    """
-
+    """One layer's ESD and both fits: KS (:func:`htlib.htmp.fit_htmp`) and min-shifted histogram L1 (``l1_*``)."""
     model: str
     batch_size: int
     seed: int
@@ -399,7 +320,6 @@ class LayerFit:
     def l1_delta(self) -> float:
         return _delta(self.l1_kappa, self.gamma)
 
-
 def fit_layer(W: np.ndarray, *, model: str, batch_size: int, seed: int, init: str = "std", train_acc: float = math.nan,
               test_acc: float = math.nan, weight_change: float = math.nan, steps: int = 0) -> LayerFit:
     """Both fits of the ESD of ``W Wᵀ`` (the smaller Gram side, ``gamma = min/max`` of the shape)."""
@@ -411,11 +331,8 @@ def fit_layer(W: np.ndarray, *, model: str, batch_size: int, seed: int, init: st
                     lam, ks.kappa, ks.scale, ks.ks, ks.mp_scale, ks.mp_ks, l1.kappa, l1.l1, l1.mp_l1, l1.shift,
                     l1.scale, l1.at_bound, int(steps))
 
-
 def train_and_fit(config):
-    """One job of the chapter's sweep: an SGD run and the fits of its FC1 (a ``SmallNetConfig``),
-    a pure-noise reference and its fits (:class:`NoiseConfig`), or an NTK run and its inverse-HTMP
-    fit (:class:`NTKConfig`).  Module-level and of one frozen config, so ``run_sweep`` caches it."""
+    """One cached job of the sweep: an SGD run, a pure-noise reference or an NTK run, and the fits of its spectrum."""
     if isinstance(config, NTKConfig):
         sp = ntk_spectrum(config.net)
         fits = tuple(htmp.fit_inverse_htmp(sp.eigs, config.gammas, rtol=r) for r in config.rtols)
@@ -438,18 +355,9 @@ def train_and_fit(config):
     return fit_layer(r.weights, model=config.model, batch_size=config.batch_size, seed=config.seed, init=config.init,
                      train_acc=r.train_acc, test_acc=r.test_acc, weight_change=r.weight_change, steps=steps)
 
-
-# ----------------------------------------------------------------------------- the batch-size sweep
 @dataclass(frozen=True)
 class BatchResult:
-    """Every fitted layer of the batch-size experiment.
-
-    ``fits``: the trained layers in :meth:`Setup.run_configs` order (``init="variance"`` ones are the
-    initialization check); ``noise``: the pure-noise references, ``noise_seeds`` per FC1 shape;
-    ``summary``: :func:`summarize` of the ``init="std"`` fits; ``ntk``: the :class:`NTKFit` of each
-    of ``ntk_models``.
-    """
-
+    """Every fitted layer of the batch-size experiment, the pure-noise references, their summary and the NTK runs."""
     setup: Setup
     fits: list
     noise: list
@@ -465,13 +373,11 @@ class BatchResult:
         g = ref[0].gamma if ref else math.nan
         return [f for f in self.noise if f.eigs.size in shape and math.isclose(f.gamma, g)]
 
-
 def _fc1_shape(setup: Setup, model: str) -> tuple[int, int]:
     if model == "lenet":
         return 120, 400
     s = _feature_side(setup.dataset)
     return 1000, int(setup.alex_widths[2]) * s * s
-
 
 def batch_configs(setup: Setup) -> list:
     """The jobs of :func:`run_batch`: the training runs, then ``noise_seeds`` pure-noise matrices per FC1 shape."""
@@ -479,10 +385,8 @@ def batch_configs(setup: Setup) -> list:
              for i in range(setup.noise_seeds)]
     return setup.run_configs() + noise + setup.ntk_configs()
 
-
 def run_batch(setup: Setup) -> BatchResult:
-    """Train and fit every run of ``setup`` and fit the noise references, on the Setup's executor
-    (one-thread worker processes), through the result cache."""
+    """Train and fit every run of ``setup`` and fit the noise references, on worker processes, through the cache."""
     jobs = batch_configs(setup)
     # the costliest jobs first, so that the two workers finish together
     order = sorted(range(len(jobs)), key=lambda i: -_cost(jobs[i]))
@@ -496,7 +400,6 @@ def run_batch(setup: Setup) -> BatchResult:
     noise = [r for r in out if isinstance(r, LayerFit) and r.model == "noise"]
     return BatchResult(setup, fits, noise, summarize([f for f in fits if f.init == "std"]), ntk)
 
-
 def _cost(job) -> float:
     if isinstance(job, NoiseConfig):
         return 0.0
@@ -505,16 +408,12 @@ def _cost(job) -> float:
     per_image = 400.0 if job.model == "minialexnet" else 1.0  # MiniAlexNet costs ~400x LeNet per image
     return per_image * job.epochs * (job.n_train or 4000) * (1.0 + 50.0 / job.batch_size)
 
-
 def _q(values) -> tuple[float, float, float]:
     v = np.asarray(values, dtype=np.float64)
     return float(np.median(v)), float(np.min(v)), float(np.max(v))
 
-
 def summarize(fits: list) -> pd.DataFrame:
-    """Per (model, batch size): the seed-median, lowest and highest kappa and delta of both fits,
-    the paper's kappa (NaN where it gives none), the accuracies, KS distances and FC1's move from
-    its initialization.  The median, because ``kappa = inf`` (MP) is a possible outcome of a repeat."""
+    """Per (model, batch size): seed median (a repeat may be MP) and range of both fits, accuracies, KS, FC1's move."""
     rows = []
     keys = list(dict.fromkeys((f.model, f.batch_size) for f in fits))
     for m, b in keys:
@@ -532,7 +431,6 @@ def summarize(fits: list) -> pd.DataFrame:
                      "weight change": float(np.median([f.weight_change for f in sel])), "gamma": sel[0].gamma})
     return pd.DataFrame(rows).set_index(["model", "batch"])
 
-
 def moments_table(kappas, gamma: float) -> pd.DataFrame:
     """Mass, mean and second moment by quadrature of the density against the closed forms."""
     rows = []
@@ -543,14 +441,12 @@ def moments_table(kappas, gamma: float) -> pd.DataFrame:
                      "max |error|": float(np.max(np.abs(q - exact)))})
     return pd.DataFrame(rows).set_index("kappa")
 
-
 def mp_convergence_table(kappas, gamma: float, grid: np.ndarray) -> pd.DataFrame:
     """Sup distances between the HTMP and MP densities and CDFs on ``grid``, per kappa."""
     mp_pdf, mp_cdf = spectra.mp_density(grid, gamma), spectra.mp_cdf(grid, gamma)
     return pd.DataFrame([{"kappa": k, "sup|pdf - MP|": float(np.max(np.abs(htmp.htmp_pdf(grid, k, gamma) - mp_pdf))),
                           "sup|CDF - MP|": float(np.max(np.abs(htmp.htmp_cdf(grid, k, gamma) - mp_cdf)))}
                          for k in kappas]).set_index("kappa")
-
 
 def sampler_table(ns, kappa: float, gamma: float, seed: int) -> tuple[pd.DataFrame, list[np.ndarray]]:
     """The finite-n sampler at each size: KS distance to the density, 1/sqrt(n), second moment."""
@@ -560,18 +456,13 @@ def sampler_table(ns, kappa: float, gamma: float, seed: int) -> tuple[pd.DataFra
                         "2nd moment": float(np.mean(lam**2)), "closed form": second} for n, lam in zip(ns, samples)])
     return df.set_index("n"), samples
 
-
-PHASE_MODEL: tuple[tuple[str, float, tuple[float, ...]], ...] = (
+PHASE_MODEL: tuple[tuple[str, float, tuple[float, ...]], ...] = (  # paper 001's 5+1 phases: (phase, bulk kappa, spikes)
     ("random-like", math.inf, ()), ("bleeding-out", math.inf, (1.9, 2.0, 2.1)),
     ("bulk+spikes", math.inf, (4.0, 6.0, 9.0)), ("bulk-decay", 5.5, (4.0, 6.0, 9.0)),
-    ("heavy-tailed", 0.5, (4.0, 6.0, 9.0)), ("rank-collapse", 0.05, (4.0, 6.0, 9.0)),
-)
-"""The 5+1 phases from paper 001's model: (intended phase, kappa of the bulk, population spikes)."""
-
+    ("heavy-tailed", 0.5, (4.0, 6.0, 9.0)), ("rank-collapse", 0.05, (4.0, 6.0, 9.0)))
 
 def phase_spectra(n: int, gamma: float, seed: int) -> tuple[list[np.ndarray], pd.DataFrame]:
-    """Each phase of :data:`PHASE_MODEL` generated by ``htmp.spiked_htmp_spectrum`` and labelled by
-    ``spectra.classify_phase``; the table lists the intended phase next to the label."""
+    """Each phase of :data:`PHASE_MODEL` generated and labelled by ``spectra.classify_phase``, with a table."""
     norm = lambda s: "".join(ch for ch in s.lower() if ch.isalpha())  # noqa: E731
     eigs = [htmp.spiked_htmp_spectrum(n, k, gamma, sp, seed=seed) for _, k, sp in PHASE_MODEL]
     labels = [spectra.classify_phase(lam, gamma) for lam in eigs]
@@ -579,10 +470,8 @@ def phase_spectra(n: int, gamma: float, seed: int) -> tuple[list[np.ndarray], pd
                        for (want, k, sp), lab in zip(PHASE_MODEL, labels)])
     return eigs, df
 
-
 def trajectory_table(steps, esds, gamma: float, p: int) -> pd.DataFrame:
-    """Per step of a training run: HTMP's fitted kappa and KS, MP's KS, the power-law alpha and the
-    phase label, for the ESD divided by ``p`` (so that MP at initialization has scale about 1)."""
+    """Per step of a run: HTMP's kappa and KS, MP's KS, the power-law alpha and the phase of the ESD over ``p``."""
     rows = []
     for t, lam in zip(steps, esds):
         lam = np.asarray(lam) / p
@@ -591,11 +480,9 @@ def trajectory_table(steps, esds, gamma: float, p: int) -> pd.DataFrame:
                      "alpha (power law)": spectra.fit_power_law(lam).alpha, "phase": spectra.classify_phase(lam, gamma)})
     return pd.DataFrame(rows).set_index("step")
 
-
 def run_trajectory(setup: "Setup") -> pd.DataFrame:
     """The two-layer FB-Adam run of paper 003 at the Setup's sizes, and :func:`trajectory_table` of it."""
     from htlib.two_layer import TwoLayerConfig, train
-
     cfg = TwoLayerConfig(n=setup.traj_n, d=setup.traj_d, h=setup.traj_h, seed=setup.seed, device="cpu",
                          optimizer="adam", eta=float(setup.traj_eta), steps=setup.traj_steps,
                          keep_weights=(0, 1, setup.traj_steps - 1, setup.traj_steps))
@@ -603,10 +490,8 @@ def run_trajectory(setup: "Setup") -> pd.DataFrame:
     g = min(setup.traj_d, setup.traj_h) / max(setup.traj_d, setup.traj_h)
     return trajectory_table(traj.steps, traj.esd, g, max(setup.traj_d, setup.traj_h))
 
-
 def tail_panels(kappa: float, gamma: float) -> plt.Figure:
-    """Both tails on log-log axes: the lower tail of HTMP with slope ``delta - 1`` and the upper
-    tail of the inverse law with slope ``-(1 + delta)`` (the reference lines shifted up)."""
+    """Both tails on log-log axes: HTMP's lower one (slope ``delta - 1``) and the inverse law's upper one."""
     te = htmp.tail_exponents(kappa, gamma)
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     x_low = np.geomspace(1e-8, 1.0, 300)
@@ -625,11 +510,8 @@ def tail_panels(kappa: float, gamma: float) -> plt.Figure:
         ax.legend(fontsize=9)
     return fig
 
-
 def inverse_tail_fit(kappa: float, gamma: float, n: int, seed: int) -> pd.DataFrame:
-    """``spectra.fit_power_law`` on the inverses of a finite-n HTMP sample, next to the asymptotic
-    exponent ``1 + delta`` and the exact local log-log slope of the inverse density at ``xmin``,
-    ``10 xmin`` and ``1e4 xmin``."""
+    """``spectra.fit_power_law`` on the inverses of an HTMP sample, beside ``1 + delta`` and the exact local slopes."""
     pl = spectra.fit_power_law(1.0 / htmp.sample_htmp(n, kappa, gamma, seed=seed))
     slopes = -htmp.inverse_tail_slope(np.array([pl.xmin, 10 * pl.xmin, 1e4 * pl.xmin]), kappa, gamma)
     row = {"n": n, "predicted 1 + delta": htmp.tail_exponents(kappa, gamma).inverse_alpha, "fitted exponent": pl.alpha,
@@ -637,17 +519,12 @@ def inverse_tail_fit(kappa: float, gamma: float, n: int, seed: int) -> pd.DataFr
            "slope at xmin": slopes[0], "at 10 xmin": slopes[1], "at 1e4 xmin": slopes[2]}
     return pd.DataFrame([row])
 
-
 @functools.lru_cache(maxsize=8)
 def _mp_null(gamma: float, n: int, reps: int, seed: int) -> np.ndarray:
     return ks_null(math.inf, gamma, n, reps=reps, seed=(seed, 2000))
 
-
 def wishart_calibration(res: BatchResult) -> dict | None:
-    """The i.i.d. bootstrap null against a real Wishart spectrum: the MP KS of the pure-noise matrices
-    of the largest FC1 shape against :func:`ks_null` of MP at the same size (``ntk_boot`` draws).
-    Eigenvalues repel one another, so a Wishart spectrum sits closer to MP than i.i.d. draws do; where
-    its KS lies below every draw, the i.i.d. null is too wide for a spectrum.  ``None`` without noise."""
+    """The i.i.d. bootstrap null against pure Wishart spectra of the largest FC1 shape; ``None`` without noise."""
     if not res.noise or max(f.eigs.size for f in res.noise) < 10:
         return None
     n = max(f.eigs.size for f in res.noise)
@@ -661,10 +538,7 @@ def wishart_calibration(res: BatchResult) -> dict | None:
                       f"against an i.i.d. null of {np.mean(null):.3g} +- {np.std(null):.2g} (lowest {null.min():.3g}, "
                       f"{null.size} draws)"))
 
-
-PAPER_TEST_REPS = 60
-"""Draws of the null of :func:`paper_kappa_test` (beta-Laguerre spectra of the paper's law)."""
-
+PAPER_TEST_REPS = 60  # draws of the null of paper_kappa_test (beta-Laguerre spectra of the paper's law)
 
 @functools.lru_cache(maxsize=256)
 def _bulk_fit_cached(eigs: bytes, gamma: float) -> tuple[int, float]:
@@ -676,15 +550,9 @@ def _bulk_fit_cached(eigs: bytes, gamma: float) -> tuple[int, float]:
     except ValueError:  # too few eigenvalues to fit a bulk
         return 0, math.nan
 
-
 def bulk_fit(f: "LayerFit") -> tuple[int, float]:
-    """The outliers of a layer's ESD and the KS fit of what is left: ``(count, kappa of the bulk)``.
-
-    Outliers are :func:`htlib.spectra.fit_mp`'s spikes (beyond MP's fitted edge by 4 Tracy-Widom widths);
-    the bulk is the ESD without them, fitted by :func:`htlib.htmp.fit_htmp` at the layer's ``gamma``
-    (``nan`` when the spectrum is too small to fit).
-    A whole-spectrum kappa that falls while the bulk's stays at MP is a change of the outliers, not of
-    the tail of the bulk.
+    """The outliers of a layer's ESD (:func:`htlib.spectra.fit_mp`'s spikes) and the KS fit of the rest:
+    ``(count, kappa of the bulk)``, ``nan`` when too small.  A kappa falling while the bulk stays MP: the outliers.
 
     Examples
     --------
@@ -698,11 +566,9 @@ def bulk_fit(f: "LayerFit") -> tuple[int, float]:
     """
     return _bulk_fit_cached(np.ascontiguousarray(f.eigs, dtype=np.float64).tobytes(), float(f.gamma))
 
-
 def paper_kappa_test(eigs, kappa: float, gamma: float, *, reps: int = PAPER_TEST_REPS, seed=0) -> tuple[float, np.ndarray]:
-    """A direct test of one fixed law: the KS distance of HTMP(``kappa``, ``gamma``), scale fitted by KS,
-    to ``eigs``, and its null, the same distance for ``reps`` beta-Laguerre spectra of that law at the
-    same size (:func:`htlib.htmp.sample_htmp`).  The spectrum's eigenvalues repel, as the sampler's do.
+    """A direct test of one fixed law: the KS of HTMP(``kappa``, ``gamma``), scale fitted by KS, to ``eigs``, and its
+    null from ``reps`` beta-Laguerre spectra of that law at the same size (whose eigenvalues repel, as the data's do).
 
     Examples
     --------
@@ -712,12 +578,10 @@ def paper_kappa_test(eigs, kappa: float, gamma: float, *, reps: int = PAPER_TEST
     (True, (20,))
     """
     cdf = functools.partial(htmp.htmp_cdf, kappa=float(kappa), gamma=float(gamma))
-
     def ks_of(x) -> float:
         x = np.sort(np.asarray(x, dtype=np.float64))
         x = x[x > 0]
         return htmp.fit_scale_ks(x, cdf, float(x.mean()))[1]
-
     rng = np.random.default_rng(seed)
     n = int(np.asarray(eigs).size)
     null = np.array([ks_of(htmp.sample_htmp(n, float(kappa), float(gamma), seed=int(rng.integers(2**31))))

@@ -1,7 +1,5 @@
-"""What the htmp chapter reads from its cached results: the claims table (``claims.toml``), the
-measurements the one judge (:func:`htlib.claims.judge`) reads, tables and prose numbers.  Outside the
-result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here recomputes nothing; what
-computes lives in :mod:`htlib.experiments.htmp.compute`."""
+"""What the htmp chapter reads from its cached results (:mod:`htlib.experiments.htmp.compute`): the claims table, the
+measurements :func:`htlib.claims.judge` reads, tables and prose numbers.  Outside the result-cache key."""
 
 from __future__ import annotations
 
@@ -10,45 +8,27 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from htlib import htmp, spectra
 from htlib.claims import Claim, Measurement, judge_table, read_table
-from htlib.experiments.htmp.compute import BatchResult, NTKFit, PAPER_KAPPA, Setup, _delta, _q, bulk_fit
+from htlib.experiments.htmp.compute import BatchResult, NTKFit, PAPER_KAPPA, _delta, _q, bulk_fit
 
-TABLE = read_table(Path(__file__).with_name("claims.toml"))
-"""The chapter's claims table: one :class:`htlib.claims.Spec` per record key, each level written once."""
-
-TRAINED_ACC = 0.99
-"""The judge's cannot-test gate of every claim about trained weights: a run whose train accuracy is below this
-has not fitted its training set (the paper's runs train for 200 epochs; its NTK runs reach more than 99.8 %)."""
-
-NTK_SEEN_SEEDS = frozenset({0})
-"""Training seeds of the NTK runs whose KS ratio had been seen when the NTK level was set: the claim reads the others."""
-
-MP_DELTA_EIGS = 1000
-"""The spectrum size at which the MP rule (delta >= 1 / the MP rows' level) was calibrated."""
-
-BOUND_NEAR = 1.1
-"""A fitted kappa within this factor of :func:`htlib.htmp.fit_htmp`'s search bound is reported as at the bound."""
-
-PAPER_GAMMA: dict[str, float] = {"minialexnet": 1000 / (192 * 4 * 4), "lenet": 120 / 400}
-"""The aspect ratio of FC1 in the paper's nets (MiniAlexNet on CIFAR-10: 1000 x 3072; LeNet-5: 120 x 400)."""
-
-LENET_DATA_UNSTATED = (
+TABLE = read_table(Path(__file__).with_name("claims.toml"))  # one htlib.claims.Spec per record key
+TRAINED_ACC = 0.99  # the cannot-test gate on trained weights: below it a run has not fitted its training set
+NTK_SEEN_SEEDS = frozenset({0})  # NTK seeds whose KS ratio was seen when the level was set: the claim reads the others
+BOUND_NEAR = 1.1  # a fitted kappa within this factor of fit_htmp's search bound is reported as at the bound
+PAPER_GAMMA: dict[str, float] = {"minialexnet": 1000 / (192 * 4 * 4), "lenet": 120 / 400}  # FC1 of the paper's nets
+LENET_DATA_UNSTATED = (  # why the book's PAPER preset cannot stand for the paper's LeNet protocol
     "the paper does not name LeNet's data or its size; the group's later public code loads MNIST's 60,000 training "
     "images (15 times the SGD steps of 200 epochs on 4,000, which MNIST-5k cannot supply) or a 1,000-image subsample")
-"""Why the book's PAPER preset cannot stand for the paper's LeNet protocol (its data are not stated)."""
-
 
 def mp_delta() -> float:
-    """The MP rule's delta: the fit "finds MP" at delta >= this (1 / the level of the MP rows, 1/delta <= level)."""
+    """The MP rule's delta: the fit "finds MP" at delta >= this (1 / the level of the MP rows)."""
     return 1.0 / TABLE["minialexnet-1000"].level
 
-
 def _kappa_bounds(gamma: float) -> tuple[float, float]:
-    """The kappa range :func:`htlib.htmp.fit_htmp` searches by default at ``gamma`` (a copy of its docstring's)."""
-    return 0.1, min(50.0, 300.0 * gamma)
-
+    return 0.1, min(50.0, 300.0 * gamma)  # the default search range of htlib.htmp.fit_htmp
 
 def _at_bound(kappa: float, gamma: float) -> str:
     """``"lower"``/``"upper"`` when ``kappa`` is within :data:`BOUND_NEAR` of the fit's bound, else ``""``."""
@@ -57,23 +37,15 @@ def _at_bound(kappa: float, gamma: float) -> str:
         return ""
     return "lower" if kappa <= lo * BOUND_NEAR else "upper" if kappa >= hi / BOUND_NEAR else ""
 
-
-def _ratio(a: float, b: float) -> float:
-    """``a / b`` with ``inf/inf = nan``, ``x/inf = 0`` and ``inf/x = inf``."""
-    if math.isinf(a) and math.isinf(b):
-        return math.nan
-    if math.isinf(b):
-        return 0.0
-    return math.inf if math.isinf(a) else a / b
-
-
 def _fmt(v: float) -> str:
     return "inf" if math.isinf(v) else format(v, ".3g")
 
+def _span(v, f=lambda x: f"{x:.3g}") -> str:
+    return f"{f(v[0])} [{f(v[1])}, {f(v[2])}]"  # (median, lowest, highest) as "m [lo, hi]"
 
 def ks_pvalue(observed: float, null: np.ndarray) -> tuple[float, tuple[float, float], int]:
-    """The bootstrap p-value ``(1 + k) / (B + 1)`` of an observed KS (``k`` of the ``B`` null values at
-    least as large), its exact (Clopper-Pearson) 95 % interval, and ``k``.
+    """The bootstrap p-value ``(1 + k) / (B + 1)`` of an observed KS (``k`` of the ``B`` null values at least as
+    large), its exact (Clopper-Pearson) 95 % interval, and ``k``.
 
     Examples
     --------
@@ -81,93 +53,27 @@ def ks_pvalue(observed: float, null: np.ndarray) -> tuple[float, tuple[float, fl
     >>> round(p, 3), k, lo < p < hi
     (0.505, 50, True)
     """
-    from scipy import stats
-
     null = np.asarray(null, dtype=np.float64)
     k = int(np.sum(null >= observed))
     ci = stats.binomtest(k, null.size).proportion_ci(0.95)
     return (k + 1) / (null.size + 1), (float(ci.low), float(ci.high)), k
-
-
-# ----------------------------------------------------------------------------- tables and prose numbers
-def summary_table(res: BatchResult) -> pd.DataFrame:
-    """The summary as the chapter shows it: kappa of both fits with their seed ranges, accuracies, KS."""
-    s = res.summary
-
-    def kb(v, g):  # the KS fit's kappa at its search bound is the bound, not a measurement: say so
-        return f"{v:.3g}" + (" (bound)" if math.isfinite(v) and math.isclose(v, _kappa_bounds(g)[1], rel_tol=1e-3) else "")
-
-    rng = lambda c: [f"{a:.3g} [{lo:.3g}, {hi:.3g}]" for a, lo, hi in zip(s[c], s[f"{c} lo"], s[f"{c} hi"])]  # noqa: E731
-    krng = [f"{kb(a, g)} [{kb(lo, g)}, {kb(hi, g)}]" for a, lo, hi, g in zip(s["kappa"], s["kappa lo"], s["kappa hi"], s["gamma"])]
-    return pd.DataFrame({"steps": s["steps"], "KS fit: kappa [range]": krng, "delta": rng("delta"),
-                         "L1 fit: kappa [range]": rng("L1 kappa"), "paper kappa": s["paper kappa"],
-                         "train acc": s["train acc"].round(3), "test acc": s["test acc"].round(3),
-                         "KS HTMP": s["KS HTMP"].round(4), "KS MP": s["KS MP"].round(4),
-                         "FC1 move": s["weight change"].round(3)}, index=s.index)
-
-
-def noise_table(res: BatchResult) -> pd.DataFrame:
-    """What each fit reports for no signal: per FC1 shape, both fits on pure N(0, 1/cols) matrices."""
-    rows = []
-    for shape in dict.fromkeys((f.eigs.size, round(f.gamma, 6)) for f in res.noise):
-        sel = [f for f in res.noise if (f.eigs.size, round(f.gamma, 6)) == shape]
-        k, lk = _q([f.kappa for f in sel]), _q([f.l1_kappa for f in sel])
-        rows.append({"FC1 shape": f"{shape[0]} x {round(shape[0] / sel[0].gamma)}", "gamma": round(sel[0].gamma, 4),
-                     "matrices": len(sel), "KS fit: kappa": f"{k[0]:.3g} [{k[1]:.3g}, {k[2]:.3g}]",
-                     "KS HTMP": round(float(np.mean([f.ks for f in sel])), 4), "KS MP": round(float(np.mean([f.mp_ks for f in sel])), 4),
-                     "L1 fit: kappa": f"{lk[0]:.3g} [{lk[1]:.3g}, {lk[2]:.3g}]",
-                     "L1 HTMP": round(float(np.mean([f.l1 for f in sel])), 4), "L1 MP": round(float(np.mean([f.l1_mp for f in sel])), 4)})
-    return pd.DataFrame(rows).set_index("FC1 shape")
-
 
 def noise_kappa(res: BatchResult, model: str, fit: str = "l1") -> tuple[float, float, float]:
     """Median, lowest and highest kappa of the ``fit`` ("ks" or "l1") on the noise of ``model``'s FC1 shape."""
     sel = res.noise_of(model)
     return _q([f.l1_kappa if fit == "l1" else f.kappa for f in sel]) if sel else (math.nan,) * 3
 
-
-def phase_setting(setup: "Setup") -> str:
-    """The setting of the phase claim: the model's own spectra, labelled by the book's rules."""
-    return (f"spectra generated from the model (n = {setup.phase_n}, gamma = {setup.phase_gamma:g}, seed {setup.seed}); "
-            "phase labels by the book's classify_phase rules")
-
-
-def _state(res: BatchResult, model: str, b: int) -> str:
-    """Accuracy, KS distances against the noise's, and FC1's move: what shows whether the layer trained."""
-    s = res.summary.loc[(model, b)]
-    noise = res.noise_of(model)
-    nks = float(np.median([f.mp_ks for f in noise])) if noise else math.nan
-    steps = int(s["steps"])
-    return (f"after {steps} SGD step{'' if steps == 1 else 's'} at batch {b}: train accuracy {s['train acc']:.2f}, test accuracy "
-            f"{s['test acc']:.2f}, KS {s['KS HTMP']:.3g} (HTMP) and {s['KS MP']:.3g} (MP) against {nks:.3g} (MP) "
-            f"for pure noise of the same shape, FC1 {s['weight change']:.1%} from its initialization")
-
-
-def _fit_evidence(res: BatchResult, model: str, b: int) -> str:
-    s = res.summary.loc[(model, b)]
-    nk, nl = noise_kappa(res, model, "ks"), noise_kappa(res, model, "l1")
-    n = len(res.noise_of(model))
-    return (f"the book's KS fit gives kappa {_fmt(s['kappa'])} here and {_fmt(nk[0])} on {n} pure-noise matrices of "
-            f"the same shape, the min-shifted histogram-L1 fit {_fmt(s['L1 kappa'])} here and {_fmt(nl[0])} on the "
-            f"same noise (fit comparison and noise tables)")
-
-
 def _noise_overlap(res: BatchResult, model: str, fit: str, ranges) -> str:
-    """Why a ``fit`` ("ks" or "l1") cannot speak for ``model``'s layers: every seed range
-    ``(lo, hi)`` of kappa in ``ranges`` meets the range the same fit gives on pure noise of the same
-    shape (``noise_seeds`` matrices).  ``""`` when some range lies outside the noise's."""
+    """Why ``fit`` cannot speak for ``model``: every seed range in ``ranges`` meets its range on same-shape noise."""
     sel = res.noise_of(model)
-    if not sel:
-        return ""
     _, nlo, nhi = noise_kappa(res, model, fit)
-    if not all(lo <= nhi and hi >= nlo for lo, hi in ranges):
+    if not sel or not all(lo <= nhi and hi >= nlo for lo, hi in ranges):
         return ""
     label = "KS fit" if fit == "ks" else "min-shifted histogram-L1 fit"
     return (f"the {label} gives kappa in [{_fmt(nlo)}, {_fmt(nhi)}] on {len(sel)} pure-noise matrices of the same shape, "
             f"overlapping the trained layers' seed range{'s' if len(ranges) > 1 else ''} "
             + ", ".join(f"[{_fmt(lo)}, {_fmt(hi)}]" for lo, hi in ranges)
             + ": this fit cannot tell the trained layer from noise here (noise table)")
-
 
 def _outlier_text(res: BatchResult, model: str, batches) -> str:
     """Seed-median outlier count and bulk kappa per batch size, in words."""
@@ -180,17 +86,11 @@ def _outlier_text(res: BatchResult, model: str, batches) -> str:
         bits.append(f"{np.median([n for n, _ in fb]):g} outliers and bulk kappa {k_txt} at batch {b}")
     return "; ".join(bits)
 
-
-# ----------------------------------------------------------------------------- the NTK section
 def gamma_gap(kappa: float, gamma: float) -> float:
-    """sup |F_HTMP - F_Gamma| between HTMP(``kappa``, ``gamma``) and the Gamma law of shape ``delta`` and
-    mean 1, on a log grid: small where HTMP is a Gamma law in all but name (small ``gamma``)."""
-    from scipy import stats
-
+    """sup |F_HTMP - F_Gamma| to the Gamma law of shape ``delta`` and mean 1: small where HTMP is a Gamma law."""
     d = _delta(kappa, gamma)
     x = np.geomspace(1e-8, 50.0, 4000)
     return float(np.max(np.abs(htmp.htmp.cdf(x, kappa, gamma) - stats.gamma.cdf(x, d, scale=1 / d))))
-
 
 def _grid_edge(name: str, g: float, grid) -> str:
     """``name g`` at the lowest or highest value of ``grid``, in words; ``""`` inside it."""
@@ -198,7 +98,6 @@ def _grid_edge(name: str, g: float, grid) -> str:
         return ""
     return (f"{name} {g:g} at the {'lowest' if g == min(grid) else 'highest'} value of the grid "
             f"{', '.join(f'{x:g}' for x in grid)}")
-
 
 def _corner(f, grid) -> str:
     """Where an inverse-HTMP fit sits at the edge of its search: gamma at the grid's end, kappa at the bound."""
@@ -211,11 +110,10 @@ def _corner(f, grid) -> str:
                     f"{gamma_gap(f.kappa, f.gamma):.2g} (sup CDF)")
     return "; ".join(bits)
 
-
 def null_edge(eigs, below: float = 1e-3, jump: float = 3.0) -> tuple[int, float, float]:
-    """The null space of a positive semi-definite spectrum: the widest gap (in decades) between consecutive
-    sorted ``|eigenvalue| / largest`` below ``below``.  Returns the count at or below the gap, the null's
-    top and the next value (relative to the largest); ``(0, 0.0, smallest)`` when no gap spans ``jump`` decades.
+    """The null space of a positive semi-definite spectrum: the widest gap (in decades) between consecutive sorted
+    ``|eigenvalue| / largest`` below ``below``.  Returns the count at or below the gap, the null's top and the next
+    value (relative to the largest); ``(0, 0.0, smallest)`` when no gap spans ``jump`` decades.
 
     Examples
     --------
@@ -234,27 +132,18 @@ def null_edge(eigs, below: float = 1e-3, jump: float = 3.0) -> tuple[int, float,
             return j + 1, float(low[j]), float(low[j + 1])
     return 0, 0.0, float(a[0])
 
-
-def _ntk_power_law(r: "NTKFit") -> tuple[float, int]:
-    """CSN power-law alpha (``spectra.fit_power_law``) of the eigenvalues the claim's fit used, over
-    their median (the fit drops values below 1e-5, so the scale is set first), and its tail size."""
-    y = r.eigs[r.eigs > (r.rtols[0] if r.rtols else 1e-9) * r.eigs.max()]
-    try:
-        pl = spectra.fit_power_law(y / np.median(y))
-    except ValueError:  # a constant spectrum has no tail to fit
-        return math.nan, 0
-    return float(pl.alpha), int(pl.n_tail)
-
-
 def _gamma_law_text(r: "NTKFit", grid) -> str:
-    """What the inverse-HTMP fit distinguishes at its gamma: at a small gamma HTMP is a Gamma law (its
-    distance to one, :func:`gamma_gap`), so the fit reads an inverse Gamma law with exponent 1 + delta,
-    set beside the separate CSN power-law alpha of the same eigenvalues."""
+    """What the inverse-HTMP fit tells apart at its gamma, beside the CSN power-law alpha of the fitted eigenvalues."""
     f = r.fit
     if not math.isfinite(f.kappa):
         return "the inverse MP law fits at least as well: no tail exponent"
     d = _delta(f.kappa, f.gamma)
-    alpha, tail = _ntk_power_law(r)
+    y = r.eigs[r.eigs > (r.rtols[0] if r.rtols else 1e-9) * r.eigs.max()]
+    try:
+        pl = spectra.fit_power_law(y / np.median(y))
+        alpha, tail = float(pl.alpha), int(pl.n_tail)
+    except ValueError:  # a constant spectrum has no tail to fit
+        alpha, tail = math.nan, 0
     gap = gamma_gap(f.kappa, f.gamma)
     shape = (f"at gamma {f.gamma:g} HTMP is within {gap:.2g} (sup CDF) of the Gamma law of shape delta {d:.3g}, so the "
              "fit supports an inverse Gamma law with a power-law tail, and does not tell the HTMP shape from that Gamma "
@@ -265,28 +154,20 @@ def _gamma_law_text(r: "NTKFit", grid) -> str:
            "no CSN power-law fit (no tail to fit)")
     return f"{shape}; its tail exponent 1 + delta is {1 + d:.3g}, against {csn}"
 
-
 def _ntk_groups(res: BatchResult) -> dict[str, list]:
     """The NTK runs per model, in run order (the first training seed first)."""
-    out: dict[str, list] = {}
-    for r in res.ntk:
-        out.setdefault(r.model, []).append(r)
-    return out
-
+    return {m: [r for r in res.ntk if r.model == m] for m in dict.fromkeys(r.model for r in res.ntk)}
 
 def _ntk_test(r: "NTKFit", i: int, law: str) -> dict:
-    """The cached bootstrap KS test of ``law`` ("htmp" or "mp") for the NTK fit at cut-off ``rtols[i]``: the
-    observed KS, its null draws, the p-value, its exact interval and the count of draws at least as large."""
+    """The cached bootstrap KS test of ``law`` ("htmp" or "mp") at cut-off ``rtols[i]``, as a dict."""
     f = r.fits[i] if r.fits else r.fit
     obs, null = (f.ks, r.nulls[i]) if law == "htmp" else (f.mp_ks, r.mp_null)
     p, ci, k = ks_pvalue(obs, null)
     return dict(fit=f, ks=obs, null=null, p=p, ci=ci, k=k, law=law, rtol=r.rtols[i] if r.rtols else math.nan)
 
-
 def _p_text(t: dict) -> str:
     """The bootstrap p-value in words: ``<= 1/(B+1)`` when no draw reaches the observed KS."""
     return f"p <= {t['p']:.2g}" if t["k"] == 0 else f"p {t['p']:.3g}"
-
 
 def _ntk_words(t: dict) -> str:
     f, null = t["fit"], t["null"]
@@ -294,59 +175,33 @@ def _ntk_words(t: dict) -> str:
     return (f"KS {t['ks']:.3g} ({what}) against {null.size} bootstrap KS {np.mean(null):.3g} +- {np.std(null):.2g}: "
             f"{t['k']} of {null.size} at least as large, {_p_text(t)} [{t['ci'][0]:.3g}, {t['ci'][1]:.3g}]")
 
-
 def ntk_ratio(r: "NTKFit", i: int = 0) -> float:
-    """The NTK claim's statistic for one run: the KS of the inverse HTMP law over that of the best inverse MP law,
-    at the cut-off ``rtols[i]`` (the claim's is the first)."""
+    """The NTK claim's statistic: the inverse HTMP law's KS over the best inverse MP law's, at ``rtols[i]``."""
     f = r.fits[i] if r.fits else r.fit
     return f.ks / f.mp_ks
 
-
-def ntk_table(res: BatchResult) -> pd.DataFrame:
-    """Per NTK run (model, training seed) and zero cut-off: parameters, accuracies, eigenvalues fitted and
-    left out as zero, the inverse-HTMP fit (kappa, gamma, delta, the tail exponent 1 + delta of the law,
-    KS), the best inverse MP's KS and gamma, and where either fit sits at the edge of its search.  The
-    p-values are numbers, ``(k + 1) / (B + 1)`` (:func:`ks_pvalue`)."""
-    rows = []
-    for r in res.ntk:
-        grid = r.gammas or res.setup.ntk_gammas
-        for i, f in enumerate(r.fits or (r.fit,)):
-            t, mp = _ntk_test(r, i, "htmp"), (_ntk_test(r, 0, "mp") if i == 0 else None)
-            rows.append({"model": r.model, "seed": r.seed, "rtol": t["rtol"], "parameters": r.n_params,
-                         "train acc": round(r.train_acc, 4), "test acc": round(r.test_acc, 3), "eigenvalues": f.n,
-                         "zero": f.n_zero, "kappa": f.kappa, "gamma": f.gamma, "1 + delta": 1 + _delta(f.kappa, f.gamma),
-                         "KS inverse HTMP": round(f.ks, 4), "null KS": f"{np.mean(t['null']):.3g} ± {np.std(t['null']):.2g}",
-                         "p": round(t["p"], 4), "KS inverse MP": round(f.mp_ks, 4), "gamma MP": f.mp_gamma,
-                         "KS ratio": round(f.ks / f.mp_ks, 3), "p MP": round(mp["p"], 4) if mp else math.nan,
-                         "corner": _corner(f, grid).split("; where")[0] or "inside",
-                         "MP corner": _grid_edge("gamma", f.mp_gamma, grid).split(" of the grid")[0] or "inside"})
-    return pd.DataFrame(rows).set_index(["model", "seed", "rtol"]) if rows else pd.DataFrame()
-
-
-# ----------------------------------------------------------------------------- measurements and claims
 def _seeds(res: BatchResult, model: str, b: int, init: str = "std") -> dict[int, object]:
-    """The runs of ``model`` at batch ``b`` by seed."""
-    return {f.seed: f for f in res.of(model, init) if f.batch_size == b}
-
+    return {f.seed: f for f in res.of(model, init) if f.batch_size == b}  # the runs of ``model`` at batch ``b``
 
 def _trained_gate(res: BatchResult, model: str, batches) -> str:
-    """The cannot-test reason of runs that have not fitted their training set, naming the measurement; ``""`` if they have."""
+    """The cannot-test reason of runs that have not fitted their training set; ``""`` if they have."""
     lows = {b: float(res.summary.loc[(model, b), "train acc lo"]) for b in batches}
     bad = [b for b, v in lows.items() if not v >= TRAINED_ACC]
     if not bad:
         return ""
-    return (f"lowest train accuracy {lows[bad[0]]:.2f} < {TRAINED_ACC:g} at batch "
-            f"{', '.join(map(str, bad))}: the runs have not fitted their training set, " + _state(res, model, bad[0])
-            + " (Fig. 5 table)")
-
+    s, noise = res.summary.loc[(model, bad[0])], res.noise_of(model)
+    nks = float(np.median([f.mp_ks for f in noise])) if noise else math.nan
+    steps = int(s["steps"])
+    return (f"lowest train accuracy {lows[bad[0]]:.2f} < {TRAINED_ACC:g} at batch {', '.join(map(str, bad))}: the runs "
+            f"have not fitted their training set, after {steps} SGD step{'' if steps == 1 else 's'} at batch {bad[0]}: "
+            f"train accuracy {s['train acc']:.2f}, test accuracy {s['test acc']:.2f}, KS {s['KS HTMP']:.3g} (HTMP) and "
+            f"{s['KS MP']:.3g} (MP) against {nks:.3g} (MP) for pure noise of the same shape, FC1 "
+            f"{s['weight change']:.1%} from its initialization (Fig. 5 table)")
 
 def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
-    """The rows of the paper's kappa per batch size for ``model``: the KS fit's delta (or 1/delta where the paper
-    reports MP) per seed against the paper's, and the variants (the L1 fit, kappa instead of delta)."""
+    """The paper's kappa per batch size for ``model`` (delta, or 1/delta where the paper has MP) and its variants."""
     setup, out = res.setup, {}
-    for (m, b), kp in PAPER_KAPPA.items():
-        if m != model:
-            continue
+    for b, kp in ((b, kp) for (m, b), kp in PAPER_KAPPA.items() if m == model):
         key = f"{model}-{b}"
         keys = [k for k in (key, f"{key}-l1", f"{key}-kappa") if k in TABLE]
         runs = list(_seeds(res, model, b).values())
@@ -356,28 +211,27 @@ def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
         gate = _trained_gate(res, model, [b])
         if gate and math.isinf(kp):
             gate += "; an untrained layer is MP by construction, so even a match of the paper's kappa = inf is no evidence"
-        dp = _delta(kp, PAPER_GAMMA[model])
-        setting = setup.setting(model)
+        dp, s = _delta(kp, PAPER_GAMMA[model]), res.summary.loc[(model, b)]
+        nk, nl = noise_kappa(res, model, "ks"), noise_kappa(res, model, "l1")
         note = (f"delta per seed {', '.join(_fmt(f.delta) for f in runs)} (kappa {', '.join(_fmt(f.kappa) for f in runs)}) "
-                f"at gamma {runs[0].gamma:.3g}; {_fit_evidence(res, model, b)}")
+                f"at gamma {runs[0].gamma:.3g}; the book's KS fit gives kappa {_fmt(s['kappa'])} here and {_fmt(nk[0])} "
+                f"on {len(res.noise_of(model))} pure-noise matrices of the same shape, the min-shifted histogram-L1 fit "
+                f"{_fmt(s['L1 kappa'])} here and {_fmt(nl[0])} on the same noise (fit comparison and noise tables)")
         if model == "lenet":
             note += f"; {_outlier_text(res, model, [b])}; {LENET_DATA_UNSTATED}"
         for k, fit, vals, extra in (  # the paper's over the measured: 0, not inf, where the fit returns MP
                 (key, "ks", [1 / f.delta if math.isinf(kp) else dp / f.delta for f in runs], ""),
                 (f"{key}-l1", "l1", [dp / f.l1_delta for f in runs], "; fit: min-shifted histogram L1, kappa in [0.01, 10]"),
                 (f"{key}-kappa", "ks", [kp / f.kappa for f in runs], "; kappa, not delta, compared")):
-            if k not in TABLE:
-                continue
-            kap = [f.kappa if fit == "ks" else f.l1_kappa for f in runs]  # a fit giving the same on noise cannot speak
-            noise = "" if math.isinf(kp) else _noise_overlap(res, model, fit, [(min(kap), max(kap))])
-            out[k] = Measurement(vals, cannot_test=gate or noise, runs_text=f"{len(runs)} seed(s)", setting=setting + extra,
-                                 note=note)
+            if k in TABLE:
+                kap = [f.kappa if fit == "ks" else f.l1_kappa for f in runs]  # a fit giving the same on noise cannot speak
+                noise = "" if math.isinf(kp) else _noise_overlap(res, model, fit, [(min(kap), max(kap))])
+                out[k] = Measurement(vals, cannot_test=gate or noise, runs_text=f"{len(runs)} seed(s)",
+                                     setting=setup.setting(model) + extra, note=note)
     return out
 
-
 def _falls_measurement(res: BatchResult, model: str, big: int, small: int, fit: str, gate: str) -> Measurement:
-    """Per seed, the ``fit``'s 1/delta at batch ``small`` minus that at ``big`` (the repeats of one seed paired; MP
-    is 1/delta = 0); ``fit="bulk"`` fits the ESD without its outliers (:func:`bulk_fit`)."""
+    """Per seed, the ``fit``'s 1/delta at batch ``small`` minus at ``big``; ``"bulk"``: without the outliers."""
     a, b = _seeds(res, model, big), _seeds(res, model, small)
     get = {"ks": lambda f: f.delta, "l1": lambda f: f.l1_delta, "bulk": lambda f: _delta(bulk_fit(f)[1], f.gamma)}[fit]
     vals = [1 / get(b[s]) - 1 / get(a[s]) for s in sorted(set(a) & set(b))]
@@ -388,55 +242,29 @@ def _falls_measurement(res: BatchResult, model: str, big: int, small: int, fit: 
             + (f"; {_outlier_text(res, model, [big, small])}" if fit == "bulk" else ""))
     return Measurement(vals, cannot_test=gate, note=note, runs_text=f"{len(vals)} seed(s) paired across the two batch sizes")
 
-
 def _falls_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
-    """The trend rows of ``model``: 1/delta at batch 100 minus at batch 1000 (and the paper's LeNet pair 250 -> 100),
-    the whole spectrum's and the bulk's as the parts of the claim, the L1 fit's as a variant."""
-    setup, out = res.setup, {}
+    """The trend rows of ``model`` (1/delta at batch 100 minus at 1000, and 250 -> 100) and their L1 variant."""
+    setup, out, batches = res.setup, {}, sorted({f.batch_size for f in res.of(model)})
     for key, (big, small) in ((f"{model}-falls", (1000, 100)), (f"{model}-falls-250-100", (250, 100))):
         keys = [k for k in (key, f"{key}-l1") if k in TABLE]
-        if not keys:
-            continue
-        if not {big, small} <= set(_seeds_batches(res, model)):
+        if keys and not {big, small} <= set(batches):
             out.update({k: Measurement.not_run(f"batches {big} and {small} of {model} are not both in this run's "
                                                "batch_sizes") for k in keys})
+        if not keys or not {big, small} <= set(batches):
             continue
-        gate = _trained_gate(res, model, sorted(_seeds_batches(res, model), reverse=True))
+        gate = _trained_gate(res, model, batches[::-1])
         out[key] = Measurement(setting=setup.setting(model), parts={
             f"{key}-whole": _falls_measurement(res, model, big, small, "ks", gate),
             f"{key}-bulk": _falls_measurement(res, model, big, small, "bulk", gate)}, cannot_test=gate)
         if f"{key}-l1" in TABLE:
-            kr = [(min(f.l1_kappa for f in _seeds(res, model, x).values()), max(f.l1_kappa for f in _seeds(res, model, x).values()))
-                  for x in (big, small)]
+            kr = [(min(k), max(k)) for k in ([f.l1_kappa for f in _seeds(res, model, x).values()] for x in (big, small))]
             m = _falls_measurement(res, model, big, small, "l1", gate or _noise_overlap(res, model, "l1", kr))
             out[f"{key}-l1"] = Measurement(m.values, cannot_test=m.cannot_test, runs_text=m.runs_text, note=m.note,
                                            setting=setup.setting(model) + "; fit: min-shifted histogram L1, kappa in [0.01, 10]")
     return out
 
-
-def _seeds_batches(res: BatchResult, model: str) -> list[int]:
-    return sorted({f.batch_size for f in res.of(model)})
-
-
-def _init_measurement(res: BatchResult) -> Measurement:
-    """The LeNet row at the paper's batch 100 with the literal reading of the initialization (a variant)."""
-    setup, sel = res.setup, res.of("lenet", "variance")
-    if not sel or setup.init_batch != 100:
-        return Measurement.not_run("the initialization comparison runs at init_batch; the table reads batch 100")
-    acc = min(f.train_acc for f in sel)
-    gate = "" if acc >= TRAINED_ACC else (
-        f"train accuracy {acc:.2f} < {TRAINED_ACC:g}, test accuracy {np.mean([f.test_acc for f in sel]):.2f}: with weights "
-        f"fan_in^(1/4) times larger the net does not train at lr {setup.lr:g} (initialization section)")
-    dp = _delta(PAPER_KAPPA[("lenet", 100)], PAPER_GAMMA["lenet"])
-    return Measurement([dp / f.delta for f in sel], cannot_test=gate, runs_text=f"{len(sel)} seed(s)",
-                       note=f"delta per seed {', '.join(_fmt(f.delta) for f in sel)}",
-                       setting=setup.setting("lenet") + "; initialization: variance sqrt(1/fan_in) read literally")
-
-
 def measure_ntk(res: BatchResult) -> dict[str, Measurement]:
-    """The NTK rows: per model, the KS ratio (inverse HTMP over the best inverse MP) of each training seed not seen
-    when the level was set, at the claim's cut-off; as variants, the first seed's bootstrap KS tests of the inverse
-    HTMP law at each cut-off and of the inverse MP law (a contrast)."""
+    """The NTK rows: the KS ratio of the unseen training seeds; variants: the first seed's bootstrap KS tests."""
     setup, groups, out = res.setup, _ntk_groups(res), {}
     for model in ("logistic", "lenet"):
         key = f"ntk-{model}"
@@ -452,7 +280,7 @@ def measure_ntk(res: BatchResult) -> dict[str, Measurement]:
         red, claim_gate = setup.ntk_reduction(model), gate
         if model == "logistic" and red and not gate:  # the claim's gate; the variants test the spectrum at hand
             claim_gate = (f"{red}: logistic regression's kernel 10 (X X^T + 1) is the Gram of its inputs whatever its weights, "
-                    f"so other inputs are another spectrum ({r.fit.n_zero} eigenvalues zero at rtol {r.rtols[0]:g}; NTK table)")
+                          f"so other inputs are another spectrum ({r.fit.n_zero} eigenvalues zero at rtol {r.rtols[0]:g}; NTK table)")
         unseen = [x for x in runs if x.seed not in NTK_SEEN_SEEDS]
         seen = [x for x in runs if x.seed in NTK_SEEN_SEEDS]
         per_cut = "; ".join(f"{ntk_ratio(r, i):.3g} at rtol {t:g}" for i, t in enumerate(r.rtols or ()))
@@ -471,8 +299,8 @@ def measure_ntk(res: BatchResult) -> dict[str, Measurement]:
             runs_text=f"{len(unseen)} training seed(s) ({', '.join(str(x.seed) for x in unseen)}) unseen when the level was set",
             setting=(setting + f"; the level was set after the ratio of training seed(s) "
                      f"{', '.join(map(str, sorted(NTK_SEEN_SEEDS)))} had been seen, so the claim reads the other seeds"))
-        boot = f"first training seed {r.seed}; {r.nulls[0].size if r.nulls else 0} seeded i.i.d. parametric-bootstrap " \
-               "replicates of the KS null (drawn from the fitted law at the same n, refitted at the same gamma)"
+        boot = (f"first training seed {r.seed}; {r.nulls[0].size if r.nulls else 0} seeded i.i.d. parametric-bootstrap "
+                "replicates of the KS null (drawn from the fitted law at the same n, refitted at the same gamma)")
         for i, rtol in enumerate(r.rtols or (math.nan,)):
             k = f"{key}-boot" if i == 0 else f"{key}-rtol{rtol:.0e}"  # a key holds no "."
             if k not in TABLE:
@@ -494,22 +322,30 @@ def measure_ntk(res: BatchResult) -> dict[str, Measurement]:
             out.setdefault(k, Measurement.not_run(f"the cut-off of {k} is not in this run's ntk_rtols"))
     return out
 
-
 def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas, n_match: int,
             phase_setting: str = "", phase_table: pd.DataFrame | None = None) -> dict[str, Measurement]:
-    """One :class:`htlib.claims.Measurement` per row of :data:`TABLE`, read from the cached results and the
-    notebook's tables (the checks' quadrature error ``q_err`` and CDF distances ``sup_cdf``, the phase count)."""
+    """One :class:`htlib.claims.Measurement` per :data:`TABLE` row, from the cached results and notebook tables."""
     sup_cdf = [float(v) for v in sup_cdf]
     rises = sum(1 for a, b in zip(sup_cdf, sup_cdf[1:]) if not b < a)
     curve = f"{', '.join(f'{x:.3g}' for x in sup_cdf)} at kappa {', '.join(f'{k:g}' for k in mp_kappas)}"
+    setup, sel = batch.setup, batch.of("lenet", "variance")  # LeNet at batch 100, initialization read literally
+    if not sel or setup.init_batch != 100:
+        init = Measurement.not_run("the initialization comparison runs at init_batch; the table reads batch 100")
+    else:
+        acc = min(f.train_acc for f in sel)
+        dp = _delta(PAPER_KAPPA[("lenet", 100)], PAPER_GAMMA["lenet"])
+        init = Measurement([dp / f.delta for f in sel], runs_text=f"{len(sel)} seed(s)", cannot_test="" if acc >= TRAINED_ACC
+                           else f"train accuracy {acc:.2f} < {TRAINED_ACC:g}, test accuracy {np.mean([f.test_acc for f in sel]):.2f}: "
+                           f"with weights fan_in^(1/4) times larger the net does not train at lr {setup.lr:g} (initialization section)",
+                           note=f"delta per seed {', '.join(_fmt(f.delta) for f in sel)}",
+                           setting=setup.setting("lenet") + "; initialization: variance sqrt(1/fan_in) read literally")
     out = {"moments": Measurement([q_err], runs_text=f"deterministic quadrature at kappa = "
                                                      f"{', '.join(f'{k:g}' for k in check_kappas)}"),
            "mp-limit": Measurement(parts={"mp-limit-last": Measurement([sup_cdf[-1]], note=curve),
-                                                  "mp-limit-falls": Measurement([rises])},
-                                   runs_text="closed-form CDFs on a grid"),
+                                          "mp-limit-falls": Measurement([rises])}, runs_text="closed-form CDFs on a grid"),
            "phases": Measurement([n_match], runs_text="one seed", setting=phase_setting or "the model's spectra, one seed",
                                  note=_phase_note(phase_table)),
-           "lenet-100-init": _init_measurement(batch)}
+           "lenet-100-init": init}
     for model in ("minialexnet", "lenet"):
         if model in batch.summary.index.get_level_values(0):
             out.update(_kappa_measurements(batch, model))
@@ -520,11 +356,9 @@ def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappa
     out.update(measure_ntk(batch))
     return out
 
-
 def claims(batch: BatchResult, **tables) -> list[Claim]:
     """Every record of the chapter (claims, checks and variants): :data:`TABLE` judged on :func:`measure`."""
     return judge_table(TABLE, measure(batch, **tables))
-
 
 def _phase_note(table: pd.DataFrame | None) -> str:
     """Which generated phases ``classify_phase`` labels otherwise, and as what."""

@@ -1,10 +1,5 @@
-"""Experiments of the chapter on linear-network Hessians (paper 004): Setup, runs, tables, claims.
-
-The chapter's notebook imports this package as ``ch``; every name comes from one of its two modules:
-:mod:`~htlib.experiments.linear_hessian.compute` (``Setup``, ``PAPER``, the ``run_*`` functions and their typed
-results: in the result-cache key) or :mod:`~htlib.experiments.linear_hessian.reading` (claims, tables, figures
-and glue read from those results: outside the key, so a verdict edit recomputes nothing).
-"""
+"""Experiments of the chapter on linear-network Hessians (paper 004):
+its ``compute`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
 
 from htlib.experiments._facade import chapter_getattr
 from htlib.experiments.linear_hessian import compute, reading

@@ -1,14 +1,4 @@
-"""Experiments of the chapter on linear-network Hessians (paper 004): Setup, runs, tables, claims.
-
-The numerics live in :mod:`htlib.linear`; this module fixes the paper's protocol (data subsets,
-whitening, initializations, the learning-rate schedule, measurement epochs), runs the training
-sweeps through :func:`htlib.sweep.run_sweep` (cached), checks every trained run against the OLS loss
-of its data (:func:`convergence`), computes the exact balanced minimizers that the "solution"
-claims are about (:func:`balanced_minimizer`), and turns the results into one frozen result per
-figure of the paper (``run_fig12`` .. ``run_fig8``, ``run_count``, each with its tables) and the
-chapter's claim records (:func:`claims`).  Every threshold a claim is judged by is written once,
-in :data:`CRITERIA`, and the chapter glues it from there.
-"""
+"""Experiments of the chapter on linear-network Hessians (paper 004): Setup, cached runs, one result per figure."""
 
 from __future__ import annotations
 
@@ -24,28 +14,23 @@ from htlib import linear as lin
 from htlib._checks import check_choice, check_float, check_int, check_matrix
 from htlib.experiments._setup import ParameterError, SweepSetup, param
 
-
 PAPER_EPOCHS = 10_000
 """Full-batch GD epochs of every training run in the paper (its section 7)."""
 
 CONVERGED_EXCESS = 1e-3
-"""A run has converged when its final loss exceeds the OLS loss of its data by at most this fraction of
-the zero network's loss ``||Y||_F^2 / 2n`` (a linear network of these widths can reach the OLS loss)."""
+"""A run has converged when its final loss exceeds the OLS loss by at most this fraction of ``||Y||_F^2 / 2n``."""
 
 COLLAPSED_LR = 2.0**-10
 """The learning rate has collapsed when the halving rule has brought it below this fraction of ``eta_max``."""
 
 DIP_FRAC = 0.05
-"""A series dips (falls, then rises) when both the fall and the later rise are at least this fraction of the
-series' own range ``max - min``."""
+"""A series dips when both its fall and its later rise are at least this fraction of its range ``max - min``."""
 
 CONSERVED_DRIFT = 0.05
-"""Drift of the layers' norm differences (relative to the total norm's movement) below which a two-layer run of
-Fig. 3 cannot fail its test (the trace and the total norm are then both affine in ``||W_1||_F^2``)."""
+"""Drift of the layers' norm differences (per the total norm's movement) below which a 2-layer Fig. 3 run is forced."""
 
 MISSING_CAPTURED = 0.5
-"""An output mode of the OLS map is *missing* from a run's end point when it has captured less than this share of the
-mode's OLS singular value (:func:`mode_excess`)."""
+"""An OLS output mode is *missing* from an end point that captured less than this share of it (:func:`mode_excess`)."""
 
 _WHITENINGS = ("rank", "rowspace", "none")
 _INITS = ("balanced", "kaiming")
@@ -53,52 +38,25 @@ _ACTIVATIONS = ("linear", "tanh")
 _METHODS = ("lobpcg", "power", "eigsh")
 _HESSIAN_AT = ("all", "ends", "none")
 
-
-# ----------------------------------------------------------------------------------------------
-# Data (section 7 of the paper)
-# ----------------------------------------------------------------------------------------------
-
-
 def _load_images(key: tuple[str, str | None]) -> tuple[np.ndarray, np.ndarray]:
     from htlib import datasets
-
     X, lab = datasets.load_dataset(*key)
     return np.asarray(X / 16.0 if key[0] == "digits" else X, dtype=np.float64), np.asarray(lab)
 
-
 @functools.lru_cache(maxsize=4)
 def _images(dataset: str, data_dir: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """The data set, read once per process and kept in the result cache (parsing MNIST-5k's CSV costs
-    seconds, in every worker of every sweep); read-only arrays."""
+    """The data set, read-only, read once per process and cached (parsing MNIST-5k's CSV costs seconds per worker)."""
     from htlib import cache
-
     key = (dataset, data_dir)
     X, lab = cache.cached_call(_load_images, key) if dataset in ("mnist5k", "digits") else _load_images(key)
     X.setflags(write=False)
     lab.setflags(write=False)
     return X, lab
 
-
-def prepare_data(
-    dataset: str = "mnist5k",
-    n: int = 5000,
-    majority_share: float | None = None,
-    *,
-    whitening: str = "rank",
-    sigma_x: float = 1.0,
-    seed: int = 0,
-    data_dir: str | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features, one-hot labels and integer labels of a (class-imbalanced) subset.
-
-    Pixels are scaled to [0, 1] (digits: divided by 16).  ``whitening``:
-
-    * ``"rank"``: the polar factor on the numerical rank ``r``, ``sqrt(n) sigma_x U_r V_r^T``
-      (:func:`htlib.linear.whiten`): ``d0`` pixels, ``X^T X / n = sigma_x^2 P`` with ``P`` the
-      projector on the row space (always-blank pixels stay blank);
-    * ``"rowspace"``: the same features in an orthonormal basis of the row space, ``n x r``, so
-      ``X^T X / n = sigma_x^2 I_r``: the paper's assumption ``Sigma = sqrt(n) I`` holds with ``d0 = r``;
-    * ``"none"``: the raw pixels.
+def prepare_data(dataset: str = "mnist5k", n: int = 5000, majority_share: float | None = None, *,
+                 whitening: str = "rank", sigma_x: float = 1.0, seed: int = 0,
+                 data_dir: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, one-hot and integer labels of a subset; ``whitening``: ``"rank"``, ``"rowspace"`` or ``"none"``.
 
     Examples
     --------
@@ -115,20 +73,13 @@ def prepare_data(
             X = X @ lin.feature_gram(X).E
     return X, lin.one_hot(labels, int(lab.max()) + 1), labels
 
-
 def _ols_loss(gram: lin.FeatureGram, X: np.ndarray, Y: np.ndarray) -> float:
     """``min_W (1/2n)||X W^T - Y||_F^2`` on the numerical rank of ``X`` (the OLS loss)."""
     Z = (gram.E.T @ (X.T @ Y)) / (X.shape[0] * np.sqrt(gram.c[:, None]))  # C^(-1/2) X^T Y / n on the range
     return float(0.5 * (np.sum(Y * Y) / X.shape[0] - np.sum(Z * Z)))
 
-
 def mode_excess(W: np.ndarray, X: np.ndarray, Y: np.ndarray, gram: lin.FeatureGram | None = None) -> dict[str, np.ndarray]:
-    """Where the excess loss of a linear map ``W`` (``dL x d0``) over the OLS loss sits, per output mode of the OLS map.
-
-    With ``C = X^T X / n`` the excess is ``(1/2) ||(W - W_ols) C^(1/2)||_F^2``; ``W_ols C^(1/2) = U S V^T`` gives
-    the output modes ``u_i`` (by singular value ``s_i``), and ``excess_i = (1/2) ||u_i^T (W - W_ols) C^(1/2)||^2``
-    partitions it exactly.  Returns ``excess`` (per mode, in units of the zero map's loss ``||Y||_F^2 / 2n``),
-    ``captured`` (``u_i^T W C^(1/2) v_i / s_i``: 1 for a learnt mode, 0 for one never grown) and ``sv`` (``s_i``).
+    """Per OLS output mode: ``W``'s ``excess`` (per zero map's loss), the share ``captured``, the singular value ``sv``.
 
     Examples
     --------
@@ -149,27 +100,9 @@ def mode_excess(W: np.ndarray, X: np.ndarray, Y: np.ndarray, gram: lin.FeatureGr
         captured = np.einsum("ij,jk,ik->i", U.T, WC, Vt) / sv
     return {"excess": per / zero, "captured": captured, "sv": sv}
 
-
-# ----------------------------------------------------------------------------------------------
-# One training run and the spectra measured along it
-# ----------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class LinearExperiment:
-    """One training run of paper 004's section 7 and the spectra measured along it.
-
-    ``init="balanced"`` draws the ``min(dims)`` shared singular values from
-    ``U[0, init_scale]``; ``init="kaiming"`` is PyTorch's default ``nn.Linear`` init.  The learning
-    rate is halved whenever the loss improves by less than ``plateau`` (relative) over ``patience``
-    epochs (the paper: 0.1% over 100); ``plateau=0`` keeps it at ``lr`` unless the loss rises.
-    The spectra are measured at ``measure_points + 1`` epochs (0 and the last included; log-spaced
-    with ``log_spaced``): the exact GGN top ``k``, the closed forms and the trace at every one; the
-    Hessian's top ``k`` by ``eig_method`` on Hessian-vector products at every one
-    (``hessian_at="all"``), at the first and the last (``"ends"``), or never (``"none"``);
-    Hutchinson's trace with ``hutchinson_probes > 0``.
-    """
-
+    """One training run of paper 004's section 7 and the spectra measured at ``measure_points + 1`` epochs along it."""
     depth: int = 4
     width: int = 64
     n: int = 5000
@@ -213,7 +146,6 @@ class LinearExperiment:
         if check_int("measure_points", self.measure_points, 0) > self.epochs:
             raise ValueError(f"measure_points must be <= epochs = {self.epochs}, got {self.measure_points}")
 
-
 def _measurement_epochs(epochs: int, points: int, log_spaced: bool) -> np.ndarray:
     """``points + 1`` epochs from 0 to ``epochs`` (evenly or log-spaced from 1), duplicates removed."""
     if not points:
@@ -221,34 +153,16 @@ def _measurement_epochs(epochs: int, points: int, log_spaced: bool) -> np.ndarra
     grid = np.geomspace(1, max(epochs, 1), points) if log_spaced else np.linspace(0, epochs, points + 1)
     return np.unique(np.concatenate([[0], grid.round()]).astype(int))
 
-
 def _closed_forms(Ws: list[np.ndarray], gram: lin.FeatureGram, sigma_x: float, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's closed form with ``C = I`` and the same with ``C = P`` (the projector on the row space).
-
-    Two layers: ``sigma_x^2 (s_i(W1)^2 + s_j(W2)^2)`` (any weights), with ``W1 -> W1 E`` for ``C = P``
-    (``E`` an orthonormal basis of the row space).  Deeper: the balanced closed form of the end-to-end map
-    (:func:`htlib.linear.balanced_prediction`) without and with ``P``.
-    """
+    """The closed form with ``C = I`` and with ``C = P`` (row-space projector): two layers or balanced (deeper)."""
     if len(Ws) == 2:
         iso = lin.two_layer_ntk_spectrum(Ws[0], Ws[1], sigma_x)[:k]
         row = lin.two_layer_ntk_spectrum(Ws[0] @ gram.E, Ws[1], sigma_x)
         return iso, np.concatenate([row, np.zeros(max(0, k - row.size))])[:k]
     return lin.balanced_prediction(Ws, None, sigma_x, k), lin.balanced_prediction(Ws, gram, sigma_x, k)
 
-
 def run_linear_experiment(cfg: LinearExperiment) -> dict[str, np.ndarray | float]:
-    """Train as ``cfg`` says and measure the Hessian; returns a dict of NumPy arrays and floats.
-
-    Per epoch: ``loss``, ``lr``.  Per measurement epoch (``epochs``): ``numeric`` (top-k Hessian,
-    NaN where not computed), ``ggn`` (top-k exact GGN), ``closed_I`` / ``closed_P`` (the closed form with
-    ``C = I`` and with ``C = P``, see :func:`_closed_forms`), ``sq_norm`` (squared parameter norm),
-    ``layer_sq_norms`` (``||W_l||_F^2`` per layer), ``spec_norms2`` (``||W_l||_2^2`` per layer),
-    ``spec_norm2_P`` (``||W_1 P||_2^2``), ``blank_share`` (the share of ``||W_1||_F^2`` outside the row
-    space of ``X``), ``ggn_trace``, ``hutch``/``hutch_se``, ``balance``.  Once: ``ols_loss`` and
-    ``zero_loss`` (the loss of the best linear map and of the zero map on the same data), ``init_s``
-    (the balanced start's singular values, empty for Kaiming), ``theory`` (isotropic sharpness),
-    ``majority_share`` (largest class proportion).
-    """
+    """Train as ``cfg`` says; the loss, rate, spectra, norms and traces along it, the OLS loss and the end's modes."""
     X, Y, labels = prepare_data(cfg.dataset, cfg.n, cfg.majority_share, whitening=cfg.whitening,
                                 sigma_x=cfg.sigma_x, seed=cfg.seed, data_dir=cfg.data_dir)
     gram = lin.feature_gram(X)  # once per run: every exact quantity below reads X through it
@@ -267,10 +181,8 @@ def run_linear_experiment(cfg: LinearExperiment) -> dict[str, np.ndarray | float
         Q, loss_fn = lin.eigenbasis_loss(X, Y)
     else:
         Q, Xt, Yt = None, torch.as_tensor(X), torch.as_tensor(Y)
-
         def loss_fn(*ws: torch.Tensor) -> torch.Tensor:
             return lin.half_mse_loss(ws, Xt, Yt, cfg.activation)
-
     k = min(cfg.k, dims[0] * dims[-1])
     hess_epochs = {"all": set(points.tolist()), "ends": {int(points[0]), int(points[-1])},
                    "none": set()}[cfg.hessian_at]
@@ -314,17 +226,8 @@ def run_linear_experiment(cfg: LinearExperiment) -> dict[str, np.ndarray | float
                   majority_share=float(np.bincount(labels).max() / labels.size))
     return result
 
-
 def convergence(r: dict) -> dict[str, float | bool | int]:
-    """Whether a run of :func:`run_linear_experiment` reached the OLS loss of its data, and how it ended.
-
-    ``excess`` is ``(final loss - OLS loss) / zero-map loss``; ``converged`` is ``excess <=``
-    :data:`CONVERGED_EXCESS`; ``lr_end`` the final learning rate and ``collapse_epoch`` the first epoch
-    at which the halving rule had brought it below :data:`COLLAPSED_LR` ``* eta_max`` (-1: never);
-    ``stalled``: the rate collapsed before the run converged.  ``tail_drop`` is the loss removed by the last
-    quarter of the run (``tail_epochs`` epochs), per zero-map loss, and ``grad2_tail`` the squared gradient norm
-    that GD's loss decrease implies there (``(L_t - L_(t+1)) / eta_t``, averaged).  For tanh networks the OLS loss is that of
-    the best *linear* map: reaching it is necessary, not sufficient, for a minimum.
+    """Whether a run reached the OLS loss (:data:`CONVERGED_EXCESS`), and whether its rate collapsed before (stalled).
 
     Examples
     --------
@@ -336,8 +239,7 @@ def convergence(r: dict) -> dict[str, float | bool | int]:
     """
     loss, lrs = np.asarray(r["loss"]), np.asarray(r["lr"])
     excess = (float(loss[-1]) - float(r["ols_loss"])) / float(r["zero_loss"])
-    # the plateau: how much of the excess the last quarter of the run removed, and the squared gradient norm
-    # GD's loss decrease per step implies there (L_t - L_(t+1) ~ eta ||g||^2 for a small step)
+    # the plateau: GD's loss decrease per step implies the squared gradient norm (L_t - L_(t+1) ~ eta ||g||^2)
     q = max(1, (loss.size - 1) // 4)
     tail = (float(loss[-1 - q]) - float(loss[-1])) / float(r["zero_loss"])
     steps = np.diff(loss[-1 - q:])
@@ -345,16 +247,12 @@ def convergence(r: dict) -> dict[str, float | bool | int]:
     low = np.flatnonzero(lrs <= COLLAPSED_LR * float(r["lr_max"]))
     converged = bool(excess <= CONVERGED_EXCESS)
     collapse = int(low[0]) if low.size else -1
-    return {"final loss": float(loss[-1]), "OLS loss": float(r["ols_loss"]), "excess": excess,
-            "lr_end": float(lrs[-1]), "collapse_epoch": collapse, "converged": converged,
-            "stalled": bool(collapse >= 0 and not converged), "tail_drop": tail, "tail_epochs": q,
-            "grad2_tail": grad2}
-
+    return {"final loss": float(loss[-1]), "OLS loss": float(r["ols_loss"]), "excess": excess, "lr_end": float(lrs[-1]),
+            "collapse_epoch": collapse, "converged": converged, "stalled": bool(collapse >= 0 and not converged),
+            "tail_drop": tail, "tail_epochs": q, "grad2_tail": grad2}
 
 def convergence_table(runs: Sequence[dict], index: Sequence, names: Sequence[str]) -> "pd.DataFrame":
-    """:func:`convergence` of each run, one row per run, indexed by ``index`` (tuples or values)."""
     import pandas as pd
-
     rows = [convergence(r) for r in runs]
     for row in rows:  # rates span 1e-2 to 1e-19: fixed-point rounding would print them all as 0
         row["lr_end"] = f"{row['lr_end']:.2g}"
@@ -363,19 +261,10 @@ def convergence_table(runs: Sequence[dict], index: Sequence, names: Sequence[str
         pd.Index(index, name=names[0])
     return pd.DataFrame(rows, index=idx)
 
-
 def _sweep(configs: Sequence, setup: "Setup", fn=None) -> list:
-    """``fn`` (default :func:`run_linear_experiment`) over ``configs`` through the Setup's executor (cached)."""
     from htlib.sweep import run_sweep
-
     with setup.executor_context() as pool:
         return run_sweep(fn or run_linear_experiment, list(configs), executor=pool, progress=False)
-
-
-# ----------------------------------------------------------------------------------------------
-# Exact balanced minimizers (the "solutions" the paper's Figs. 6-8 speak of)
-# ----------------------------------------------------------------------------------------------
-
 
 def _svd_gram(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``U_r, s_r, V_r`` of ``X`` on its numerical rank (the tolerance of :func:`htlib.linear.whiten`)."""
@@ -383,24 +272,14 @@ def _svd_gram(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r = int(np.sum(s > max(X.shape) * np.finfo(np.float64).eps * s[0]))
     return U[:, :r], s[:r], Vt[:r].T
 
-
 def _ols_from_svd(U: np.ndarray, s: np.ndarray, V: np.ndarray, Y: np.ndarray) -> tuple[lin.FeatureGram, np.ndarray]:
     """The :class:`~htlib.linear.FeatureGram` of ``X = U diag(s) V^T`` and the OLS map ``(X^+ Y)^T``."""
     n = U.shape[0]
     return lin.FeatureGram(n, s**2 / n, V), ((V / s) @ (U.T @ Y)).T
 
-
 def balanced_minimizer(dataset: str, n: int, majority_share: float | None, *, depth: int = 4, width: int = 64,
                        seed: int = 0, data_dir: str | None = None) -> dict[str, float]:
-    """The OLS solution of a whitened (rank-correct) subset written as a strongly balanced network.
-
-    It is a global minimizer of the linear network's loss, and at it the residual ``R`` satisfies
-    ``X^T R = 0``, so the Hessian equals the GGN and its exact top eigenvalue is the sharpness of that
-    solution (``lam``).  Beside it: the paper's formula ``L sigma_x^(2/L) m^(1-1/L)`` with the subset's
-    majority share ``m`` (``formula``, :func:`htlib.linear.sharpness_isotropic`), the same with the labels
-    projected on the column space of ``X`` (``formula_proj``: equal to ``formula`` when ``n <= rank``, where
-    the OLS solution interpolates), the OLS loss and the rank.  One SVD of the raw subset serves all.
-    """
+    """The OLS solution of a whitened subset as a balanced net (Hessian = GGN): its sharpness ``lam``, the formulas."""
     X0, Y, labels = prepare_data(dataset, n, majority_share, whitening="none", seed=seed, data_dir=data_dir)
     U, s, V = _svd_gram(X0)
     gram, W = _ols_from_svd(U, np.full(s.size, math.sqrt(n)), V, Y)  # whitened: same U, V, s = sqrt(n)
@@ -411,7 +290,6 @@ def balanced_minimizer(dataset: str, n: int, majority_share: float | None, *, de
             "ols_loss": float(0.5 * np.sum((Yp - Y) ** 2) / n), "rank": int(s.size),
             "majority_share": float(np.bincount(labels).max() / labels.size)}
 
-
 @dataclass(frozen=True)
 class _MinimizerConfig:
     dataset: str
@@ -420,10 +298,8 @@ class _MinimizerConfig:
     seed: int
     data_dir: str | None = None
 
-
 def _run_minimizer(cfg: _MinimizerConfig) -> dict[str, float]:
     return balanced_minimizer(cfg.dataset, cfg.n, cfg.majority_share, seed=cfg.seed, data_dir=cfg.data_dir)
-
 
 def log_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Least-squares slope of ``log y`` on ``log x`` for each row (seed) of ``y`` (``x`` per row or shared).
@@ -436,19 +312,8 @@ def log_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x = np.broadcast_to(np.asarray(x, dtype=float), y.shape)
     return np.array([np.polyfit(np.log(xi), np.log(yi), 1)[0] for xi, yi in zip(x, y)])
 
-
-# ----------------------------------------------------------------------------------------------
-# Fig. 3: the trace against the squared norm
-# ----------------------------------------------------------------------------------------------
-
-
 def series_dip(x: Sequence[float], frac: float = DIP_FRAC) -> dict[str, float | bool | int]:
-    """Whether a series falls and later rises, relative to its own range ``max - min``.
-
-    ``fall = x[0] - min``, ``rise = max(x[argmin:]) - min``; the series dips when the minimum lies
-    strictly inside and both the fall and the rise are at least ``frac`` times the range.  A series that
-    moves by a relative 1e-3 dips as clearly as one that moves by half its size, and a constant one never
-    dips (its range is zero).
+    """Whether a series dips: its minimum lies strictly inside, its fall and later rise each ``>= frac * (max - min)``.
 
     Examples
     --------
@@ -468,14 +333,8 @@ def series_dip(x: Sequence[float], frac: float = DIP_FRAC) -> dict[str, float | 
     dip = bool(0 < i < a.size - 1 and span > 0 and fall >= frac * span and rise >= frac * span)
     return {"dip": dip, "argmin": i, "fall": fall, "rise": rise, "range": span}
 
-
 def conservation_drift(layer_sq_norms: np.ndarray) -> float:
-    """How far ``||W_(l+1)||_F^2 - ||W_l||_F^2`` moved along a run, relative to the total squared norm's movement.
-
-    ``layer_sq_norms`` is ``(points, layers)``.  Gradient flow conserves every difference, so all layers'
-    squared norms change by the same amount; GD with a small step nearly does.  Returns
-    ``max_(t,l) |D_l(t) - D_l(0)| / (max_t S(t) - min_t S(t))`` with ``S`` the total (0 for a constant total
-    that conserves, ``inf`` for a constant total that does not).
+    """Largest drift of ``||W_(l+1)||_F^2 - ||W_l||_F^2`` (gradient flow conserves it) per the total norm's range.
 
     Examples
     --------
@@ -493,23 +352,13 @@ def conservation_drift(layer_sq_norms: np.ndarray) -> float:
         return 0.0 if moved == 0.0 else float("inf")
     return moved / span
 
-
 def _corr(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation; NaN (not a warning) when either series is constant."""
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
 
-
 def trace_norm_agreement(trace, sq_norm, hutch=None, hutch_se=None, dip_frac: float = DIP_FRAC) -> dict[str, float | bool]:
-    """How closely the trace follows the squared parameter norm along training (paper 004, Fig. 3).
-
-    Returns ``corr_level`` (Pearson correlation of the two series), ``corr_diff`` (of their consecutive
-    changes, which monotone series do not make trivially high; NaN when a series is constant, so it can
-    only make a verdict inconclusive), ``dip_trace`` / ``dip_norm`` and ``argmin_trace`` /
-    ``argmin_norm`` (:func:`series_dip`: falls, then rises, relative to the series' own range),
-    ``rise_trace`` / ``rise_norm`` (the rise after the minimum relative to the minimum) and ``hutch_z``
-    (largest ``|Hutchinson - trace| / s.e.``, NaN without Hutchinson).
+    """How closely the trace follows the squared norm (Fig. 3): correlations, :func:`series_dip`s, Hutchinson's z.
 
     Examples
     --------
@@ -526,24 +375,13 @@ def trace_norm_agreement(trace, sq_norm, hutch=None, hutch_se=None, dip_frac: fl
     z = np.nan
     if hutch is not None and hutch_se is not None:
         z = float(np.max(np.abs(np.asarray(hutch) - a) / np.asarray(hutch_se)))
-    return {"corr_level": _corr(a, b), "corr_diff": _corr(np.diff(a), np.diff(b)),
-            "dip_trace": da["dip"], "dip_norm": db["dip"], "argmin_trace": da["argmin"], "argmin_norm": db["argmin"],
+    return {"corr_level": _corr(a, b), "corr_diff": _corr(np.diff(a), np.diff(b)), "dip_trace": da["dip"],
+            "dip_norm": db["dip"], "argmin_trace": da["argmin"], "argmin_norm": db["argmin"],
             "rise_trace": da["rise"] / a.min() if a.min() > 0 else np.nan,
             "rise_norm": db["rise"] / b.min() if b.min() > 0 else np.nan, "hutch_z": z}
 
-
-# ----------------------------------------------------------------------------------------------
-# Experiments without training (Figs. 5 and 6, the eigenvalue count)
-# ----------------------------------------------------------------------------------------------
-
-
 def exact_ggn_case(n: int = 100, d: int = 20, depth: int = 5, sigma_x: float = 3.0, *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Paper 004, Fig. 6 left: whitened Gaussian ``X`` (``n x d``), balanced ``d x d`` layers with
-    singular values ``U[0, 1]``, labels ``Y = f(X)`` (zero loss, so Hessian = GGN).
-
-    Returns the dense Hessian's eigenvalues (``numeric``, largest first), the closed form
-    :func:`htlib.linear.balanced_spectrum` (``theory``, ``d*d`` values) and the singular values ``s``.
-    """
+    """Fig. 6 left: the dense Hessian's eigenvalues of a balanced net at zero loss and their closed form."""
     rng = np.random.default_rng(seed)
     X = lin.whiten(rng.standard_normal((n, d)), sigma_x)
     s = rng.uniform(0.0, 1.0, d)
@@ -555,19 +393,9 @@ def exact_ggn_case(n: int = 100, d: int = 20, depth: int = 5, sigma_x: float = 3
     return {"numeric": np.sort(np.linalg.eigvalsh(H))[::-1], "theory": lin.balanced_spectrum(s, depth, d, d, sigma_x),
             "s": np.sort(s)[::-1]}
 
-
 def depth_sweep(depths: Sequence[int], sigma_xs: Sequence[float], *, n: int = 100, d: int = 20, width: int = 20,
                 seed: int = 0, tol: float = 1e-9) -> dict[str, np.ndarray]:
-    """Sharpness of balanced interpolating minimizers against depth (a setup of the book's own for
-    paper 004's Fig. 6 middle, whose caption the extracted text lost).
-
-    Labels from a random linear teacher ``Y = X0 T^T`` (``X0`` Gaussian ``n x d``, ``T`` Gaussian
-    ``d x d`` scaled by ``1/sqrt(d)``), features ``X`` = ``X0`` whitened with scale ``sigma_x``
-    (same column space, so zero loss is reachable); for each depth the OLS solution is written as a
-    balanced network of hidden width ``width`` and its top Hessian eigenvalue found by ARPACK Lanczos
-    (``eigsh``) on Hessian-vector products.  Returns ``numeric`` and ``theory`` (shape
-    ``(len(sigma_xs), len(depths))``) and ``crossover = 2 ln(||X||/||Y||)`` per ``sigma_x``.
-    """
+    """Fig. 6 middle (the book's setup): top Hessian eigenvalue of balanced OLS nets against depth, and the formula."""
     rng = np.random.default_rng(seed)
     X0 = rng.standard_normal((n, d))
     T = rng.standard_normal((d, d)) / math.sqrt(d)
@@ -586,17 +414,8 @@ def depth_sweep(depths: Sequence[int], sigma_xs: Sequence[float], *, n: int = 10
             theory[a, b] = lin.sharpness_isotropic(X, Y, L)
     return {"numeric": numeric, "theory": theory, "crossover": cross}
 
-
 def _ols_point(gram: lin.FeatureGram, W: np.ndarray, Y: np.ndarray, width: int, depth: int, seed: int) -> dict[str, float]:
-    """Exact top GGN eigenvalue of the OLS map ``W`` written as a balanced network, and both bound pairs.
-
-    At the OLS solution the residual is orthogonal to the columns of ``X`` (``X^T R = 0``), and the
-    residual term of a linear network's Hessian is bilinear in ``X^T R``: the Hessian equals the GGN,
-    so the exact GGN route answers what Hessian-vector products would.  ``t`` are the layer terms
-    :func:`htlib.linear.layer_sharpness_terms`: reading A is ``[max_l t_l, sum_l t_l]`` (Weyl), reading
-    B ``[t_1, L t_1]``; ``smin_lower`` is the ``s_min(X)`` lower bound of
-    :func:`htlib.linear.sharpness_bounds`.
-    """
+    """Exact top GGN (= Hessian at OLS) eigenvalue of ``W`` as a balanced net, the layer terms ``t`` and both bounds."""
     dims = [W.shape[1]] + [width] * (depth - 1) + [W.shape[0]]
     Ws = lin.balanced_factorization(W, dims, seed=seed)
     t = lin.layer_sharpness_terms(Ws, gram)
@@ -605,12 +424,10 @@ def _ols_point(gram: lin.FeatureGram, W: np.ndarray, Y: np.ndarray, width: int, 
             "t_1": float(t[0]), "L_t_1": float(depth * t[0]), "smin_lower": lo, "s_upper": hi,
             "iso": lin.sharpness_isotropic(gram, Y, depth), "kappa": math.sqrt(gram.c[0] / gram.c[-1])}
 
-
 def ols_sharpness(shares: Sequence[float], *, whitened: bool, n: int = 1000, width: int = 128, depth: int = 2,
                   dataset: str = "mnist5k", data_dir: str | None = None, sigma_x: float = 1.0,
                   seed: int = 0) -> dict[str, np.ndarray]:
-    """Top GGN (= Hessian) eigenvalue of the OLS solution written as a balanced network, and the
-    bounds, for class-imbalanced subsets (paper 004, Fig. 5); arrays over ``shares``."""
+    """:func:`_ols_point` for class-imbalanced subsets (paper 004, Fig. 5); arrays over ``shares``."""
     rows = []
     for a in shares:
         X, Y, _ = prepare_data(dataset, n, a, whitening="rank" if whitened else "none", sigma_x=sigma_x, seed=seed,
@@ -618,12 +435,9 @@ def ols_sharpness(shares: Sequence[float], *, whitened: bool, n: int = 1000, wid
         rows.append(_ols_point(*_ols_from_svd(*_svd_gram(X), Y), Y, width, depth, seed))
     return {key: np.array([r[key] for r in rows]) for key in rows[0]}
 
-
 def anisotropy_sweep(ts: Sequence[float], *, n: int = 5000, width: int = 128, depth: int = 2, dataset: str = "mnist5k",
                      data_dir: str | None = None, seed: int = 0) -> dict[str, np.ndarray]:
-    """The Fig. 5 quantities along :func:`htlib.linear.interpolate_whitening` from raw (``t=0``) to
-    whitened (``t=1``) features of one balanced subset; ``kappa`` is the condition number on the row
-    space.  One SVD of the raw features serves every ``t``: ``X_t = U_r S^(1-t) (sqrt n)^t V_r^T``."""
+    """:func:`_ols_point` along :func:`htlib.linear.interpolate_whitening` of one balanced subset (one SVD)."""
     X0, Y, _ = prepare_data(dataset, n, None, whitening="none", seed=seed, data_dir=data_dir)
     U, s, V = _svd_gram(X0)
     rows = []
@@ -632,15 +446,8 @@ def anisotropy_sweep(ts: Sequence[float], *, n: int = 5000, width: int = 128, de
         rows.append(_ols_point(*_ols_from_svd(U, st, V, Y), Y, width, depth, seed))
     return {key: np.array([r[key] for r in rows]) for key in rows[0]}
 
-
 def nonzero_eigenvalue_counts(dims: Sequence[int], *, n: int = 40, seed: int = 0, rtol: float = 1e-10) -> dict[str, int]:
-    """Count the nonzero Hessian eigenvalues of a small strongly balanced linear network at zero loss.
-
-    Whitened Gaussian features (``n x d0``), balanced layers with ``r = min(dims)`` singular values
-    in ``U[0.5, 1.5]``, labels ``Y = f(X)``; the dense autograd Hessian's eigenvalues above
-    ``rtol * lambda_max`` are counted.  Returns ``measured``, ``formula = r (d0 + dL - r)``,
-    ``paper = min(dims)^2`` (the bound the paper states for balanced networks) and ``params``.
-    """
+    """Nonzero Hessian eigenvalues of a small balanced net at zero loss, ``r (d0 + dL - r)`` and ``min(dims)^2``."""
     dims = [check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
     if len(dims) < 3:
         raise ValueError(f"dims must hold >= 3 sizes (>= 2 layers), got {dims}")
@@ -655,15 +462,9 @@ def nonzero_eigenvalue_counts(dims: Sequence[int], *, n: int = 40, seed: int = 0
     return {"measured": int(np.sum(ev > rtol * ev.max())), "formula": r * (d0 + dL - r), "paper": r * r,
             "params": int(sum(W.size for W in Ws))}
 
-
-# ----------------------------------------------------------------------------------------------
-# The chapter's Setup and one run per figure of the paper
-# ----------------------------------------------------------------------------------------------
-
 _DATASETS = ("mnist5k", "digits", "mnist", "fashion_mnist", "cifar10")
 _DATA_NAMES = {"mnist5k": "MNIST-5k", "digits": "scikit-learn digits", "mnist": "MNIST", "fashion_mnist": "FashionMNIST",
                "cifar10": "CIFAR-10"}
-
 
 @dataclass(frozen=True)
 class Setup(SweepSetup):
@@ -678,7 +479,6 @@ class Setup(SweepSetup):
     ...
     htlib.experiments._setup.ParameterError: parameter 'trace_points' must be ≤ epochs = 10; got 20
     """
-
     dataset: str = param("mnist5k", "data set", choices=_DATASETS)
     data_dir: str = param("", 'folder of the MNIST/FashionMNIST/CIFAR-10 files ("" for mnist5k, digits)')
     n: int = param(5000, "size of the balanced subsets (paper: 5000; 0 for all)", ge=0)
@@ -718,7 +518,6 @@ class Setup(SweepSetup):
 
     @property
     def held_epochs(self) -> int:
-        """Epochs of Fig. 4's run held at ``eta_max``: ``converged_epochs``, or ``epochs`` where that is 0."""
         return self.converged_epochs or self.epochs
 
     @property
@@ -727,7 +526,6 @@ class Setup(SweepSetup):
 
     @property
     def d0(self) -> int:
-        """Number of features (pixels) of the data set."""
         return int(_images(self.dataset, self.ddir)[0].shape[1])
 
     @property
@@ -736,21 +534,17 @@ class Setup(SweepSetup):
 
     @property
     def n_bal(self) -> int:
-        """Size of the balanced subsets (``n``, or all images for ``n = 0``)."""
         return self.n or int(self.labels.size)
 
     @property
     def n_imb(self) -> int:
-        """Size of the class-imbalanced subsets: ``n_imbalanced`` or the largest every share allows."""
         return self.n_imbalanced or lin.largest_imbalanced_n(self.labels, self.majority_shares)
 
     @property
     def sizes_ok(self) -> tuple[int, ...]:
-        """The Fig. 8 sizes the data set can hold."""
         return tuple(m for m in self.sizes if m <= self.labels.size)
 
     def base(self, **over) -> dict:
-        """The keyword arguments every :class:`LinearExperiment` of the chapter shares."""
         return {"dataset": self.dataset, "data_dir": self.ddir, "epochs": self.epochs, **over}
 
     @property
@@ -758,13 +552,8 @@ class Setup(SweepSetup):
         return _DATA_NAMES.get(self.dataset, self.dataset)
 
     def deviations(self, *extra: str, imbalanced: bool = False, trained: bool = True, data: str | None = None) -> str:
-        """The ``setting`` of a claim: every deviation from the paper's protocol, or ``"paper"``.
-
-        ``data`` replaces the default description of the data (subsets of ``n_bal``, or ``n_imb`` with
-        ``imbalanced``); ``trained=False`` leaves out the training schedule (no training).
-        """
+        """The ``setting`` of a claim: every deviation from the paper's protocol, or ``"paper"``."""
         from htlib.claims import PAPER_SETTING
-
         parts = []
         if data is not None:
             parts.append(data)
@@ -776,43 +565,33 @@ class Setup(SweepSetup):
         parts += [e for e in extra if e]
         return "; ".join(parts) if parts else PAPER_SETTING
 
-
 PAPER = Setup(tanh_epochs=PAPER_EPOCHS, hessian_at="all")
 """The paper's settings (``make paper``): 10,000 epochs also for the tanh runs, LOBPCG at every measurement."""
-
 
 def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Top-k max relative gap ``max_i |a_i - b_i| / b_0`` per row (NaN where ``b`` was not measured)."""
     a, b = np.atleast_2d(a), np.atleast_2d(b)
     return np.abs(a - b).max(1) / b[:, 0]
 
-
 @dataclass(frozen=True)
 class Fig12:
-    """Figs. 1 and 2: the 2-layer width-256 run on rank-whitened (``"rank"``) and row-space (``"rowspace"``) features
-    under the paper's schedule, and (``"converged"``, when the Setup asks for it) on row-space features with the
-    learning rate held at ``eta_max`` for ``converged_epochs`` epochs, the run the claims are judged on."""
-
+    """Figs. 1-2: the 2-layer width-256 runs (``"rank"``, ``"rowspace"``, ``"converged"``: :func:`run_fig12`)."""
     runs: dict
     top_k: int
 
     def table(self, whitening: str) -> "pd.DataFrame":
-        """Per measurement epoch: loss, the tops (LOBPCG, GGN, closed form with C = I and C = P), the sum and max
-        of the squared spectral norms, and the top-k gaps of the closed form and of the GGN to LOBPCG."""
+        """Per measurement epoch: loss, the tops, the squared spectral norms' sum and max, the top-k gaps."""
         import pandas as pd
-
         r = self.runs[whitening]
         sn = r["spec_norms2"]
         return pd.DataFrame({"epoch": r["epochs"], "loss": r["loss"][r["epochs"]], "LOBPCG": r["numeric"][:, 0],
                              "GGN": r["ggn"][:, 0], "closed C=I": r["closed_I"][:, 0], "closed C=P": r["closed_P"][:, 0],
                              "sum": sn.sum(1), "sum with P": r["spec_norm2_P"] + sn[:, 1], "max": sn.max(1),
-                             "gap closed C=I": _gap(r["closed_I"], r["numeric"]),
-                             "gap closed C=I vs GGN": _gap(r["closed_I"], r["ggn"]),
-                             "gap GGN": _gap(r["ggn"], r["numeric"])}).set_index("epoch")
+                             "gap closed C=I": _gap(r["closed_I"], r["numeric"]), "gap closed C=I vs GGN":
+                             _gap(r["closed_I"], r["ggn"]), "gap GGN": _gap(r["ggn"], r["numeric"])}).set_index("epoch")
 
     def end(self, whitening: str) -> dict[str, float]:
-        """The numbers the claims and the prose read, at the first and the last measurement of the reference:
-        LOBPCG where the run measured the Hessian, else the exact GGN (``reference``)."""
+        """What the claims read, against LOBPCG where the run measured the Hessian, else the exact GGN."""
         r = self.runs[whitening]
         hess = bool(np.any(np.isfinite(r["numeric"][:, 0])))
         ref = r["numeric"] if hess else r["ggn"]
@@ -825,11 +604,8 @@ class Fig12:
                 "blank": float(r["blank_share"][-1]), "loss0": float(r["loss"][0]), "loss": float(r["loss"][-1]),
                 "ols": float(r["ols_loss"])}
 
-
 def run_fig12(setup: Setup) -> Fig12:
-    """Figs. 1-2: the 2-layer width-256 linear MLP from PyTorch's default start, ``eta_max = 1e-3``, on
-    rank-whitened features and on the same features in row-space coordinates (``C = I``), and on row-space
-    features once more with the rate held at ``eta_max`` for ``converged_epochs`` epochs (unless 0)."""
+    """Figs. 1-2: 2-layer width-256, Kaiming start, row-space and rank-whitened, and held at ``eta_max``."""
     keys = ("rowspace", "rank") + (("converged",) if setup.converged_epochs else ())
     # the rank-whitened twin isolates the whitening (closed forms against the exact GGN): no Hessian needed
     cfgs = [LinearExperiment(depth=2, width=256, n=setup.n_bal, init="kaiming", lr=1e-3, k=setup.top_k,
@@ -839,11 +615,9 @@ def run_fig12(setup: Setup) -> Fig12:
                                                               else {}))) for key in keys]
     return Fig12(dict(zip(keys, _sweep(cfgs, setup))), setup.top_k)
 
-
 @dataclass(frozen=True)
 class Fig3:
     """Fig. 3: the trace and the squared parameter norm along training, per run (2 layers, 4 layers)."""
-
     runs: tuple
     names: tuple
 
@@ -852,23 +626,18 @@ class Fig3:
         return [trace_norm_agreement(r["ggn_trace"], r["sq_norm"], r["hutch"], r["hutch_se"]) for r in self.runs]
 
     def conservation(self) -> list[float]:
-        """Per run: :func:`conservation_drift` of the layers' squared norms."""
         return [conservation_drift(r["layer_sq_norms"]) for r in self.runs]
 
     def forced(self) -> list[bool]:
-        """Per run: whether the conservation law forces the agreement, so the run cannot fail (:func:`_forced`)."""
         return [_forced(r) for r in self.runs]
 
     def stats_table(self) -> "pd.DataFrame":
         import pandas as pd
-
         return pd.DataFrame(self.stats, index=list(self.names)).assign(**{"conservation drift": self.conservation()})
 
     def norms_table(self) -> "pd.DataFrame":
-        """Per run: the squared Frobenius norm of each layer, of all layers and the trace, at the start, at the
-        trace's minimum and at the end, and the epoch of each series' minimum."""
+        """Per run and series (layers, total, trace): start, at the trace's minimum, end, epoch of its own minimum."""
         import pandas as pd
-
         rows = []
         for name, r, st in zip(self.names, self.runs, self.stats):
             i = st["argmin_trace"]
@@ -880,30 +649,23 @@ class Fig3:
                              "epoch of its minimum": int(r["epochs"][int(np.argmin(x))])})
         return pd.DataFrame(rows).set_index(["run", "series"])
 
-
 def run_fig3(setup: Setup) -> Fig3:
-    """Fig. 3: 2-layer width-256 and 4-layer width-64 nets, Kaiming start, ``eta_max = 5e-4``; exact trace,
-    Hutchinson's estimate and the (per-layer) squared norms at ``trace_points`` log-spaced epochs."""
+    """Fig. 3: 2-layer width-256 and 4-layer width-64 nets, Kaiming start, ``trace_points`` log-spaced epochs."""
     shapes = ((2, 256), (4, 64))
     cfgs = [LinearExperiment(depth=d, width=w, n=setup.n_bal, init="kaiming", lr=5e-4, measure_points=setup.trace_points,
                              k=1, hessian_at="none", hutchinson_probes=setup.hutchinson_probes, log_spaced=True,
                              **setup.base(seed=setup.seed)) for d, w in shapes]
     return Fig3(tuple(_sweep(cfgs, setup)), tuple(f"{d} layers, width {w}" for d, w in shapes))
 
-
 @dataclass(frozen=True)
 class Fig4:
-    """Fig. 4: 4-layer width-64 runs keyed ``(start, whitening)``; ``("balanced", "rowspace", "held")`` is the judged
-    row-space run once more with ``eta = eta_max`` held (no halving), the diagnostic of its stall."""
-
+    """Fig. 4: 4-layer width-64 runs by ``(start, whitening)``, and the judged one held at ``eta_max`` (``"held"``)."""
     runs: dict
     top_k: int
 
     def table(self) -> "pd.DataFrame":
-        """Per run and measurement epoch: loss, balance gap, the closed form (C = I) against the exact GGN and
-        against LOBPCG, and the GGN against LOBPCG (top-k max relative gaps)."""
+        """Per run and epoch: loss, balance gap, and the closed form and GGN against the exact GGN and LOBPCG."""
         import pandas as pd
-
         rows = []
         for key, r in self.runs.items():
             if len(key) > 2:
@@ -924,10 +686,8 @@ class Fig4:
                                  ["start", "whitening", "schedule"])
 
     def modes_table(self) -> "pd.DataFrame":
-        """Per run and output mode of the OLS map (by singular value): the OLS singular value, the share of it the
-        end point captures and the excess loss in that mode (:func:`mode_excess`, per zero map's loss)."""
+        """Per run and OLS output mode: its singular value, the share captured and its excess (:func:`mode_excess`)."""
         import pandas as pd
-
         rows = []
         for key, r in self.runs.items():
             name = (key[0], key[1], "held at eta_max" if len(key) > 2 else "halving")
@@ -937,16 +697,13 @@ class Fig4:
         return pd.DataFrame(rows).set_index(["start", "whitening", "schedule", "mode"])
 
     def held(self) -> dict[str, float]:
-        """The held row-space run: :func:`convergence`, its epochs, and the closed form (C = I) against the exact GGN
-        at its end (``gap_ggn_end``)."""
+        """The held run: :func:`convergence`, its epochs and the closed form's gap to the exact GGN at its end."""
         r = self.runs[("balanced", "rowspace", "held")]
         return {**convergence(r), "epochs": int(r["epochs"][-1]),
                 "gap_ggn_end": float(_gap(r["closed_I"][-1], r["ggn"][-1])[0])}
 
     def end(self, start: str, whitening: str) -> dict[str, float]:
-        """First and last measurement of the closed form (C = I) against LOBPCG (against the exact GGN where the run
-        measured no Hessian, ``reference``), the balance gaps, the start's smallest singular value, convergence, and
-        the output modes missing from the end point (:func:`_missing_modes`)."""
+        """What the claims read of one run: gaps, balance, ``s_min``, missing modes and :func:`convergence`."""
         tab = self.table().loc[(start, whitening)]
         r = self.runs[(start, whitening)]
         hess = bool(tab["closed vs LOBPCG"].notna().any())
@@ -960,48 +717,36 @@ class Fig4:
                 "balance": float(tab["balance gap"].iloc[-1]), "s_min": float(r["init_s"].min()) if r["init_s"].size
                 else float("nan"), **_missing_modes(r), **convergence(r)}
 
-
 def _missing_modes(r: dict) -> dict:
-    """The output modes of the OLS map a run's end point misses (captured below :data:`MISSING_CAPTURED`): their
-    number ``k_modes`` of ``n_modes``, their excess ``modes_excess`` of the total ``modes_total`` (per zero map's
-    loss) and their captured shares ``modes_captured`` (a tuple)."""
+    """The OLS output modes a run misses (captured below :data:`MISSING_CAPTURED`): count, excess, shares."""
     ex, cap = np.asarray(r["mode_excess"]), np.asarray(r["mode_captured"])
     miss = np.flatnonzero(cap < MISSING_CAPTURED)
     return {"k_modes": int(miss.size), "n_modes": int(ex.size), "modes_excess": float(ex[miss].sum()),
             "modes_total": float(ex.sum()), "modes_captured": tuple(float(c) for c in cap[miss])}
 
-
 def run_fig4(setup: Setup) -> Fig4:
-    """Fig. 4: 4-layer width-64, ``eta_max = 1e-2``, from balanced weights (singular values ``U[0, 1]``) on
-    row-space and rank-whitened features, from PyTorch's default start, and the balanced row-space run (the judged
-    one) once more with the learning rate held at ``eta_max`` for ``setup.held_epochs`` epochs (exact GGN only)."""
+    """Fig. 4: balanced (row-space, rank-whitened) and Kaiming starts, and the balanced row-space run held."""
     keys = [("balanced", "rowspace"), ("balanced", "rank"), ("kaiming", "rowspace"), ("balanced", "rowspace", "held")]
     cfgs = []
     for key in keys:
         held = len(key) > 2
         cfgs.append(LinearExperiment(depth=4, width=64, n=setup.n_bal, init=key[0], whitening=key[1], lr=1e-2,
-                                     k=setup.top_k, plateau=0.0 if held else 1e-3,
-                                     measure_points=setup.measure_points,
+                                     k=setup.top_k, plateau=0.0 if held else 1e-3, measure_points=setup.measure_points,
                                      hessian_at=setup.hessian_at if key[1] == "rowspace" and not held else "none",
                                      **setup.base(seed=setup.seed, **({"epochs": setup.held_epochs} if held else {}))))
     return Fig4(dict(zip(keys, _sweep(cfgs, setup))), setup.top_k)
 
-
 @dataclass(frozen=True)
 class Fig5:
-    """Fig. 5: the OLS solution as a balanced 2-layer width-128 net along the anisotropy path (``aniso``, one
-    entry per ``t``) and over the imbalance sweep (``ols[whitened]``), with both readings of the bounds."""
-
+    """Fig. 5: the OLS solution as a balanced 2-layer net along the anisotropy path and over the imbalance sweep."""
     aniso: dict
     ts: tuple
     ols: dict
     shares: tuple
 
     def table(self) -> "pd.DataFrame":
-        """Along the path: condition number, exact sharpness, and per reading the bounds, the tightness ratios and
-        the position ``(lambda - lower)/(upper - lower)`` of the truth in the interval."""
+        """Along the path: ``kappa``, the exact sharpness, and per reading the bounds, tightness and position."""
         import pandas as pd
-
         a, lam = self.aniso, self.aniso["ggn"]
         out = {"kappa": a["kappa"], "exact": lam, "t_1": a["t_1"]}
         for name, lo, up in (("A", a["t_max"], a["t_sum"]), ("B", a["t_1"], a["L_t_1"])):
@@ -1012,49 +757,39 @@ class Fig5:
     def imbalance_table(self) -> "pd.DataFrame":
         """Over the imbalance sweep, raw and whitened: the tightness of both readings and of the s_min pair."""
         import pandas as pd
-
         frames = {}
         for w, o in self.ols.items():
             frames["whitened" if w else "raw"] = pd.DataFrame({
-                "majority share": list(self.shares), "lam/t_1": o["ggn"] / o["t_1"],
-                "A: up/lam": o["t_sum"] / o["ggn"], "B: up/lam": o["L_t_1"] / o["ggn"],
-                "s_min pair: lam/low": o["ggn"] / o["smin_lower"]})
+                "majority share": list(self.shares), "lam/t_1": o["ggn"] / o["t_1"], "A: up/lam": o["t_sum"] / o["ggn"],
+                "B: up/lam": o["L_t_1"] / o["ggn"], "s_min pair: lam/low": o["ggn"] / o["smin_lower"]})
         return pd.concat(frames, names=["features"]).droplevel(1).set_index("majority share", append=True)
 
-
 def run_fig5(setup: Setup) -> Fig5:
-    """Fig. 5: the anisotropy path on the balanced subset and the imbalance sweep (raw, whitened); no training."""
     aniso = anisotropy_sweep(setup.aniso_ts, n=setup.n_bal, dataset=setup.dataset, data_dir=setup.ddir, seed=setup.seed)
     ols = {w: ols_sharpness(setup.majority_shares, whitened=w, n=setup.n_imb, dataset=setup.dataset,
                             data_dir=setup.ddir, seed=setup.seed) for w in (False, True)}
     return Fig5(aniso, setup.aniso_ts, ols, setup.majority_shares)
 
-
 def _grid(values: Sequence, seeds: int, base: int) -> list[tuple]:
     return [(v, base + s) for v in values for s in range(seeds)]
-
 
 def _minimizer_grid(setup: Setup, n_of, share_of, grid: list[tuple]) -> list[dict]:
     cfgs = [_MinimizerConfig(setup.dataset, n_of(v), share_of(v), s, setup.ddir) for v, s in grid]
     return _sweep(cfgs, setup, _run_minimizer)
 
-
 def _reshape(rows: list[dict], key: str, npoints: int, seeds: int) -> np.ndarray:
     """``rows`` (point-major, seed-minor) as a ``(seeds, points)`` array of ``key``."""
     return np.array([r[key] for r in rows], dtype=float).reshape(npoints, seeds).T
 
-
 @dataclass(frozen=True)
 class ImbalanceSweep:
     """Sharpness against the majority share ``m``: trained runs and exact balanced minimizers, ``(seeds, shares)``."""
-
     shares: tuple
     trained: dict  # name -> list of runs (share-major, seed-minor)
     minimizers: list
     seeds: dict  # name -> seeds per share
 
     def lam(self, name: str) -> np.ndarray:
-        """Final LOBPCG lambda_max of the trained runs, ``(seeds, shares)``."""
         runs = self.trained[name]
         return _reshape([{"v": r["numeric"][-1, 0]} for r in runs], "v", len(self.shares), self.seeds[name])
 
@@ -1070,11 +805,9 @@ class ImbalanceSweep:
         runs, s = self.trained[name], self.seeds[name]
         return convergence_table(runs, [(a, j) for a in self.shares for j in range(s)], ["majority share", "seed"])
 
-
 @dataclass(frozen=True)
 class Fig6:
     """Fig. 6: the exact case (left), the depth sweep (middle), label imbalance (right)."""
-
     exact: dict
     depth: dict
     depths: tuple
@@ -1096,29 +829,24 @@ class Fig6:
         return float(np.abs(self.depth["numeric"] / self.depth["theory"] - 1).max())
 
     def right_table(self) -> "pd.DataFrame":
-        """Per share: seed medians of m, the minimizers' exact lambda_max, the formula, the formula on the projected
-        labels, and the trained runs' LOBPCG lambda_max (range over seeds)."""
+        """Per share, seed medians: ``m``, the minimizers, the formulas and the trained runs (with their range)."""
         import pandas as pd
-
         im = self.imbalance
         lam_t = im.lam("balanced")
         return pd.DataFrame({"majority share": list(im.shares), "m (median)": np.median(im.m(), 0),
                              "minimizer": np.median(im.minimizer(), 0),
                              "formula L m^(1-1/L)": np.median(im.minimizer("formula"), 0),
                              "formula, projected labels": np.median(im.minimizer("formula_proj"), 0),
-                             "trained (median)": np.median(lam_t, 0), "trained min": lam_t.min(0),
-                             "trained max": lam_t.max(0)}).set_index("majority share")
-
+                             "trained (median)": np.median(lam_t, 0), "trained min": lam_t.min(0), "trained max":
+                             lam_t.max(0)}).set_index("majority share")
 
 def _imbalance_configs(setup: Setup, seeds: int, **over) -> list[LinearExperiment]:
     return [LinearExperiment(depth=4, width=64, n=setup.n_imb, majority_share=a, lr=1e-2, k=1,
                              **{**setup.base(seed=s), "init": "balanced", **over})
             for a, s in _grid(setup.majority_shares, seeds, setup.seed)]
 
-
 def run_fig6(setup: Setup) -> Fig6:
-    """Fig. 6: the exact GGN case, the depth sweep (a setup of the book's own: the caption is lost) and the
-    label-imbalance sweep: trained balanced 4-layer nets and the exact balanced minimizers on the same subsets."""
+    """Fig. 6: the exact case, the depth sweep, and trained nets and exact minimizers on imbalanced subsets."""
     exact = exact_ggn_case(n=100, d=20, depth=5, sigma_x=3.0, seed=setup.seed)
     dep = depth_sweep(setup.depths, setup.sigma_xs, seed=setup.seed)
     grid = _grid(setup.majority_shares, setup.seeds, setup.seed)
@@ -1127,21 +855,17 @@ def run_fig6(setup: Setup) -> Fig6:
     sweep = ImbalanceSweep(setup.majority_shares, {"balanced": trained}, minis, {"balanced": setup.seeds})
     return Fig6(exact, dep, setup.depths, setup.sigma_xs, sweep)
 
-
 ABLATIONS = {"no whitening": {"whitening": "none"}, "Kaiming init": {"init": "kaiming"},
              "tanh MLP": {"activation": "tanh"}}
 """Fig. 7: each panel drops one assumption of the Fig. 6 right run."""
 
-
 @dataclass(frozen=True)
 class Fig7:
     """Fig. 7: the imbalance sweep under each ablation (trained), with the balanced-start runs of Fig. 6 beside."""
-
     imbalance: ImbalanceSweep
 
     def table(self) -> "pd.DataFrame":
         import pandas as pd
-
         im = self.imbalance
         cols = {"majority share": list(im.shares), "m (median)": np.median(im.m("Kaiming init"), 0)}
         for name in im.trained:
@@ -1151,10 +875,8 @@ class Fig7:
         return pd.DataFrame(cols).set_index("majority share")
 
     def kaiming_table(self, fig6: "Fig6") -> "pd.DataFrame":
-        """Per share, seed medians: the Kaiming runs' LOBPCG lambda_max, the balanced minimizers' of the same subsets
-        (Fig. 6), their ratio, the theory ``4 m^(3/4)`` and the end point's balance gap (0: balanced)."""
+        """Per share, seed medians: the Kaiming runs against the Fig. 6 minimizers of the same subsets."""
         import pandas as pd
-
         im, mi = self.imbalance, fig6.imbalance
         name = "Kaiming init"
         if not (im.m(name).shape == mi.m().shape and np.allclose(im.m(name), mi.m())):
@@ -1167,10 +889,7 @@ class Fig7:
                              "theory L m^(1-1/L)": np.median(4 * m ** 0.75, 0),
                              "balance gap (median)": np.median(bal, 0)}).set_index("majority share")
 
-
 def run_fig7(setup: Setup) -> Fig7:
-    """Fig. 7: the Fig. 6 right sweep without whitening, from the Kaiming start, and as a tanh MLP
-    (``tanh_epochs`` epochs, ``tanh_seeds`` seeds: it trains on the full data, not on sufficient statistics)."""
     trained, seeds = {}, {}
     for name, over in ABLATIONS.items():
         s = setup.tanh_seeds if name == "tanh MLP" else setup.seeds
@@ -1179,11 +898,9 @@ def run_fig7(setup: Setup) -> Fig7:
         seeds[name] = s
     return Fig7(ImbalanceSweep(setup.majority_shares, trained, [], seeds))
 
-
 @dataclass(frozen=True)
 class Fig8:
     """Fig. 8: sharpness against the subset size ``n`` (uniform random subsets), ``(seeds, sizes)`` arrays."""
-
     sizes: tuple
     seeds: int
     trained: list
@@ -1191,7 +908,6 @@ class Fig8:
     subsets: int = 0  # subsets per size of the minimizers (0: seeds); the trained runs use the first seeds
 
     def minimizer(self, key: str = "lam") -> np.ndarray:
-        """``key`` of the exact minimizers, ``(subsets, sizes)``."""
         return _reshape(self.minimizers, key, len(self.sizes), self.subsets or self.seeds)
 
     def lam_trained(self) -> np.ndarray:
@@ -1201,8 +917,7 @@ class Fig8:
         return _reshape([{"v": r["ggn"][-1, 0]} for r in self.trained], "v", len(self.sizes), self.seeds)
 
     def slopes(self) -> dict[str, np.ndarray]:
-        """Per subset series: the slope of log lambda_max on log n of the minimizers, of the formula with the subsets'
-        own majority shares, of the minimizers over the formula; per seed: of the trained nets."""
+        """Slopes of log lambda_max on log n: minimizers, formula, their ratio (per subset), trained nets (per seed)."""
         x = np.array(self.sizes, dtype=float)
         lam, form = self.minimizer(), self.minimizer("formula")
         return {"minimizer": log_slopes(x, lam), "formula": log_slopes(x, form), "minimizer / formula": log_slopes(x, lam / form),
@@ -1210,23 +925,19 @@ class Fig8:
 
     def table(self) -> "pd.DataFrame":
         import pandas as pd
-
         lam, lt = self.minimizer(), self.lam_trained()
         return pd.DataFrame({"n": list(self.sizes), "rank": np.median(self.minimizer("rank"), 0),
                              "m min": self.minimizer("majority_share").min(0),
-                             "m max": self.minimizer("majority_share").max(0),
-                             "minimizer min": lam.min(0), "minimizer max": lam.max(0),
-                             "formula (median)": np.median(self.minimizer("formula"), 0),
+                             "m max": self.minimizer("majority_share").max(0), "minimizer min": lam.min(0),
+                             "minimizer max": lam.max(0), "formula (median)": np.median(self.minimizer("formula"), 0),
                              "trained min": lt.min(0), "trained max": lt.max(0),
                              "trained GGN (median)": np.median(self.ggn_trained(), 0)}).set_index("n")
 
     def convergence(self) -> "pd.DataFrame":
         return convergence_table(self.trained, [(m, j) for m in self.sizes for j in range(self.seeds)], ["n", "seed"])
 
-
 def run_fig8(setup: Setup) -> Fig8:
-    """Fig. 8: the balanced 4-layer net trained on uniformly drawn subsets of each size, and the exact balanced
-    minimizers on ``subsets`` subsets per size (the first ``seeds`` of them those of the trained runs)."""
+    """Fig. 8: trained balanced 4-layer nets and exact minimizers on uniform subsets of each size."""
     sizes = setup.sizes_ok
     grid = _grid(sizes, setup.seeds, setup.seed)
     cfgs = [LinearExperiment(depth=4, width=64, n=m, init="balanced", lr=1e-2, k=1, **setup.base(seed=s))
@@ -1235,26 +946,20 @@ def run_fig8(setup: Setup) -> Fig8:
     minis = _minimizer_grid(setup, lambda v: v, lambda v: None, _grid(sizes, setup.subsets, setup.seed))
     return Fig8(sizes, setup.seeds, trained, minis, setup.subsets)
 
-
 @dataclass(frozen=True)
 class Count:
     """The nonzero eigenvalue count: small balanced nets' dense Hessians, and the paper's own architectures."""
-
     small: dict
     paper: dict
 
     def table(self) -> "pd.DataFrame":
         import pandas as pd
-
         rows = [{"network": str(list(d)), "how": "dense autograd Hessian", **c} for d, c in self.small.items()]
         rows += [{"network": name, "how": "exact GGN spectrum (closed form, C = I)", **c} for name, c in self.paper.items()]
         return pd.DataFrame(rows).set_index("network")
 
-
 def run_count(setup: Setup) -> Count:
-    """Nonzero Hessian eigenvalues: dense Hessians of two small balanced nets at zero loss, and the exact GGN
-    spectra (``C = I``, the paper's assumption) of the paper's Fig. 1 net (784-256-10, Kaiming start) and Fig. 4
-    net (784-64-64-64-10, balanced, singular values ``U[0.5, 1.5]``)."""
+    """Nonzero Hessian eigenvalues: small balanced nets (dense) and the paper's Fig. 1 and 4 nets (exact GGN)."""
     small = {tuple(d): nonzero_eigenvalue_counts(d, seed=setup.seed) for d in ([6, 2, 5], [6, 3, 3, 5])}
     W1, W2 = lin.kaiming_uniform_weights([784, 256, 10], seed=setup.seed)
     ev2 = lin.two_layer_ntk_spectrum(W1, W2)
@@ -1269,14 +974,7 @@ def run_count(setup: Setup) -> Count:
                        "params": params}
     return Count(small, paper)
 
-
 def _forced(run: dict) -> bool:
-    """Whether a Fig. 3 run cannot fail the test: two layers whose squared norms move by the same amounts.
-
-    For two layers the trace is ``r ||W_2||_F^2 + d_2 ||W_1 P||_F^2``; ``W_1``'s part outside the row space gets no
-    gradient, and gradient flow conserves ``||W_2||_F^2 - ||W_1||_F^2``, so the trace and the total norm are both
-    affine in ``||W_1||_F^2`` and their changes correlate perfectly.  Deeper nets' traces are sums of products of
-    norms of layer *products*, which depend on how the layers align, so the conservation law does not force them.
-    """
+    """Whether a Fig. 3 run cannot fail: two layers conserving their norm difference (trace, norm affine in one)."""
     ln = np.asarray(run["layer_sq_norms"])
     return ln.shape[1] == 2 and conservation_drift(ln) < CONSERVED_DRIFT

@@ -1,7 +1,4 @@
-"""What the linear_hessian chapter reads from its cached results: the claims table (``claims.toml``), one
-:class:`~htlib.claims.Measurement` per row, and the records the one judge makes of them.  Outside the
-result-cache key (:mod:`htlib.cache`): editing a level, a gate or a sentence here or in the table recomputes
-nothing; what computes lives in :mod:`htlib.experiments.linear_hessian.compute`."""
+"""What the linear_hessian chapter reads from its cached results: a Measurement per row of its claims table."""
 
 from __future__ import annotations
 
@@ -15,9 +12,7 @@ from htlib.claims import Claim, Measurement, judge, judge_table, read_table
 from htlib.experiments.linear_hessian.compute import (Count, Fig12, Fig3, Fig4, Fig5, Fig6, Fig7, Fig8, PAPER, PAPER_EPOCHS,
                                                       Setup, convergence, log_slopes)
 
-TABLE = read_table(Path(__file__).with_name("claims.toml"))
-"""The chapter's claims table: every level, criterion and sentence, written once."""
-
+TABLE = read_table(Path(__file__).with_name("claims.toml"))  # every level, criterion and sentence, written once
 
 def position_decreases(positions: Sequence[float], tol: float = 1e-9) -> int:
     """How often a sequence falls by more than ``tol`` from one entry to the next (0: non-decreasing).
@@ -32,7 +27,6 @@ def position_decreases(positions: Sequence[float], tol: float = 1e-9) -> int:
         raise ValueError(f"positions must be a finite 1-D sequence of at least 2 values, got {p!r}")
     return int(np.sum(np.diff(p) < -tol))
 
-
 def distinct_digits(values: Sequence[float], lo: int = 2, hi: int = 6) -> int:
     """The fewest significant digits (at least ``lo``, at most ``hi``) at which unequal ``values`` print unequal.
 
@@ -42,99 +36,73 @@ def distinct_digits(values: Sequence[float], lo: int = 2, hi: int = 6) -> int:
     (3, 2, 5)
     """
     v = [float(x) for x in values]
-    for d in range(lo, hi + 1):
-        if all(format(a, f".{d}g") != format(b, f".{d}g") for i, a in enumerate(v) for b in v[i + 1:] if a != b):
-            return d
-    return hi
-
-
-# ----------------------------------------------------------------------------------------------
-# What each row of TABLE reads (one measure_* per figure; only cached results are read)
-# ----------------------------------------------------------------------------------------------
-
+    return next((d for d in range(lo, hi + 1) if all(format(a, f".{d}g") != format(b, f".{d}g")
+                                                     for i, a in enumerate(v) for b in v[i + 1:] if a != b)), hi)
 
 def _not_minimum(runs: Sequence[dict], table: str) -> str:
-    """Empty when every run reached the OLS loss of its data (:func:`~.compute.convergence`), else why the point
-    judged is not a minimum, naming the table that shows it."""
-    cs = [convergence(r) for r in runs]
-    bad = [c for c in cs if not c["converged"]]
+    """Empty when every run reached the OLS loss of its data, else why the point judged is not a minimum."""
+    bad = [c for c in map(convergence, runs) if not c["converged"]]
     if not bad:
         return ""
-    stalled = [c for c in bad if c["stalled"]]
-    text = (f"{len(bad)} of {len(cs)} runs have not reached the OLS loss of their data (excess up to "
-            f"{max(c['excess'] for c in bad):.2g} of the zero map's loss)")
-    if stalled:
-        text += (f"; in {len(stalled)} of them the halving rule had collapsed the learning rate (down to "
-                 f"{min(c['lr_end'] for c in stalled):.1g})")
-    return f"{text}, so the point judged is not a minimum ({table})"
-
+    r = [c["lr_end"] for c in bad if c["stalled"]]
+    down = f"; in {len(r)} of them the halving rule had collapsed the learning rate (down to {min(r):.1g})" if r else ""
+    return (f"{len(bad)} of {len(runs)} runs have not reached the OLS loss of their data (excess up to "
+            f"{max(c['excess'] for c in bad):.2g} of the zero map's loss){down}, so the point judged is not a minimum "
+            f"({table})")
 
 def _trained(values, runs: Sequence[dict], table: str, **kw) -> Measurement:
-    """Per-seed values of trained runs: the setting cannot test a claim about solutions unless every run converged."""
     return Measurement(np.ravel(values), cannot_test=_not_minimum(runs, table), **kw)
 
-
 def _approach(key: str, gap0: float, gap: float, **kw) -> Measurement:
-    """A row ``"<gap> < level and <gap> / <gap at epoch 0> < 1"``: the closed form is close at the end and closer
-    than at the start ("increasingly precise as training progresses")."""
+    """``<gap> < level`` and ``<gap> / <gap at epoch 0> < 1``: the closed form is close at the end, and closer."""
     return Measurement(parts={f"{key}-end": Measurement([gap], note=kw.get("note", "")),
                               f"{key}-falls": Measurement([gap / gap0])}, **kw)
 
-
 def _whitening_settings(setup: Setup, rank: int) -> tuple[str, str, str]:
-    """The setting texts of the LOBPCG schedule, of row-space and of rank-correct whitening."""
     hess = "" if setup.hessian_at == "all" else "LOBPCG at the first and last measurement only (exact GGN at every one)"
-    row = f"row-space whitening ({rank} inputs, the rank of X, instead of {setup.d0} pixels: C = I holds)"
-    rankw = (f"rank-correct whitening, the paper's recipe sqrt(n) U_X V_X^T with the SVD restricted to the {rank} "
-             f"nonzero singular values ({setup.d0} pixels of rank {rank}: C = P, not I)")
-    return hess, row, rankw
-
+    return hess, f"row-space whitening ({rank} inputs, the rank of X, instead of {setup.d0} pixels: C = I holds)", (
+        f"rank-correct whitening, the paper's recipe sqrt(n) U_X V_X^T with the SVD restricted to the {rank} nonzero "
+        f"singular values ({setup.d0} pixels of rank {rank}: C = P, not I)")
 
 def measure_fig12(setup: Setup, fig12: Fig12) -> dict[str, Measurement]:
-    """Figs. 1-2 (checks): judged on the run held at ``eta_max`` (the paper-schedule run where there is none, and then
-    the paper-schedule variants are not run); the rank-whitened twin as variants."""
-    hess, row, rankw = _whitening_settings(setup, int(fig12.runs["rowspace"]["rank"]))
-    held = "converged" in fig12.runs
+    """Figs. 1-2 (checks) on the run held at ``eta_max`` (else the paper-schedule run); rank-whitened variants."""
+    (hess, row, rankw), eR = _whitening_settings(setup, int(fig12.runs["rowspace"]["rank"])), fig12.end("rank")
     schedule = (f"learning rate held at eta_max for {setup.converged_epochs} epochs, so that the run reaches the OLS "
                 f"loss (paper: halved on a 0.1% plateau over 100 epochs, {PAPER_EPOCHS} epochs)")
-    out: dict[str, Measurement] = {}
-    rows = [("converged" if held else "rowspace", "",
-             setup.deviations(row, hess, schedule, trained=False) if held else setup.deviations(row, hess))]
-    if held:
-        rows.append(("rowspace", "_paper_schedule", setup.deviations(row, hess, "the paper's schedule (halving)")))
+    out, one = {}, f"1 run (seed {setup.seed})"
+    if "converged" in fig12.runs:
+        rows = [("converged", "", setup.deviations(row, hess, schedule, trained=False)),
+                ("rowspace", "_paper_schedule", setup.deviations(row, hess, "the paper's schedule (halving)"))]
     else:
-        for key in ("fig1", "fig2"):
-            out[f"{key}_paper_schedule"] = Measurement.not_run("converged_epochs is 0, so the paper-schedule run is the "
-                                                               f"one {key} is judged on")
+        rows = [("rowspace", "", setup.deviations(row, hess))]
+        out.update({f"{k}_paper_schedule": Measurement.not_run(f"converged_epochs is 0, so the paper-schedule run is "
+                                                               f"the one {k} is judged on") for k in ("fig1", "fig2")})
     for name, tag, setting in rows:
-        e, why = fig12.end(name), _not_minimum([fig12.runs[name]], "Figs. 1-2 convergence table")
-        one, run = f"1 run (seed {setup.seed})", (f"loss {e['loss0']:.3g} -> {e['loss']:.3g} (OLS {e['ols']:.3g}); GGN "
-                                                   f"vs LOBPCG {e['gap_ggn']:.1g} at the end")
-        gaps = f"gap {e['gap0']:.2g} at epoch 0, {e['gap']:.2g} at the end; {run}"
-        out[f"fig1{tag}"] = _approach(f"fig1{tag}", e["gap0"], e["gap"], note=gaps, cannot_test=why, setting=setting,
-                                      runs_text=one)
-        out[f"fig2{tag}"] = Measurement([abs(e["lam"] / e["sum"] - 1)], cannot_test=why, setting=setting, runs_text=one,
+        e, kw = fig12.end(name), {"setting": setting, "runs_text": one,
+                                  "cannot_test": _not_minimum([fig12.runs[name]], "Figs. 1-2 convergence table")}
+        run = (f"loss {e['loss0']:.3g} -> {e['loss']:.3g} (OLS {e['ols']:.3g}); GGN vs LOBPCG {e['gap_ggn']:.1g} "
+               "at the end")
+        out[f"fig1{tag}"] = _approach(f"fig1{tag}", e["gap0"], e["gap"], **kw,
+                                      note=f"gap {e['gap0']:.2g} at epoch 0, {e['gap']:.2g} at the end; {run}")
+        out[f"fig2{tag}"] = Measurement([abs(e["lam"] / e["sum"] - 1)], **kw,
                                         note=f"{run}; LOBPCG {e['lam']:.4g}, sum {e['sum']:.4g}, max {e['max']:.4g}")
-    eR = fig12.end("rank")
     blank = (f"W1's weight on the directions X does not span ({eR['blank']:.1%} of ||W1||_F^2, never trained) enters "
              "the closed form but not the Hessian")
     out["fig1_rank"] = _approach("fig1_rank", eR["gap0"], eR["gap"], setting=rankw,
                                  note=f"1 run; {blank}: with C = P the gap is {eR['gap_P']:.1g} (Fig. 1 table)")
-    out["fig2_rank"] = Measurement([abs(eR["lam"] / eR["sum"] - 1)], setting=rankw, runs_text=f"1 run (seed {setup.seed})",
+    out["fig2_rank"] = Measurement([abs(eR["lam"] / eR["sum"] - 1)], setting=rankw, runs_text=one,
                                    note=f"{eR['reference']} {eR['lam']:.4g}, sum {eR['sum']:.4g}; {blank}: ||W1 P||^2 + "
                                         f"||W2||^2 = {eR['sum_P']:.4g} (Fig. 2 table)")
     return out
 
-
 def measure_fig3(setup: Setup, fig3: Fig3) -> dict[str, Measurement]:
-    """Fig. 3: the claim on the runs the conservation law does not force (the deeper ones); the forced two-layer
-    run, whose changes correlate whatever it does, as a check."""
-    st, drift, forced = fig3.stats, fig3.conservation(), fig3.forced()
-    tested = [i for i, f in enumerate(forced) if not f]
-    checks = [i for i, f in enumerate(forced) if f]
+    """Fig. 3 on the runs the conservation law does not force; the forced two-layer run as a check."""
+    st, drift, forced, setting = fig3.stats, fig3.conservation(), fig3.forced(), setup.deviations()
+    tested, checks = [i for i, f in enumerate(forced) if not f], [st[i]["corr_diff"] for i, f in enumerate(forced) if f]
     drifts = ", ".join(f"{fig3.names[i]}: {drift[i]:.1g}" for i in range(len(drift)))
-    setting = setup.deviations()
-    out: dict[str, Measurement] = {}
+    out = {"fig3": Measurement(setting=setting, cannot_test=f"the conservation law forces every run (drift {drifts} of "
+                               "the squared norm's own movement), so none can fail (Fig. 3 tables)"),
+           "fig3_two_layer": Measurement.not_run(f"the conservation law forces no run (drift {drifts})")}
     if tested:
         corr = [st[i]["corr_diff"] for i in tested]
         same = [float(st[i]["dip_trace"] == st[i]["dip_norm"] and
@@ -146,23 +114,15 @@ def measure_fig3(setup: Setup, fig3: Fig3) -> dict[str, Measurement]:
                  f"{max(st[i]['hutch_z'] for i in tested):.2g} s.e. of the exact trace")
         out["fig3"] = Measurement(parts={"fig3-corr": Measurement(corr, cannot_test=const, runs_text=runs, note=hutch),
                                          "fig3-dips": Measurement(same, runs_text=runs)}, setting=setting)
-    else:
-        out["fig3"] = Measurement(cannot_test=f"the conservation law forces every run (drift {drifts} of the squared "
-                                              "norm's own movement), so none can fail (Fig. 3 tables)", setting=setting)
     if checks:
-        corr = [st[i]["corr_diff"] for i in checks]
         out["fig3_two_layer"] = Measurement(
-            [min(corr)], setting=setting, cannot_test="" if np.all(np.isfinite(corr)) else "a series is constant",
+            [min(checks)], setting=setting, cannot_test="" if np.all(np.isfinite(checks)) else "a series is constant",
             note=f"two layers conserve ||W2||_F^2 - ||W1||_F^2 (drift {drifts} of the squared norm's own movement), so "
                  "the trace and the total norm are both affine in ||W1||_F^2 (Fig. 3 tables)")
-    else:
-        out["fig3_two_layer"] = Measurement.not_run(f"the conservation law forces no run (drift {drifts})")
     return out
 
-
 def measure_fig4(setup: Setup, fig4: Fig4) -> dict[str, Measurement]:
-    """Fig. 4: the balanced closed form on row-space features (a claim about trained layers: gated on convergence);
-    rank-whitened and Kaiming variants."""
+    """Fig. 4: the balanced closed form on row-space features (gated on convergence); rank and Kaiming variants."""
     hess, row, rankw = _whitening_settings(setup, int(fig4.runs[("balanced", "rowspace")]["rank"]))
     b, bR, k4 = fig4.end("balanced", "rowspace"), fig4.end("balanced", "rank"), fig4.end("kaiming", "rowspace")
     one = f"1 run (seed {setup.seed})"
@@ -171,29 +131,24 @@ def measure_fig4(setup: Setup, fig4: Fig4) -> dict[str, Measurement]:
                           cannot_test=_not_minimum([fig4.runs[("balanced", "rowspace")]], "Fig. 4 convergence table"),
                           note=f"gap {b['gap0']:.2g} at epoch 0, {b['gap']:.2g} at the end; final loss "
                                f"{b['final loss']:.3g} (OLS {b['OLS loss']:.3g}), learning rate {b['lr_end']:.2g}"),
-        "fig4_rank": _approach("fig4_rank", bR["gap0"], bR["gap"], setting=rankw,
-                               note=f"C = P, not I: at the exactly balanced start the closed form is "
-                                    f"{bR['closed_ggn0']:.1%} off the exact GGN (Fig. 4 table)"),
-        "fig4_kaiming": Measurement([k4["gap"]], runs_text=one,
-                                    note=f"balance gap {k4['balance0']:.2f} -> {k4['balance']:.2f}: gradient flow conserves "
-                                         "W_(l+1)^T W_(l+1) - W_l W_l^T, so GD with a small step keeps the start's "
-                                         "imbalance (Fig. 4 table)"),
-    }
-
+        "fig4_rank": _approach("fig4_rank", bR["gap0"], bR["gap"], setting=rankw, note=(
+            f"C = P, not I: at the exactly balanced start the closed form is {bR['closed_ggn0']:.1%} off the exact GGN "
+            "(Fig. 4 table)")),
+        "fig4_kaiming": Measurement([k4["gap"]], runs_text=one, note=(
+            f"balance gap {k4['balance0']:.2f} -> {k4['balance']:.2f}: gradient flow conserves W_(l+1)^T W_(l+1) - W_l "
+            "W_l^T, so GD with a small step keeps the start's imbalance (Fig. 4 table)"))}
 
 def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
-    """Fig. 5 under reading B ``[t_1, L t_1]`` (counted) and reading A ``[max t_l, sum t_l]`` (variants), on one
-    anisotropy path (all images, exact eigenvalues) and the imbalanced subsets."""
+    """Fig. 5 under reading B ``[t_1, L t_1]`` (counted) and reading A ``[max t_l, sum t_l]`` (variants)."""
     tab, imb = fig5.table(), fig5.imbalance_table()
     reading_b = setup.deviations("bounds read as [t_1, L t_1] (the theorem is lost in the text we have)", trained=False)
-    reading_a = TABLE["fig5_upper_a"].setting
     path = (f"the anisotropy path X_t = U_r S^(1-t) (sqrt n)^t V_r^T from the raw pixels' SVD (t = 0) to the whitened "
             f"features (t = 1) at t in {list(setup.aniso_ts)}, a path of the book's own")
     lower = np.r_[tab["B: lam/low"].iloc[0], imb.loc["raw", "lam/t_1"].to_numpy()]
     out = {"fig5_lower": Measurement(lower, setting=reading_b, runs_text=f"{lower.size} feature sets (the path on all "
                                                                         f"images, {lower.size - 1} imbalanced subsets)")}
     min_width = TABLE["fig5_lower"].level - 1  # the tolerance of (i): a narrower interval has no readable position
-    for r, tag, setting in (("B", "", reading_b), ("A", "_a", reading_a)):
+    for r, tag, setting in (("B", "", reading_b), ("A", "_a", TABLE["fig5_upper_a"].setting)):
         up = np.r_[tab[f"{r}: up/lam"].iloc[-1], imb.loc["whitened", f"{r}: up/lam"].to_numpy()]
         out[f"fig5_upper{tag}"] = Measurement([up.max()], setting=setting)
         pos, width, key = tab[f"{r}: position"].to_numpy(), tab[f"{r}: width/lam"].iloc[0], f"fig5_floats{tag}"
@@ -206,37 +161,26 @@ def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
             f"{key}-white": Measurement([pos[-1]])})
     return out
 
-
-def _power_of_ten_above(x: float) -> float:
-    """The smallest power of ten at or above ``x`` (round-off errors: their digits vary from run to run)."""
-    return 10.0 ** math.ceil(math.log10(x)) if x > 0 else 0.0
-
-
 def measure_fig6(setup: Setup, fig6: Fig6) -> dict[str, Measurement]:
-    """Fig. 6: the exact case and the depth sweep (checks), label imbalance on the exact minimizers (trained:
-    a variant)."""
-    im = fig6.imbalance
-    draw = f"1 draw (seed {setup.seed}); round-off level"
+    """Fig. 6: the exact case and the depth sweep (checks), imbalance on the exact minimizers (trained: a variant)."""
+    im, draw = fig6.imbalance, f"1 draw (seed {setup.seed}); round-off level"
     mini = log_slopes(im.m(), im.minimizer())
+    # round-off errors as the power of ten at or above them: their digits vary from run to run
+    left, middle = (10.0 ** math.ceil(math.log10(x)) if x > 0 else 0.0 for x in (fig6.err_left, fig6.err_middle))
     return {
-        "fig6_left": Measurement([_power_of_ten_above(fig6.err_left)], note=draw),
-        "fig6_middle": Measurement([_power_of_ten_above(fig6.err_middle)], note=draw, setting=(
+        "fig6_left": Measurement([left], note=draw),
+        "fig6_middle": Measurement([middle], note=draw, setting=(
             "a setup of the book's own (the caption is lost in the text we have): Gaussian X of 100 x 20 whitened at "
             f"sigma_x in {list(setup.sigma_xs)}, labels of a random linear teacher, width 20, depths {list(setup.depths)}")),
         "fig6_right": Measurement(mini, runs_text=f"{mini.size} subset series", setting=setup.deviations(
             "exact balanced minimizers (the OLS solution as a balanced net) in place of GD-trained nets, which do not "
             "converge (Fig. 6 convergence table)", imbalanced=True, trained=False)),
         "fig6_right_trained": _trained(log_slopes(im.m("balanced"), im.lam("balanced")), im.trained["balanced"],
-                                       "Fig. 6 convergence table", setting=setup.deviations(imbalanced=True)),
-    }
-
+                                       "Fig. 6 convergence table", setting=setup.deviations(imbalanced=True))}
 
 def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None) -> dict[str, Measurement]:
-    """Fig. 7: the ablations, on trained runs (the setting cannot test them unless every run converged); the Kaiming
-    panel read qualitatively and, as a variant, against the band of Fig. 6 right, which the balanced minimizers of the
-    same subsets (``fig6``) must meet for the band to test the Kaiming runs."""
-    im7, table = fig7.imbalance, "Fig. 7 convergence table"
-    raw = im7.lam("no whitening")
+    """Fig. 7: the ablations (trained); the Kaiming panel also against Fig. 6's band where its minimizers meet it."""
+    im7, table, raw = fig7.imbalance, "Fig. 7 convergence table", fig7.imbalance.lam("no whitening")
     out = {"fig7_left": _trained([int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in raw],
                                  im7.trained["no whitening"], table, setting=setup.deviations(imbalanced=True),
                                  note="seed-median lambda_max " + " ".join(f"{v:.3g}" for v in np.median(raw, 0)))}
@@ -246,16 +190,15 @@ def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None) -> dict[str
         ex, runs = log_slopes(im7.m(name), im7.lam(name)), im7.trained[name]
         cut = name == "tanh MLP" and setup.tanh_epochs < PAPER.tanh_epochs
         extra = f"{setup.tanh_epochs} epochs (paper: {PAPER_EPOCHS}), {setup.tanh_seeds} seed(s)" if cut else ""
-        m = _trained(ex, runs, table, setting=setup.deviations(extra, qualitative + (
+        out[key] = m = _trained(ex, runs, table, setting=setup.deviations(extra, qualitative + (
             " (the quantitative reading is a variant)" if name == "Kaiming init" else ""), imbalanced=True))
         if cut and m.cannot_test:
             cs = [convergence(r) for r in runs]
-            m = Measurement(m.values, setting=m.setting, cannot_test=m.cannot_test + (
+            out[key] = Measurement(m.values, setting=m.setting, cannot_test=m.cannot_test + (
                 f"; the tanh runs have {setup.tanh_epochs} epochs, {PAPER.tanh_epochs / setup.tanh_epochs:.3g}x fewer "
                 f"than the paper's {PAPER.tanh_epochs}, and their last {cs[0]['tail_epochs']} epochs still remove "
                 f"{min(c['tail_drop'] for c in cs):.2g} to {max(c['tail_drop'] for c in cs):.2g} of the zero map's loss "
                 f"({table})"))
-        out[key] = m
     ex = log_slopes(im7.m("Kaiming init"), im7.lam("Kaiming init"))
     band = _trained(ex, im7.trained["Kaiming init"], table, setting=setup.deviations(imbalanced=True))
     if fig6 is not None and not band.cannot_test:
@@ -265,17 +208,13 @@ def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None) -> dict[str
         band = Measurement(ex, setting=band.setting, **(
             {"reduction_check": f"{ref}, inside the band, so the subset size does not explain the Kaiming runs' exponent"}
             if inside else {"cannot_test": f"{ref}, not inside the band, so the band cannot test the Kaiming runs"}))
-    out["fig7_middle_band"] = band
-    return out
-
+    return {**out, "fig7_middle_band": band}
 
 def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
     """Fig. 8: the size dependence of the exact minimizers, one slope per subset series (trained: a variant)."""
-    sl, sizes = fig8.slopes(), fig8.sizes
+    sl, sizes, mm, (lo, hi) = fig8.slopes(), fig8.sizes, fig8.minimizer("majority_share"), TABLE["fig8"].level
     decades = math.log10(sizes[-1] / sizes[0])
     span = f"n from {sizes[0]} to {sizes[-1]} ({decades:.2g} decade{'' if decades == 1 else 's'}) (paper: sizes not given)"
-    mm = fig8.minimizer("majority_share")
-    lo, hi = TABLE["fig8"].level
     band = f"the band [{lo:g}, {hi:g}] on the slope is the book's reading of 'independent' (the paper gives no tolerance)"
     if np.ptp(mm[:, -1]) == 0:
         band += (f"; at n = {sizes[-1]} every subset is the whole pool (majority share {mm[0, -1]:.4f} in all), so part "
@@ -290,9 +229,7 @@ def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
                                                      data=f"{setup.subsets} uniform random subsets of {setup.data_name} "
                                                           f"per size, {span}")),
         "fig8_trained": _trained(sl["trained"], fig8.trained, "Fig. 8 convergence table", setting=setup.deviations(
-            data=f"{setup.seeds} uniform random subsets of {setup.data_name} per size, {span}")),
-    }
-
+            data=f"{setup.seeds} uniform random subsets of {setup.data_name} per size, {span}"))}
 
 def measure_count(count: Count) -> dict[str, Measurement]:
     """The paper's bound on the number of nonzero eigenvalues, at the paper's own architectures (exact counts)."""
@@ -303,16 +240,11 @@ def measure_count(count: Count) -> dict[str, Measurement]:
         f"{nets}; eigenvalues above 1e-10 lambda_max; the edge values s_i^(2(L-1)) with multiplicity (d0 - r) + "
         f"(dL - r) are nonzero too, so r(d0 + dL - r) are: dense autograd Hessians {small} (count table)"))}
 
-
-def measure(setup: Setup, fig12: Fig12, fig3: Fig3, fig4: Fig4, fig5: Fig5, fig6: Fig6, fig7: Fig7, fig8: Fig8,
-            count: Count) -> dict[str, Measurement]:
-    """One :class:`~htlib.claims.Measurement` per row of :data:`TABLE`, read from the chapter's results."""
+def measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count) -> dict[str, Measurement]:
     return {**measure_fig12(setup, fig12), **measure_fig3(setup, fig3), **measure_fig4(setup, fig4),
             **measure_fig5(setup, fig5), **measure_fig6(setup, fig6), **measure_fig7(setup, fig7, fig6),
             **measure_fig8(setup, fig8), **measure_count(count)}
 
-
-def claims(setup: Setup, fig12: Fig12, fig3: Fig3, fig4: Fig4, fig5: Fig5, fig6: Fig6, fig7: Fig7, fig8: Fig8,
-           count: Count) -> list[Claim]:
-    """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure`."""
-    return judge_table(TABLE, measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count))
+def claims(*results) -> list[Claim]:
+    """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure` of ``results``."""
+    return judge_table(TABLE, measure(*results))

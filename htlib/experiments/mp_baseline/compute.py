@@ -1,10 +1,4 @@
-"""The Marchenko-Pastur baseline chapter (``book/mp_baseline.ipynb``): what "random" looks like.
-
-The chapter draws paper 003's initialisation ``W0`` (i.i.d. N(0, 1), h x d), matrices of other
-aspect ratios, and a finite-size sweep, and compares each ESD of ``WᵀW/p`` with the MP law
-(:mod:`htlib.random_matrices`).  This module holds the chapter's panels, tables, figures and claim
-records; the numbers come from the numerics unchanged.
-"""
+"""The Marchenko-Pastur baseline chapter: ``W0``, other aspect ratios and a finite-size sweep against the MP law."""
 
 from __future__ import annotations
 
@@ -17,16 +11,9 @@ from htlib import spectra
 from htlib.experiments._setup import ParameterError, SetupBase, param
 from htlib.random_matrices import MPComparison, MPSizeSweep, compare_with_mp, gaussian_matrix, mp_size_sweep
 
-
-# --------------------------------------------------------------------------- the chapter's parameters
-
-
 @dataclass(frozen=True)
 class Setup(SetupBase):
     """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    Every matrix the chapter draws needs at least :data:`htlib.spectra.MIN_POSITIVE` columns (the MP
-    fit needs that many positive eigenvalues), and ``d <= h`` (MP of ratio ``d/h <= 1``).
 
     Examples
     --------
@@ -37,7 +24,6 @@ class Setup(SetupBase):
     ...
     htlib.experiments._setup.ParameterError: parameter 'd' must be ≤ h = 1500 (MP of ratio d/h ≤ 1); got 2000
     """
-
     h: int = param(1500, "rows of W0 (the student width in paper 003)", ge=spectra.MIN_POSITIVE, le=20_000)
     d: int = param(1000, "columns of W0 (the input dimension; needs d ≤ h)", ge=spectra.MIN_POSITIVE, le=20_000)
     seed: int = param(0, "seed of W0", ge=0)
@@ -75,18 +61,11 @@ class Setup(SetupBase):
             raise ParameterError(f"parameter 'sweep_rows' needs two or more different sizes (the fitted slope); "
                                  f"got {list(self.sweep_rows)}")
 
-
 PAPER = Setup()
 """The papers' setting: the defaults (W0 at paper 003's 1500 x 1000; the rest has no paper scale)."""
 
-
-# --------------------------------------------------------------------------- W0 and its independent draws
-
-
 W0_SEED_STRIDE = 1000
-"""Seed step between the draws of ``W0``: draw ``k`` is seeded ``seed + k * W0_SEED_STRIDE``, away from the
-aspect-ratio panels' ``seed + 1, seed + 2, ...`` (a shared seed would make a panel a block of a draw's stream)."""
-
+"""Seed step between the draws of ``W0``, away from the panels' ``seed + 1, seed + 2, ...`` (no shared streams)."""
 
 def w0_seeds(seed: int, draws: int) -> list[int]:
     """The seeds of the ``draws`` independent draws of ``W0``; the first is ``seed``, the chapter's ``W0``.
@@ -98,22 +77,15 @@ def w0_seeds(seed: int, draws: int) -> list[int]:
     """
     return [seed + k * W0_SEED_STRIDE for k in range(draws)]
 
-
 def w0_comparisons(h: int, d: int, seed: int, draws: int) -> list[MPComparison]:
     """:func:`htlib.random_matrices.compare_with_mp` of each draw of ``W0`` (``h x d``, seeds :func:`w0_seeds`)."""
     return [compare_with_mp(gaussian_matrix(h, d, seed=s)) for s in w0_seeds(seed, draws)]
 
-
-# --------------------------------------------------------------------------- other aspect ratios
-
-
 @dataclass(frozen=True)
 class GammaPanel:
     """One aspect-ratio panel: the MP comparison and the ESD of ``WᵀW/p``."""
-
     comparison: MPComparison
     eigs: np.ndarray
-
 
 def gamma_panels(gammas: Sequence[float], rows: int, seed: int) -> list[GammaPanel]:
     """A ``rows x round(gamma rows)`` Gaussian matrix per ratio, seeded ``seed + 1 + i``."""
@@ -123,25 +95,17 @@ def gamma_panels(gammas: Sequence[float], rows: int, seed: int) -> list[GammaPan
         out.append(GammaPanel(compare_with_mp(W), spectra.esd(W, normalize="rows")))
     return out
 
-
-# --------------------------------------------------------------------------- finite size
-
-
 @dataclass(frozen=True)
 class SizeSweep:
-    """The finite-size sweep (:class:`htlib.random_matrices.MPSizeSweep`), its seed means and the
-    fitted slope of log KS against log h."""
-
+    """The finite-size sweep (:class:`htlib.random_matrices.MPSizeSweep`), seed means, slope of log KS on log h."""
     raw: MPSizeSweep
     ks_mean: np.ndarray
     gap_abs: np.ndarray
     gap_tw: np.ndarray
     ks_slope: float
 
-
 def size_sweep(rows: Sequence[int], gamma: float, seeds: int) -> SizeSweep:
-    """The sweep over ``rows`` at ratio ``gamma``, seeds ``100, 101, ...``; means over seeds of the KS
-    distance, ``|lambda_max - lambda_+|`` and its Tracy-Widom multiple, and the slope of log KS on log h."""
+    """The sweep over ``rows`` at ratio ``gamma``, seeds ``100, 101, ...``, with its :class:`SizeSweep` means."""
     s = mp_size_sweep(rows, gamma=gamma, seeds=list(range(100, 100 + seeds)))
     ks_mean = s.ks_distance.mean(axis=1)
     return SizeSweep(raw=s, ks_mean=ks_mean, gap_abs=np.abs(s.edge_gap).mean(axis=1),

@@ -1,7 +1,5 @@
-"""What the mp_baseline chapter reads from its results: the claims table (``claims.toml``, judged by
-:func:`htlib.claims.judge`), the measurements it reads, and the chapter's tables.  Outside the result-cache
-key (:mod:`htlib.cache`): editing a level or a sentence recomputes nothing; what computes lives in
-:mod:`htlib.experiments.mp_baseline.compute`."""
+"""What the mp_baseline chapter reads from its results: the claims table (``claims.toml``), its measurements and
+the chapter's tables; outside the result-cache key, so editing a level or a sentence recomputes nothing."""
 
 from __future__ import annotations
 
@@ -13,29 +11,10 @@ import numpy as np
 from htlib import plotting
 from htlib.claims import Claim, Measurement, judge_table, read_table
 from htlib.random_matrices import MPComparison
-from htlib.experiments.mp_baseline.compute import GammaPanel, PAPER, Setup, SizeSweep
+from htlib.experiments.mp_baseline.compute import GammaPanel, PAPER, SizeSweep
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
 """The chapter's claims table: each claim's sentence, measurement, statistic and level."""
-
-
-def size_phrase(setup: Setup) -> str:
-    """Where the chapter's ``W0`` stands against the paper's: for the prose.
-
-    Examples
-    --------
-    >>> size_phrase(PAPER)
-    "the paper's size, 1500 × 1000"
-    >>> size_phrase(Setup(h=300, d=200))
-    "300 × 200 (the paper's size is 1500 × 1000)"
-    """
-    size = f"{setup.h} × {setup.d}"
-    paper = f"{PAPER.h} × {PAPER.d}"
-    return f"the paper's size, {size}" if size == paper else f"{size} (the paper's size is {paper})"
-
-
-# --------------------------------------------------------------------------- W0 at the paper's size
-
 
 def w0_table(c: MPComparison):
     """The comparison of one matrix with MP: extreme eigenvalues against the edges, Tracy-Widom gap, KS."""
@@ -43,10 +22,8 @@ def w0_table(c: MPComparison):
             ("largest eigenvalue", f"{c.lambda_max:.4f}", f"MP edge lambda_+ = {c.lambda_plus:.4f}"),
             ("smallest eigenvalue", f"{c.lambda_min:.4f}", f"MP edge lambda_- = {c.lambda_minus:.4f}"),
             ("(lambda_max - lambda_+) / s_TW", f"{c.edge_gap_tw:.2f}", f"s_TW = {c.tw_scale:.4f}"),
-            ("KS distance to MP", f"{c.ks_distance:.4f}", ""),
-            ("spikes found by fit_mp", c.num_spikes, "")]
+            ("KS distance to MP", f"{c.ks_distance:.4f}", ""), ("spikes found by fit_mp", c.num_spikes, "")]
     return plotting.table(rows, ["quantity", "measured", "MP"], index="quantity")
-
 
 def gamma_table(panels: Sequence[GammaPanel]):
     """One row per aspect-ratio panel: size, top eigenvalue against the edge, Tracy-Widom gap, KS, spikes."""
@@ -56,40 +33,28 @@ def gamma_table(panels: Sequence[GammaPanel]):
                           formats={"gamma": ".3f", "lambda_max": ".4f", "lambda_+": ".4f", "gap/s_TW": ".2f",
                                    "KS": ".4f"})
 
-
 def size_table(sw: SizeSweep):
     """One row per size: seed means of the KS distance and of the top eigenvalue's distance to the edge."""
     rows = zip(sw.raw.p, sw.raw.q, sw.ks_mean, sw.gap_abs, sw.gap_tw)
     return plotting.table(rows, ["rows", "cols", "KS mean", "|lmax - l+| mean", "|gap|/s_TW mean"], index="rows",
                           formats={"KS mean": ".5f", "|lmax - l+| mean": ".5f", "|gap|/s_TW mean": ".2f"})
 
-
-# --------------------------------------------------------------------------- claims
-
-
 def per_seed_slopes(sw: SizeSweep) -> np.ndarray:
     """The least-squares slope of log KS against log h of each seed of the sweep (one per column)."""
     logp = np.log(sw.raw.p.astype(float))
     return np.array([np.polyfit(logp, np.log(col), 1)[0] for col in sw.raw.ks_distance.T])
 
-
 def measure(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeSweep) -> dict[str, Measurement]:
-    """What each row of :data:`TABLE` reads: the draws of ``W0``, the aspect-ratio panels and the sweep.
-
-    The runs are independent draws: each draw of ``W0`` (``w0s``, the chapter's ``W0`` first; seeds
-    :func:`~htlib.experiments.mp_baseline.compute.w0_seeds`) is one run of the MP row; the sweep's seeds are
-    the runs of its rows (one slope, or one mean over the sizes, per seed: the sweep draws every size with the
-    same seeds, so its sizes are not independent of each other); the draws of ``W0`` and the aspect-ratio
-    panels (seeds ``seed + 1``, ``seed + 2``, ...) are the runs of the spike count.
-    """
+    """What each row of :data:`TABLE` reads.  The runs are independent draws: the draws of ``W0`` (the chapter's
+    first) for the MP row, the sweep's seeds for its rows (its sizes share seeds), and the draws of ``W0`` with the
+    aspect-ratio panels for the spike count."""
     w0s = list(w0s)
     if not w0s:
         raise ValueError("measure needs at least one draw of W0")
     w0 = w0s[0]
     if any((c.p, c.q) != (w0.p, w0.q) for c in w0s):
         raise ValueError(f"every draw of W0 must have the same size, got {[(c.p, c.q) for c in w0s]}")
-    raw = sw.raw
-    n_sizes, n_seeds = raw.ks_distance.shape
+    raw, (n_sizes, n_seeds) = sw.raw, sw.raw.ks_distance.shape
     sizes = f"{int(raw.p[0])} to {int(raw.p[-1])} rows at gamma = {w0.gamma:.3g}, {n_seeds} seeds per size"
     slopes = Measurement(per_seed_slopes(sw), runs_text=f"{n_seeds} seeds, one fit over {n_sizes} sizes each")
     paper_size = (w0.p, w0.q) == (PAPER.h, PAPER.d)
@@ -110,7 +75,6 @@ def measure(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeS
                                          "panels, one seed each",
                                  reduction_check="W0 is at the size of paper 003's student (h x d)" if paper_size else ""),
     }
-
 
 def claims(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeSweep) -> list[Claim]:
     """The chapter's claim records: :data:`TABLE` judged on :func:`measure` (``w0s``: the draws of ``W0``)."""

@@ -1,15 +1,6 @@
-"""The one-step chapter (paper 003, §4): Figs. 2-3, Theorem 4.1, Corollary 4.2 and their claims.
-
-Built on the two-layer student of :mod:`htlib.two_layer` (which names no figure):
-
-- :class:`Setup` (the chapter's parameters, validated once) and :data:`PAPER` (the paper's setting);
-- :func:`run_fig2`, :func:`run_fig3`, :func:`run_scaling`: the chapter's sweeps, each returning a typed
-  result (:class:`Fig2Result`, :class:`Fig3Result`, :class:`ScalingResult`) through
-  :func:`htlib.sweep.run_sweep` (cached, resumable);
-- the learning-rate rules of the paper's thresholds as data (:data:`RULES`), their seed statistics and
-  the chapter's tables (DataFrames);
-- :func:`claims`: the claim records, every threshold written once as a :class:`htlib.claims.Criterion`.
-"""
+"""The one-step chapter (paper 003, §4): ``Setup``, ``PAPER`` and the sweeps of Figs. 2-3, Theorem 4.1 and
+Corollary 4.2 (:func:`run_fig2`, :func:`run_fig3`, :func:`run_scaling`) with their typed results, built on
+:mod:`htlib.two_layer`."""
 
 from __future__ import annotations
 
@@ -31,32 +22,23 @@ from htlib.two_layer import (ADAM_BETAS, READOUT_SCALES, AdamState, RunGrid, Tra
                              adam_direction, full_batch_gradient, init_weights, make_data, run_grid,
                              spectral_norm, train)
 
-
 OPTIMIZERS: tuple[str, ...] = ("gd", "adam")
 SIGN_FACTOR = (1 - ADAM_BETAS[0]) / math.sqrt(1 - ADAM_BETAS[1])
 """``(1 - beta1)/sqrt(1 - beta2) ~ 3.162``: FB-Adam's first step without bias correction is this times ``sign(G_0)``."""
-
-
-# ----------------------------------------------------------------------------- the chapter's parameters
-
 
 @dataclass(frozen=True)
 class Setup(SweepSetup):
     """The chapter's parameters (its ``parameters`` cell), validated once.
 
-    The defaults are the paper's §4 setting (:data:`PAPER`); the scaling sweep of Theorem 4.1 and
-    Corollary 4.2 has sizes of the book's choosing (the paper gives none).
-
     Examples
     --------
-    >>> Setup(seeds=3).deviations(GRID_FIELDS)
+    >>> Setup(seeds=3).deviations(["n", "seeds"])
     'seeds = 3 (paper: 5)'
     >>> Setup(scaling_ds=[16, 32])
     Traceback (most recent call last):
     ...
     htlib.experiments._setup.ParameterError: parameter 'scaling_ds' must be a list of at least 3 integers; got [16, 32]
     """
-
     n: int = param(2000, "train-set and probe-set size", ge=1, le=100_000)
     d: int = param(1000, "input dimension", ge=MIN_WIDTH, le=20_000)
     h: int = param(1500, "hidden width", ge=MIN_WIDTH, le=20_000)
@@ -88,8 +70,7 @@ class Setup(SweepSetup):
         return mp_edge(self.h, self.d)
 
     def deviations(self, names: Sequence[str]) -> str:
-        """``"paper"`` if the fields ``names`` have the paper's values (seeds: at least), else the list
-        of deviations, for a claim's ``setting``."""
+        """``"paper"`` if the fields ``names`` have the paper's values (seeds: at least), else the deviations."""
         out = []
         for name in names:
             mine, theirs = getattr(self, name), getattr(PAPER, name)
@@ -101,16 +82,13 @@ class Setup(SweepSetup):
                 out.append(f"{name} = {_show(mine)} (paper: {_show(theirs)})")
         return PAPER_SETTING if not out else "; ".join(out)
 
-
 PAPER = Setup()
 """The paper's §4 setting: n = 2000, d = 1000, h = 1500, the nine-rate grid and 5 runs are the defaults."""
-
 
 def _show(v) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(f"{x:g}" for x in v) + "]"
     return f"{v:g}" if isinstance(v, float) else str(v)
-
 
 def mp_edge(h: int, d: int) -> float:
     """The MP edge of ``W0ᵀW0`` for ``N(0, 1)`` entries: ``max(h, d) (1 + sqrt(min/max))^2 = (sqrt(h) + sqrt(d))^2``."""
@@ -123,18 +101,10 @@ MODE_MASS = 0.1
 COR_FORMS: dict[str, str] = {"eta_f": "1", "eta_2": "1 + sqrt(h/d)"}
 """The finite-size form of each Corollary 4.2 learning rate, as the claims name it."""
 
-
-# ----------------------------------------------------------------------------- Fig. 2
-
-
 @dataclass(frozen=True)
 class Fig2Result:
-    """The initialization and one step of each Fig. 2 learning rate, for every seed (ESD recorded).
-
-    ``init[s]`` is seed ``s``'s ``W0`` run; ``runs[(optimizer, eta)][s]`` its one-step run;
-    ``modes`` holds the :func:`htlib.spectra.esd_modes` of each of them (key ``"init"`` for ``W0``).
-    """
-
+    """Fig. 2 for every seed: ``init[s]`` (``W0``), ``runs[(optimizer, eta)][s]`` (one step) and the
+    :func:`htlib.spectra.esd_modes` of each (key ``"init"`` for ``W0``)."""
     edge: float
     init: tuple[Trajectory, ...]
     runs: dict[tuple[str, float], tuple[Trajectory, ...]]
@@ -145,19 +115,15 @@ class Fig2Result:
         """The (optimizer, eta) of the figure's panels, GD first."""
         return list(self.runs)
 
-
 def init_configs(setup: Setup) -> list[TwoLayerConfig]:
-    """The initializations (``steps = 0``, ESD recorded) of seeds ``0..seeds-1``: Fig. 2's ``W0`` and the
-    reference values of Fig. 3."""
+    """The initializations (``steps = 0``, ESD recorded) of seeds ``0..seeds-1``, for Figs. 2 and 3."""
     return [TwoLayerConfig(**setup.base, steps=0, seed=s) for s in range(setup.seeds)]
-
 
 def fig2_configs(setup: Setup) -> list[TwoLayerConfig]:
     """One step of each optimizer at each Fig. 2 learning rate and seed, ESD of ``W1`` recorded."""
     return [TwoLayerConfig(**setup.base, optimizer=opt, eta=eta, seed=s, record_initial=False)
             for opt, grid in (("gd", setup.fig2_gd_etas), ("adam", setup.fig2_adam_etas))
             for eta in grid for s in range(setup.seeds)]
-
 
 def run_fig2(setup: Setup) -> Fig2Result:
     """Fig. 2 for every seed: ``W0`` and ``W1`` of each panel, with the modes of their log-ESDs."""
@@ -173,15 +139,9 @@ def run_fig2(setup: Setup) -> Fig2Result:
     modes.update({k: [spectra.esd_modes(r.esd[-1], min_mass=MODE_MASS) for r in v] for k, v in runs.items()})
     return Fig2Result(edge=setup.edge, init=init_runs, runs=runs, modes=modes)
 
-
-# ----------------------------------------------------------------------------- Fig. 3
-
-
 @dataclass(frozen=True)
 class Fig3Result:
-    """The Fig. 3 grid (one step, every optimizer x eta x seed), its initializations and the norms of the
-    first update at the chapter's size (seed 0), from which the spike thresholds are predicted."""
-
+    """The Fig. 3 grid (one step, every optimizer x eta x seed), its initializations and the first-update norms."""
     grid: RunGrid
     init: tuple[Trajectory, ...]
     edge: float
@@ -219,12 +179,10 @@ class Fig3Result:
         j = np.flatnonzero(self.grid.etas == 1.0)
         return v / v[j[0]] if j.size else np.full_like(v, np.nan)
 
-
 def fig3_configs(setup: Setup) -> list[TwoLayerConfig]:
     """One step of each optimizer at each learning rate and seed; metrics of ``W_1`` only, no ESD."""
     return [TwoLayerConfig(**setup.base, optimizer=opt, eta=eta, seed=s, record_initial=False, record_esd=False)
             for opt in OPTIMIZERS for eta in setup.etas for s in range(setup.seeds)]
-
 
 def run_fig3(setup: Setup) -> Fig3Result:
     """The Fig. 3 grid, the initializations it is compared with and the first-update norms at seed 0."""
@@ -232,24 +190,12 @@ def run_fig3(setup: Setup) -> Fig3Result:
     with setup.executor_context() as pool:
         done = run_sweep(train, configs + init, executor=pool, desc="Fig. 3")
         norms = run_sweep(first_step_norms, [TwoLayerConfig(**setup.base, seed=0)], executor=pool, desc="norms")[0]
-    return Fig3Result(grid=run_grid(done[:len(configs)]), init=tuple(done[len(configs):]), edge=setup.edge,
-                      norms=norms)
-
-
-# ----------------------------------------------------------------------------- Theorem 4.1, Corollary 4.2
-
+    return Fig3Result(grid=run_grid(done[:len(configs)]), init=tuple(done[len(configs):]), edge=setup.edge, norms=norms)
 
 @dataclass(frozen=True)
 class FirstStepNorms:
-    """Norms of the first update directions at one config's data and ``W0`` (Theorem 4.1, Cor. 4.2).
-
-    ``gd_*``: of ``G_0`` (the MSE without 1/2); ``adam_*``: of FB-Adam's ``G~_0`` with PyTorch's
-    bias correction (``~ sign(G_0)``); ``adam_nobc_*``: without it (the paper's eq. (2));
-    ``sign_*``: of ``sign(G_0)``; ``w0_*``: of ``W_0``.  ``dev_bc``, ``dev_nobc``:
-    ``max |G~_0 - c sign(G_0)|`` with ``c = 1`` and ``c = SIGN_FACTOR``; ``zero_fraction``: the
-    fraction of exactly-zero entries of ``G_0``.
-    """
-
+    """Norms of ``G_0`` (``gd_*``), FB-Adam's ``G~_0`` with / without bias correction (``adam_*``, ``adam_nobc_*``),
+    ``sign(G_0)`` and ``W_0``; ``dev_*``: ``max |G~_0 - c sign(G_0)|``, ``c = 1`` / ``SIGN_FACTOR``."""
     gd_spec: float
     gd_frob: float
     adam_spec: float
@@ -264,10 +210,8 @@ class FirstStepNorms:
     w0_frob: float
     zero_fraction: float
 
-
 def first_step_norms(config: TwoLayerConfig) -> FirstStepNorms:
-    """:class:`FirstStepNorms` at ``config``'s data and ``W0`` (``optimizer``, ``eta`` and
-    ``bias_correction`` of the config are ignored: the one gradient ``G_0`` gives every direction)."""
+    """:class:`FirstStepNorms` at ``config``'s data and ``W0`` (its optimizer, eta and bias correction unused)."""
     data = make_data(config)
     W, a = init_weights(config)
     G = full_batch_gradient(W, a, data.X_train, data.y_train)
@@ -275,29 +219,22 @@ def first_step_norms(config: TwoLayerConfig) -> FirstStepNorms:
     bc, _ = adam_direction(G, zeros, bias_correction=True)
     nobc, _ = adam_direction(G, zeros, bias_correction=False)
     s = torch.sign(G)
-
     def frob(M: torch.Tensor) -> float:
         return float(torch.linalg.matrix_norm(M.to(torch.float64)))
-
     return FirstStepNorms(
         gd_spec=spectral_norm(G), gd_frob=frob(G), adam_spec=spectral_norm(bc), adam_frob=frob(bc),
         adam_nobc_spec=spectral_norm(nobc), adam_nobc_frob=frob(nobc), sign_spec=spectral_norm(s), sign_frob=frob(s),
         dev_bc=float((bc - s).abs().max()), dev_nobc=float((nobc - SIGN_FACTOR * s).abs().max()),
         w0_spec=spectral_norm(W), w0_frob=frob(W), zero_fraction=float((G == 0).to(torch.float64).mean()))
 
-
 def scaling_configs(setup: Setup) -> list[TwoLayerConfig]:
-    """The scaling sweep: width ``scaling_h`` fixed, input dimension ``d`` over ``scaling_ds`` with the
-    chapter's ``n/d``, seeds ``0..scaling_seeds-1`` (Theorem 4.1 and Corollary 4.2 are statements about
-    ``d -> infinity`` at fixed ``h``)."""
+    """The scaling sweep: width ``scaling_h`` fixed, ``d`` over ``scaling_ds`` at the chapter's ``n/d``."""
     return [TwoLayerConfig(**{**setup.base, "n": max(1, round(setup.n / setup.d * d)), "d": d, "h": setup.scaling_h},
                            seed=s) for d in setup.scaling_ds for s in range(setup.scaling_seeds)]
-
 
 @dataclass(frozen=True)
 class ExponentFit:
     """Least-squares slope of ``log y`` on ``log d`` over every (d, seed) point, with its t-interval."""
-
     slope: float
     low: float
     high: float
@@ -307,10 +244,8 @@ class ExponentFit:
     def interval(self) -> tuple[float, float]:
         return (self.low, self.high)
 
-
 def fit_exponent(ds: np.ndarray, y: np.ndarray, level: float = 0.95) -> ExponentFit:
-    """:class:`ExponentFit` of ``y ~ d^slope`` (``scipy.stats.linregress`` on logs; the interval is
-    ``slope +- t * stderr`` with ``points - 2`` degrees of freedom).
+    """:class:`ExponentFit` of ``y ~ d^slope`` (``linregress`` on logs, ``slope +- t * stderr``).
 
     Examples
     --------
@@ -327,27 +262,19 @@ def fit_exponent(ds: np.ndarray, y: np.ndarray, level: float = 0.95) -> Exponent
     return ExponentFit(slope=float(fit.slope), low=float(fit.slope - t * fit.stderr),
                        high=float(fit.slope + t * fit.stderr), level=level)
 
-
 SCALING_QUANTITIES: dict[str, tuple[str, str]] = {
-    "adam_frob": ("||G~0||_F / sqrt(hd)", "Thm. 4.1"),
-    "adam_spec": ("||G~0||_2 / sqrt(hd)", "Thm. 4.1"),
+    "adam_frob": ("||G~0||_F / sqrt(hd)", "Thm. 4.1"), "adam_spec": ("||G~0||_2 / sqrt(hd)", "Thm. 4.1"),
     "adam_nobc_frob": ("||G~0||_F / sqrt(hd), eq. (2)", "Thm. 4.1"),
-    "adam_nobc_spec": ("||G~0||_2 / sqrt(hd), eq. (2)", "Thm. 4.1"),
-    "gd_spec": ("||G0||_2 / sqrt(hd)", "GD"),
+    "adam_nobc_spec": ("||G~0||_2 / sqrt(hd), eq. (2)", "Thm. 4.1"), "gd_spec": ("||G0||_2 / sqrt(hd)", "GD"),
     "eta_f": ("eta*_F = ||W0||_F / ||G~0||_F", "Cor. 4.2"),
     "eta_2": ("eta*_2 sqrt(h) = sqrt(h) ||W0||_2 / ||G~0||_2", "Cor. 4.2"),
     "gd_eta_2": ("GD: sqrt(h) ||W0||_2 / ||G0||_2", "GD"),
 }
 """The quantities whose exponent in ``d`` the scaling sweep fits (name -> (label, statement))."""
 
-
 def finite_size_form(key: str, h: int, d: int) -> float:
-    """The finite-size factor of a Corollary 4.2 learning rate at ``(h, d)``, which its Theta(1) leaves out.
-
-    ``eta_2``: ``sqrt(h) ||W0||_2 / ||G~0||_2`` with ``||W0||_2 ~ sqrt(h) + sqrt(d)`` (the square root of
-    the MP edge) and ``||G~0||_2 = kappa sqrt(hd)`` is ``(1 + sqrt(h/d)) / kappa``: the factor is
-    ``1 + sqrt(h/d)``, which reaches its limit 1 only for ``d >> h``.  ``eta_f``: ``||W0||_F ~ sqrt(hd)``
-    has no such factor (1).
+    """The finite-size factor of a Corollary 4.2 learning rate at ``(h, d)``, which its Theta(1) leaves out:
+    ``1 + sqrt(h/d)`` for ``eta_2`` (``||W0||_2 ~ sqrt(h) + sqrt(d)``), 1 for ``eta_f``.
 
     Examples
     --------
@@ -356,7 +283,6 @@ def finite_size_form(key: str, h: int, d: int) -> float:
     """
     check_choice("key", key, tuple(COR_FORMS))
     return math.sqrt(mp_edge(h, d) / d) if key == "eta_2" else 1.0
-
 
 def residual_exponents(ds: np.ndarray, seeds: np.ndarray, y: np.ndarray, form: np.ndarray) -> np.ndarray:
     """Per seed, the least-squares exponent ``x`` of ``y / form ~ d^x`` over that seed's sizes.
@@ -375,13 +301,10 @@ def residual_exponents(ds: np.ndarray, seeds: np.ndarray, y: np.ndarray, form: n
         out.append(scipy.stats.linregress(np.log(ds[k]), np.log(y[k] / form[k])).slope)
     return np.array(out)
 
-
 @dataclass(frozen=True)
 class ScalingResult:
-    """The scaling sweep: per config its norms, the quantities of :data:`SCALING_QUANTITIES` and their
-    fitted exponents in ``d``; for Corollary 4.2's learning rates also the per-seed exponents left
-    after dividing out :func:`finite_size_form` (``residual``: their seed mean and t-interval)."""
-
+    """The scaling sweep: per config its norms, the :data:`SCALING_QUANTITIES`, their exponents in ``d`` and, for
+    Corollary 4.2's rates, the seed interval of the exponents left after :func:`finite_size_form` (``residual``)."""
     configs: tuple[TwoLayerConfig, ...]
     norms: tuple[FirstStepNorms, ...]
     values: dict[str, np.ndarray]
@@ -396,14 +319,12 @@ class ScalingResult:
     def h(self) -> int:
         return self.configs[0].h
 
-
 def _quantities(c: TwoLayerConfig, r: FirstStepNorms) -> dict[str, float]:
     root = math.sqrt(c.h * c.d)
     return {"adam_frob": r.adam_frob / root, "adam_spec": r.adam_spec / root, "adam_nobc_frob": r.adam_nobc_frob / root,
             "adam_nobc_spec": r.adam_nobc_spec / root, "gd_spec": r.gd_spec / root,
             "eta_f": r.w0_frob / r.adam_frob, "eta_2": math.sqrt(c.h) * r.w0_spec / r.adam_spec,
             "gd_eta_2": math.sqrt(c.h) * r.w0_spec / r.gd_spec}
-
 
 def run_scaling(setup: Setup) -> ScalingResult:
     """The norms of the first update over ``scaling_ds`` at fixed ``scaling_h``, and their exponents in ``d``."""

@@ -1,7 +1,5 @@
-"""What the one_step chapter reads from its cached results: its claims table (``claims.toml``), the
-measurements the judge reads, tables and glue.  Outside the result-cache key (:mod:`htlib.cache`): editing a
-level, a gate or a sentence here recomputes nothing; what computes lives in
-:mod:`htlib.experiments.one_step.compute`."""
+"""What the one_step chapter reads from its cached results: the claims table (``claims.toml``), the measurements,
+tables and glue; outside the result-cache key, so editing a level, a gate or a sentence recomputes nothing."""
 
 from __future__ import annotations
 
@@ -35,40 +33,27 @@ SWEET_SPOT = {"sweet1": (0.0, 0.01), "sweet2": (0.01, 1.0)}
 """The review's one-step cases (1) eta < 0.01 and (2) 0.01 <= eta <= 1 (case (3) is Fig. 3(b)-(c))."""
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 
-
 def rule_spec(rule: str) -> Spec:
     """The spec of a learning-rate rule (spike, sim, KTA, loss) at the paper's GD eta: its level and op."""
     spec = TABLE[f"{rule}_gd"]
     return spec.parts[0] if spec.parts else spec
 
-
 def _holds(rule: str, x: float) -> bool:
-    spec = rule_spec(rule)
-    return bool(_OPS[spec.op](x, spec.level))
-
+    return bool(_OPS[rule_spec(rule).op](x, rule_spec(rule).level))
 
 def _readout_setting(setup: Setup, readout: str) -> str:
     base = setup.deviations(GRID_FIELDS)
-    if readout == "d":
-        return base
-    return READOUT_NAMES[readout] + ("" if base == PAPER_SETTING else f"; {base}")
-
-
-# ----------------------------------------------------------------------------- measurements
-
+    return base if readout == "d" else READOUT_NAMES[readout] + ("" if base == PAPER_SETTING else f"; {base}")
 
 def _runs(values, *, note: str = "", what: str = "") -> Measurement:
     """The per-seed values of one statistic; a diverged run makes the setting unable to test it."""
     v = np.asarray(values, dtype=float)
-    bad = int(np.sum(~np.isfinite(v)))
-    if bad:
+    if bad := int(np.sum(~np.isfinite(v))):
         return Measurement(values=v, cannot_test=f"{bad} of {v.size} runs diverged {what} (Fig. 3 table)")
     return Measurement(values=v, runs_text=f"{v.size} seeds", note=note)
 
-
 def _parts(key: str, setting: str, **parts: Measurement) -> Measurement:
     return Measurement(setting=setting, parts={f"{key}-{k}": m for k, m in parts.items()})
-
 
 def _at_below(fig3: Fig3Result, rule: str, o: str, readout: str) -> tuple[Measurement, Measurement]:
     """A rule's per-seed statistic at the paper's eta and at the grid eta below it."""
@@ -81,16 +66,13 @@ def _at_below(fig3: Fig3Result, rule: str, o: str, readout: str) -> tuple[Measur
              Measurement.not_run(f"no grid eta lies below the paper's {p:g}"))
     return _runs(stat[j], what=f"at eta = {p:g}"), below
 
-
 def _worst(v: np.ndarray, idx: list[int], etas, pick, what: str) -> Measurement:
     """The per-seed values at the grid eta of ``idx`` whose seed mean ``pick`` (np.argmax or np.argmin) selects."""
     j = idx[int(pick(np.nanmean(v[idx], axis=1)))]
     return _runs(v[j], note=f"at eta = {etas[j]:g}, {what}", what=f"at eta = {etas[j]:g}")
 
-
 def measure_fig2(fig2: Fig2Result, setup: Setup) -> dict[str, Measurement]:
     """Fig. 2(d): the number of log-ESD modes of each seed at :data:`BIMODAL_ETA`."""
-    setting = setup.deviations(("n", "d", "h", "rho_e", "bias_correction"))
     modes = fig2.modes.get(("adam", BIMODAL_ETA))
     if not modes:
         return {"bimodal": Measurement.not_run(f"fig2_adam_etas lacks eta = {BIMODAL_ETA:g}; the paper's has it")}
@@ -98,8 +80,7 @@ def measure_fig2(fig2: Fig2Result, setup: Setup) -> dict[str, Measurement]:
     note = (f"W0: {', '.join(str(m.count) for m in fig2.modes['init'])} modes; "
             f"dip/peak {np.nanmin(dips):.2f}-{np.nanmax(dips):.2f}")
     return {"bimodal": Measurement(values=[m.count for m in modes], runs_text=f"{len(modes)} seeds", note=note,
-                                   setting=setting)}
-
+                                   setting=setup.deviations(("n", "d", "h", "rho_e", "bias_correction")))}
 
 def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
     """Fig. 3 and the review's cases, under both readouts (``_sqrt_d``: the written one, a variant)."""
@@ -135,7 +116,6 @@ def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
                                                for r in ("loss", "kta", "sim")})
     return out
 
-
 def measure_scaling(scaling: ScalingResult, setup: Setup) -> dict[str, Measurement]:
     """Theorem 4.1 and Corollary 4.2: each seed's exponent in d (claims), the pooled fit's (checks)."""
     setting = (f"h = {scaling.h} fixed, d = {', '.join(str(int(d)) for d in sorted(set(scaling.ds)))}, "
@@ -145,23 +125,18 @@ def measure_scaling(scaling: ScalingResult, setup: Setup) -> dict[str, Measureme
     ds, seeds = scaling.ds, np.array([c.seed for c in scaling.configs])
     contrast = {k: f"contrast {SCALING_QUANTITIES[k][0]} ~ d^{scaling.fits[k].slope:+.3f}"
                 for k in ("gd_spec", "gd_eta_2")}
-
     def per_seed(key: str, note: str) -> Measurement:
         forms = np.array([finite_size_form(key, c.h, c.d) if key in COR_FORMS else 1.0 for c in scaling.configs])
         x = residual_exponents(ds, seeds, scaling.values[key], forms)
         return Measurement(values=x, runs_text=f"{x.size} seeds, each seed's exponent fitted over "
                                                 f"{len(set(ds))} sizes", note=note)
-
     def pooled(key: str) -> Measurement:  # a check: why it holds is the table's
         f = scaling.fits[key]
         return Measurement(values=[f.slope], runs_text="one least-squares fit over every size and seed",
                            note=f"{f.level:.0%} interval [{f.low:+.3f}, {f.high:+.3f}]")
-
     out = {
-        "thm_f": pooled("adam_frob"),
-        "thm_2": per_seed("adam_spec", contrast["gd_spec"]),
-        "thm_f_nobc": pooled("adam_nobc_frob"),
-        "thm_2_nobc": per_seed("adam_nobc_spec", contrast["gd_spec"]),
+        "thm_f": pooled("adam_frob"), "thm_2": per_seed("adam_spec", contrast["gd_spec"]),
+        "thm_f_nobc": pooled("adam_nobc_frob"), "thm_2_nobc": per_seed("adam_nobc_spec", contrast["gd_spec"]),
         "cor_f": per_seed("eta_f", f"finite-size form {COR_FORMS['eta_f']} divided out; {contrast['gd_eta_2']}"),
         "cor_2": per_seed("eta_2", f"finite-size form {COR_FORMS['eta_2']} divided out (raw exponent "
                           f"{scaling.fits['eta_2'].slope:+.3f}); {contrast['gd_eta_2']}"),
@@ -172,23 +147,16 @@ def measure_scaling(scaling: ScalingResult, setup: Setup) -> dict[str, Measureme
                 + setting, "cor_2": cor_2 + setting}
     return {k: replace(m, setting=settings.get(k, setting)) for k, m in out.items()}
 
-
 def measure(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: Setup) -> dict[str, Measurement]:
     """Every row of :data:`TABLE`, measured on the cached results."""
     return {**measure_fig2(fig2, setup), **measure_fig3(fig3, setup), **measure_scaling(scaling, setup)}
-
 
 def claims(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: Setup) -> list[Claim]:
     """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure`."""
     return judge_table(TABLE, measure(fig2, fig3, scaling, setup))
 
-
-# ----------------------------------------------------------------------------- tables
-
-
 def fig2_table(res: Fig2Result) -> pd.DataFrame:
-    """Per panel: ``lambda_max / lambda_+`` and the eigenvalues above ``lambda_+`` (seed 0, seed range),
-    and the number of log-ESD modes per seed."""
+    """Per panel: ``lambda_max / lambda_+`` and the eigenvalues above ``lambda_+`` (seed 0, seed range), modes."""
     def row(name, runs, modes):
         ratio = np.array([r.esd[-1][-1] / res.edge for r in runs])
         above = np.array([int(np.sum(r.esd[-1] > res.edge)) for r in runs])
@@ -200,28 +168,23 @@ def fig2_table(res: Fig2Result) -> pd.DataFrame:
     rows += [row(f"{NAMES[o]}, eta = {e:g}", res.runs[(o, e)], res.modes[(o, e)]) for o, e in res.panels]
     return pd.DataFrame(rows)
 
-
 def _first(etas, values) -> float | None:
     return next((float(e) for e, v in zip(etas, values) if v), None)
-
 
 def _eta(x: float | None) -> str:
     return "none in grid" if x is None else f"{x:g}"
 
-
 def rule_table(fig3: Fig3Result, readout: str = "d") -> pd.DataFrame:
-    """The seed mean of each rule's statistic at each grid eta, per optimizer; last rows: the rule, the first
-    grid eta at which the seed mean meets it, and each seed's own first eta (with counts)."""
-    etas, cols = fig3.grid.etas, {}
-    for rule in RULE_NAMES:
-        for o in OPTIMIZERS:
-            cols[f"{NAMES[o]} {RULE_NAMES[rule]}"] = (rule, fig3.statistic(rule, o, readout))
+    """The seed mean of each rule's statistic per grid eta and optimizer; last rows: the rule and the first grid eta
+    meeting it (seed mean, and each seed's own with counts)."""
+    etas = fig3.grid.etas
+    cols = {f"{NAMES[o]} {RULE_NAMES[rule]}": (rule, fig3.statistic(rule, o, readout))
+            for rule in RULE_NAMES for o in OPTIMIZERS}
     rows = [{"eta": f"{e:g}", **{k: f"{np.nanmean(v[j]):.3g}" for k, (_, v) in cols.items()}}
             for j, e in enumerate(etas)]
     rows.append({"eta": "rule", **{k: f"{rule_spec(r).op} {rule_spec(r).level:g}" for k, (r, _) in cols.items()}})
     rows.append({"eta": "first eta (mean)", **{k: _eta(_first(etas, [_holds(r, x) for x in np.nanmean(v, axis=1)]))
                                                for k, (r, v) in cols.items()}})
-
     def seeds(r, v):
         firsts = [_eta(_first(etas, [_holds(r, x) for x in v[:, s]])) for s in range(v.shape[1])]
         order = sorted(set(firsts), key=lambda t: (t == "none in grid", float(t) if t[0].isdigit() else 0))
@@ -229,69 +192,35 @@ def rule_table(fig3: Fig3Result, readout: str = "d") -> pd.DataFrame:
     rows.append({"eta": "first eta (seeds)", **{k: seeds(r, v) for k, (r, v) in cols.items()}})
     return pd.DataFrame(rows)
 
-
 def fig3_table(res: Fig3Result) -> pd.DataFrame:
-    """Seed means of train/test loss and KTA (4 significant digits) and of ``sim`` (3) per optimizer
-    and eta, under each readout convention, with the initialization as the first row of each."""
-    grid = res.grid
-    rows = []
+    """Seed means of train/test loss, KTA and ``sim`` per optimizer, eta and readout, initialization first."""
+    grid, rows, cols = res.grid, [], (("train_loss", "train"), ("test_loss", "test"), ("kta", "KTA"))
     for s in READOUT_SCALES:
-        init = {f"{NAMES[o]} {h}": f"{res.init_mean(f'{m}@{s}'):.4g}" for o in OPTIMIZERS
-                for m, h in (("train_loss", "train"), ("test_loss", "test"), ("kta", "KTA"))}
-        rows.append({"readout": "d" if s == "d" else "sqrt(d)", "eta": "init", **init,
+        readout = "d" if s == "d" else "sqrt(d)"
+        rows.append({"readout": readout, "eta": "init",
+                     **{f"{NAMES[o]} {h}": f"{res.init_mean(f'{m}@{s}'):.4g}" for o in OPTIMIZERS for m, h in cols},
                      **{f"{NAMES[o]} sim": f"{res.init_mean('sim'):.3g}" for o in OPTIMIZERS}})
-        for j, eta in enumerate(grid.etas):
-            row = {"readout": "d" if s == "d" else "sqrt(d)", "eta": f"{eta:g}"}
-            for o in OPTIMIZERS:
-                for m, h in (("train_loss", "train"), ("test_loss", "test"), ("kta", "KTA")):
-                    row[f"{NAMES[o]} {h}"] = f"{grid.mean(f'{m}@{s}', o)[j]:.4g}"
-            rows.append({**row, **{f"{NAMES[o]} sim": f"{grid.mean('sim', o)[j]:.3g}" for o in OPTIMIZERS}})
+        rows += [{"readout": readout, "eta": f"{eta:g}",
+                  **{f"{NAMES[o]} {h}": f"{grid.mean(f'{m}@{s}', o)[j]:.4g}" for o in OPTIMIZERS for m, h in cols},
+                  **{f"{NAMES[o]} sim": f"{grid.mean('sim', o)[j]:.3g}" for o in OPTIMIZERS}}
+                 for j, eta in enumerate(grid.etas)]
     return pd.DataFrame(rows)
-
-
-def scaling_table(res: ScalingResult) -> pd.DataFrame:
-    """Seed means of every quantity per ``d`` (4 significant digits), and the fitted exponent in ``d``."""
-    ds = res.ds
-    keys = list(SCALING_QUANTITIES)
-    rows = [{"d": int(d), "n": next(c.n for c in res.configs if c.d == d),
-             **{SCALING_QUANTITIES[k][0]: f"{res.values[k][ds == d].mean():.4g}" for k in keys}}
-            for d in np.unique(ds)]
-    rows.append({"d": "exponent", "n": "", **{SCALING_QUANTITIES[k][0]: f"{res.fits[k].slope:+.3f} "
-                                             f"[{res.fits[k].low:+.3f}, {res.fits[k].high:+.3f}]" for k in keys}})
-    return pd.DataFrame(rows)
-
-
-def sign_table(res: ScalingResult) -> pd.DataFrame:
-    """How close FB-Adam's first direction is to the sign-descent form, per ``d`` (seed 0; 3 significant digits)."""
-    c2 = f"{SIGN_FACTOR:.4g}"
-    return pd.DataFrame([{"d": c.d, "zero entries": f"{r.zero_fraction:.3g}",
-                          "max|G~ - sign G0| (BC)": f"{r.dev_bc:.3g}",
-                          f"max|G~ - {c2} sign G0| (eq. 2)": f"{r.dev_nobc:.3g}",
-                          f"||G~||_F / ||sign G0||_F (eq. 2) / {c2}": f"{r.adam_nobc_frob / r.sign_frob / SIGN_FACTOR:.4g}"}
-                         for c, r in zip(res.configs, res.norms) if c.seed == 0])
-
-
-# ----------------------------------------------------------------------------- numbers for the prose
-
 
 def _g(x: float, fmt: str = ".3g") -> str:
     return "n/a" if x is None or not np.isfinite(x) else format(float(x), fmt)
 
-
 def rule_numbers() -> dict[str, str]:
     """The rules' levels, the paper's learning rates and the other levels the prose quotes, from :data:`TABLE`."""
     out = {f"rule_{k}": f"{rule_spec(k).level:g}" for k in RULE_NAMES}
-    out["rule_loss_pct"] = f"{rule_spec('loss').level:.0%}"
-    out["rule_spike_pct"] = f"{rule_spec('spike').level - 1:.0%}"
-    out["rule_kta_pct"] = f"{rule_spec('kta').level - 1:.0%}"
-    out["rule_kta_first"] = f"{TABLE['kta_gd'].parts[0].revised_from:g}"
+    out.update(rule_loss_pct=f"{rule_spec('loss').level:.0%}", rule_spike_pct=f"{rule_spec('spike').level - 1:.0%}",
+               rule_kta_pct=f"{rule_spec('kta').level - 1:.0%}",
+               rule_kta_first=f"{TABLE['kta_gd'].parts[0].revised_from:g}")
     out.update({f"paper_eta_{o}": f"{e:g}" for o, e in PAPER_ETAS.items()})
     peak = TABLE["kta_rev"].parts[0].level
     out.update(adam_train_drop=f"{1 - TABLE['adam_loss'].parts[0].level:.0%}", mode_mass=f"{MODE_MASS:.0%}",
                bimodal_eta=f"{BIMODAL_ETA:g}", exponent_band=f"{TABLE['thm_2'].level[1]:g}",
                kta_band=f"[{10 ** peak[0]:g}, {10 ** peak[1]:g}]")
     return out
-
 
 def setting_numbers(setup: Setup) -> dict[str, str]:
     """The setting of the run, as the opening paragraph states it (keys ``set_*``)."""
@@ -305,10 +234,9 @@ def setting_numbers(setup: Setup) -> dict[str, str]:
                dof=str(setup.seeds - 1), scaling_dof=str(setup.scaling_seeds - 1))
     return {f"set_{k}": v for k, v in out.items()}
 
-
 def fig2_numbers(res: Fig2Result) -> dict[str, str]:
-    """Per panel (``gd1``, ``gd2``, ``adam1``, ``adam2``, ...): its eta, ``lambda_max / lambda_+`` and the
-    eigenvalues above the edge at seed 0; the 99th percentile of the bulk; and the mode counts."""
+    """Per panel (``gd1``, ``adam1``, ...): eta, ``lambda_max / lambda_+``, eigenvalues above the edge and the 99th
+    percentile (seed 0); and the mode counts."""
     out = {"w0_ratio": _g(res.init[0].esd[-1][-1] / res.edge, ".4g"),
            "w0_modes": ", ".join(str(m.count) for m in res.modes["init"])}
     for o in OPTIMIZERS:
@@ -320,26 +248,22 @@ def fig2_numbers(res: Fig2Result) -> dict[str, str]:
     modes = res.modes.get(("adam", BIMODAL_ETA))
     out["bimodal_modes"] = ", ".join(str(m.count) for m in modes) if modes else "not run"
     dips = [m.dip for m in modes] if modes else []
-    out["bimodal_dip"] = (f"{np.nanmin(dips):.2f}-{np.nanmax(dips):.2f}" if dips and np.isfinite(dips).any()
-                          else "n/a")
+    out["bimodal_dip"] = f"{np.nanmin(dips):.2f}-{np.nanmax(dips):.2f}" if dips and np.isfinite(dips).any() else "n/a"
     locs = [m.locations for m in modes if m.count >= 2] if modes else []
     out["bimodal_low"] = _g(np.mean([10 ** l[0] for l in locs]) / res.edge) if locs else "n/a"
     out["bimodal_high"] = _g(np.mean([10 ** l[-1] for l in locs]) / res.edge) if locs else "n/a"
     return out
 
-
 def fig3_numbers(res: Fig3Result, readout: str, level: float = 0.95) -> dict[str, str]:
-    """The first grid eta of every rule and optimizer, the statistics (seed mean and Student-t interval) at the
-    paper's learning rates and the grid eta below, the predicted spike thresholds and the initial losses."""
-    out = {}
-    etas = list(map(float, res.grid.etas))
+    """The first grid eta of every rule and optimizer, the statistics (seed mean, t-interval) at the paper's eta and
+    the one below, the predicted spike thresholds and the initial losses."""
+    out, etas = {}, list(map(float, res.grid.etas))
     for rule in RULE_NAMES:
         for o in OPTIMIZERS:
             v = res.statistic(rule, o, readout)
             ivs = [stats.t_interval(v[k], level, drop_nonfinite=True) for k in range(len(etas))]
             out[f"first_{rule}_{o}"] = _eta(_first(etas, [_holds(rule, iv.estimate) for iv in ivs]))
-            p = PAPER_ETAS[o]
-            j = etas.index(p) if p in etas else -1
+            j = etas.index(PAPER_ETAS[o]) if PAPER_ETAS[o] in etas else -1
             out[f"at_{rule}_{o}"] = _g(ivs[j].estimate) if j >= 0 else "n/a"
             out[f"below_eta_{o}"] = f"{etas[j - 1]:g}" if j > 0 else "n/a"
             for name, k in (("at", j), ("below", j - 1)):
@@ -356,33 +280,25 @@ def fig3_numbers(res: Fig3Result, readout: str, level: float = 0.95) -> dict[str
                 out[f"sweet2_loss_{o}_ci"] = ("n/a" if iv is None else
                                               f"{iv.estimate:.1%} [{iv.low:.1%}, {iv.high:.1%}]")
     out.update(pred_gd=_g(res.predicted["gd"]), pred_adam=_g(res.predicted["adam"], ".2g"))
-    for s in READOUT_SCALES:
-        for m in ("train_loss", "test_loss"):
-            out[f"init_{m}_{s}"] = _g(res.init_mean(f"{m}@{s}"))
-    g = res.grid
-    for o in OPTIMIZERS:
-        for s in READOUT_SCALES:
-            for m in ("train_loss", "test_loss"):
-                rel = g.mean(f"{m}@{s}", o) / res.init_mean(f"{m}@{s}") - 1
-                out[f"maxmove_{m}_{o}_{s}"] = f"{np.nanmax(np.abs(rel)):.1%}"
-    out["n_diverged"] = str(int(g.diverged.sum()))
-    out["sim_init"] = _g(res.init_mean("sim"))
-    out["inv_sqrt_d"] = _g(1 / math.sqrt(res.init[0].config.d))
+    losses, g = ("train_loss", "test_loss"), res.grid
+    out.update({f"init_{m}_{s}": _g(res.init_mean(f"{m}@{s}")) for s in READOUT_SCALES for m in losses})
+    rel = {(m, o, s): g.mean(f"{m}@{s}", o) / res.init_mean(f"{m}@{s}") - 1
+           for o in OPTIMIZERS for s in READOUT_SCALES for m in losses}
+    out.update({f"maxmove_{m}_{o}_{s}": f"{np.nanmax(np.abs(r)):.1%}" for (m, o, s), r in rel.items()})
+    out.update(n_diverged=str(int(g.diverged.sum())), sim_init=_g(res.init_mean("sim")),
+               inv_sqrt_d=_g(1 / math.sqrt(res.init[0].config.d)))
     return out
-
 
 def scaling_numbers(res: ScalingResult) -> dict[str, str]:
     """The fitted exponents (with intervals) and the range of each ratio, for the prose."""
     out = {f"exp_{k}": f"{f.slope:+.3f}" for k, f in res.fits.items()}
     out.update({f"ci_{k}": f"[{f.low:+.3f}, {f.high:+.3f}]" for k, f in res.fits.items()})
     for k in ("adam_frob", "adam_spec", "eta_f", "eta_2"):
-        v = res.values[k]
-        out[f"lo_{k}"], out[f"hi_{k}"] = _g(v.min()), _g(v.max())
+        out[f"lo_{k}"], out[f"hi_{k}"] = _g(res.values[k].min()), _g(res.values[k].max())
     last = [r for c, r in zip(res.configs, res.norms) if c.d == max(res.ds) and c.seed == 0][0]
-    out["nobc_frob_last"] = f"{last.adam_nobc_frob / last.sign_frob / SIGN_FACTOR:.3f}"
-    out["bc_frob_last"] = f"{last.adam_frob / last.sign_frob:.3f}"
-    out["kappa_last"] = _g(res.values["adam_spec"][res.ds == max(res.ds)].mean())
-    out["d_last"] = str(int(max(res.ds)))
+    out.update(nobc_frob_last=f"{last.adam_nobc_frob / last.sign_frob / SIGN_FACTOR:.3f}",
+               bc_frob_last=f"{last.adam_frob / last.sign_frob:.3f}",
+               kappa_last=_g(res.values["adam_spec"][res.ds == max(res.ds)].mean()), d_last=str(int(max(res.ds))))
     for k, stat in res.residual.items():
         x, (low, high) = stat.at(())
         out[f"res_{k}"] = f"{x:+.3f}"

@@ -1,12 +1,5 @@
-"""The phases chapter (``book/phases.ipynb``): Martin & Mahoney's 5+1 phases on labelled matrices.
-
-What the chapter computes, at its sizes (1500 x 1000, the student width of paper 003, and
-300 x 200): one example matrix per phase, the spectrum report of each, the confusion table of the
-classifier :func:`htlib.spectra.analyze_spectrum` on every family of
-:data:`htlib.random_matrices.LABELLED_CASES`, and the chapter's claim records.  The families
-themselves, and the classifier, are numerics; which label each family *should* get at these sizes,
-and why (:data:`EXPECTED_PHASES`), is this chapter's.
-"""
+"""The phases chapter: Martin & Mahoney's 5+1 phases on labelled matrices (one example per phase, the confusion
+tables of :func:`htlib.spectra.analyze_spectrum`) and which label each family should get, and why."""
 
 from __future__ import annotations
 
@@ -21,17 +14,12 @@ from htlib.experiments._setup import ParameterError, SweepSetup, param
 from htlib.random_matrices import LABELLED_CASES, labelled_matrix
 from htlib.sweep import run_sweep
 
-
 MIN_SIZE = 60
 """Fewest rows and columns a labelled matrix can have: the ``rank60`` family plants a rank-60 signal."""
-
 
 @dataclass(frozen=True)
 class Setup(SweepSetup):
     """The chapter's parameters (its ``parameters`` cell), validated once.
-
-    Both sizes need at least :data:`MIN_SIZE` rows and columns, and no more columns than rows
-    (``gamma = d/h <= 1``).
 
     Examples
     --------
@@ -42,7 +30,6 @@ class Setup(SweepSetup):
     ...
     htlib.experiments._setup.ParameterError: parameter 'small_d' must be an integer ≥ 60, ≤ 20000; got 59
     """
-
     h: int = param(1500, "rows p of the synthetic matrices (the student width of paper 003)", ge=MIN_SIZE, le=20_000)
     d: int = param(1000, "columns q (needs d ≤ h)", ge=MIN_SIZE, le=20_000)
     seed: int = param(0, "seed of the six example matrices", ge=0)
@@ -59,10 +46,8 @@ class Setup(SweepSetup):
                 raise ParameterError(f"parameter {cols!r} must be ≤ {rows} = {getattr(self, rows)} (gamma ≤ 1); "
                                      f"got {getattr(self, cols)}")
 
-
 PAPER = Setup()
 """The papers' setting: the defaults (Martin & Mahoney give no matrix size; 1500 x 1000 is paper 003's)."""
-
 
 EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", "bulk+spikes": "rank5",
                             "bulk-decay": "profile", "heavy-tailed": "t1.5", "rank-collapse": "collapse"}
@@ -86,15 +71,12 @@ EXPECTED_PHASES: dict[str, PhaseResult] = {
                          "4 s_TW margin)"},
     "rank1-1.4": {"label": "bulk+spikes", "small": ("bleeding-out",),
                   "why_small": "at small sizes its outlier is predicted near the 10 s_TW separation boundary"},
-    "rank1-2.0": {"label": "bulk+spikes"},
-    "rank1-4.0": {"label": "bulk+spikes"},
+    "rank1-2.0": {"label": "bulk+spikes"}, "rank1-4.0": {"label": "bulk+spikes"},
     "bleed": {"label": "bleeding-out", "undecidable": ("bleeding-out", "bulk+spikes"), "small": ("random-like",),
               "why": "the theta = 1.15 outlier is predicted near the 10 s_TW separation boundary, a few s_TW above "
                      "the next one: it can stand apart as a spike",
               "why_small": "at small sizes some of the four outliers are predicted inside the 4 s_TW margin"},
-    "rank5": {"label": "bulk+spikes"},
-    "rank15": {"label": "bulk+spikes"},
-    "rank60": {"label": "bulk+spikes"},
+    "rank5": {"label": "bulk+spikes"}, "rank15": {"label": "bulk+spikes"}, "rank60": {"label": "bulk+spikes"},
     "t1.5": {"label": "heavy-tailed", "why": "mu = 1.5 < 2: very heavy-tailed"},
     "t2.5": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
     "t3": {"label": "heavy-tailed", "undecidable": ("heavy-tailed", "bulk-decay", "bulk+spikes"), "why": _MU24},
@@ -109,24 +91,16 @@ EXPECTED_PHASES: dict[str, PhaseResult] = {
                        "decays into a few outliers just past lambda_+",
                 "why_small": "at small sizes the deformation stays within a few s_TW of the edge"},
     "zeros5": {"label": "random-like", "why": "5% zeros is below the 10% rank-collapse share; MP holds on the rest"},
-    "zeros20": {"label": "rank-collapse"},
-    "zeros50": {"label": "rank-collapse"},
+    "zeros20": {"label": "rank-collapse"}, "zeros50": {"label": "rank-collapse"},
     "collapse": {"label": "rank-collapse", "why": "90% of the eigenvalues sit on a 1e-2 noise floor"},
 }
-"""Martin & Mahoney's label of every labelled case, with the labels an honest classifier may return
-where the case is undecidable at the large size (``"undecidable"``) or only below it (``"small"``), and
-the reason (without sizes: :func:`boundary_evidence` measures each case at the size of a run).  The
-allowances were found at :data:`LARGE` and at 300 x 200."""
+"""Martin & Mahoney's label of every case, the labels accepted where it is undecidable (below :data:`LARGE`: small)."""
 
 LARGE = (1500, 1000)
 """The size from which on (``h * d`` at least as large) only the large-size allowances apply."""
 
-
 def expected_phases(name: str, h: int, d: int) -> tuple[str, ...]:
-    """Labels accepted for case ``name`` at size ``h x d``: the taxonomy's label, or the undecidable set.
-
-    ``h * d >= LARGE[0] * LARGE[1]`` uses the large-size entry; smaller sizes add the ``"small"`` allowances.
-    """
+    """Labels accepted for case ``name`` at ``h x d``: the label or the undecidable set (+ ``"small"`` below LARGE)."""
     check_choice("name", name, tuple(EXPECTED_PHASES))
     e = EXPECTED_PHASES[name]
     allowed = tuple(e.get("undecidable", (e["label"],)))
@@ -134,11 +108,9 @@ def expected_phases(name: str, h: int, d: int) -> tuple[str, ...]:
         allowed = tuple(dict.fromkeys(allowed + tuple(e.get("small", ()))))
     return allowed
 
-
 @dataclass(frozen=True)
 class PhaseCase:
     """One labelled case of :data:`LABELLED_CASES` at a size and seed (a sweep configuration)."""
-
     name: str
     h: int = 1500
     d: int = 1000
@@ -151,30 +123,20 @@ class PhaseCase:
         if not (isinstance(self.seed, int) and self.seed >= 0):
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
 
-
 @dataclass(frozen=True)
 class PhaseResult:
-    """One labelled matrix's ESD and spectrum report.
-
-    ``eigs`` is the ESD of ``WᵀW/h``; ``report`` is :func:`htlib.spectra.analyze_spectrum` of the raw
-    ESD of ``WᵀW`` (the phase is scale-free; the raw ESD gives WeightWatcher's alpha); ``scale = h``
-    is the factor between the two.
-    """
-
+    """One labelled matrix: ``eigs`` (the ESD of ``WᵀW/h``), ``scale = h`` and the ``report`` of the raw ESD."""
     eigs: np.ndarray
     scale: float
     report: spectra.SpectrumReport
-
 
 def run_phase_case(cfg: PhaseCase) -> PhaseResult:
     """Draw the case and analyse its spectrum (:class:`PhaseResult`)."""
     raw = spectra.esd(labelled_matrix(cfg.name, cfg.h, cfg.d, seed=cfg.seed))
     return PhaseResult(eigs=raw / cfg.h, scale=float(cfg.h), report=spectra.analyze_spectrum(raw, cfg.d / cfg.h))
 
-
 def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> np.ndarray:
-    """Counts ``[case, phase]`` of the labels ``phases[i]`` (one list per case, e.g. over seeds),
-    columns in the order of :data:`spectra.PHASES`."""
+    """Counts ``[case, phase]`` of the labels ``phases[i]`` (one list per case), columns as :data:`spectra.PHASES`."""
     if len(cases) != len(phases):
         raise ValueError(f"cases and phases must have the same length, got {len(cases)} and {len(phases)}")
     out = np.zeros((len(cases), len(spectra.PHASES)), dtype=int)
@@ -184,26 +146,16 @@ def confusion_counts(cases: Sequence[str], phases: Sequence[Sequence[str]]) -> n
             out[i, spectra.PHASES.index(lab)] += 1
     return out
 
-
-# --------------------------------------------------------------------------- the six examples
-
-
 def run_examples(setup: Setup) -> dict[str, PhaseResult]:
-    """:func:`run_phase_case` of the :data:`EXAMPLES` at ``setup.h x setup.d``, keyed by phase (through the
-    result cache, on the setup's executor)."""
+    """:func:`run_phase_case` of the :data:`EXAMPLES` at ``setup.h x setup.d``, keyed by phase."""
     cfgs = [PhaseCase(n, setup.h, setup.d, setup.seed) for n in EXAMPLES.values()]
     with setup.executor_context() as pool:
         res = run_sweep(run_phase_case, cfgs, executor=pool, progress=False, desc="phase examples")
     return dict(zip(EXAMPLES, res))
 
-
-# --------------------------------------------------------------------------- confusion tables
-
-
 @dataclass(frozen=True)
 class Confusion:
     """The classifier on every labelled family at one size: labels per seed, counts, agreement."""
-
     h: int
     d: int
     labels: dict[str, list[str]]
@@ -221,10 +173,8 @@ class Confusion:
         """Families for which several labels are accepted at this size."""
         return sum(len(expected_phases(n, self.h, self.d)) > 1 for n in self.labels)
 
-
 def confusion(h: int, d: int, seeds: Sequence[int], *, executor=None) -> Confusion:
-    """Classify every family of :data:`LABELLED_CASES` at ``h x d`` for each seed (through the cache,
-    on ``executor``: a ``concurrent.futures`` executor, ``None`` for this process)."""
+    """Classify every family of :data:`LABELLED_CASES` at ``h x d`` for each seed (``executor=None``: this process)."""
     cfgs = [PhaseCase(n, h, d, s) for n in LABELLED_CASES for s in seeds]
     res = run_sweep(run_phase_case, cfgs, executor=executor, progress=False, desc=f"labelled set {h}x{d}")
     reports = {n: [r.report for c, r in zip(cfgs, res) if c.name == n] for n in LABELLED_CASES}
@@ -232,10 +182,8 @@ def confusion(h: int, d: int, seeds: Sequence[int], *, executor=None) -> Confusi
     ok = {n: all(x in expected_phases(n, h, d) for x in lab) for n, lab in labels.items()}
     return Confusion(h, d, labels, confusion_counts(list(labels), list(labels.values())), ok, reports)
 
-
 def run_confusions(setup: Setup) -> tuple[Confusion, Confusion]:
-    """The :func:`confusion` at ``h x d`` (``confusion_seeds`` seeds) and at ``small_h x small_d``
-    (``small_seeds`` seeds), on the setup's executor."""
+    """The :func:`confusion` at ``h x d`` and at ``small_h x small_d``, on the setup's executor."""
     with setup.executor_context() as pool:
         big = confusion(setup.h, setup.d, range(setup.confusion_seeds), executor=pool)
         small = confusion(setup.small_h, setup.small_d, range(setup.small_seeds), executor=pool)

@@ -1,7 +1,5 @@
-"""What the phases chapter reads from its cached results: the claims table (``claims.toml``, judged by
-:func:`htlib.claims.judge`), the measurements it reads, the tables and the numbers of the prose.  Outside the
-result-cache key (:mod:`htlib.cache`): editing a level or a sentence recomputes nothing; what computes lives in
-:mod:`htlib.experiments.phases.compute`."""
+"""What the phases chapter reads from its cached results: the claims table (``claims.toml``), its measurements,
+tables and the numbers of the prose; outside the result-cache key, so editing a level recomputes nothing."""
 
 from __future__ import annotations
 
@@ -12,48 +10,13 @@ import numpy as np
 
 from htlib import plotting, spectra
 from htlib.claims import Claim, Measurement, judge_table, read_table
-from htlib.experiments.phases.compute import Confusion, EXPECTED_PHASES, LARGE, PhaseResult, expected_phases
+from htlib.experiments.phases.compute import Confusion, EXPECTED_PHASES, LARGE, expected_phases
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
 """The chapter's claims table: each claim's sentence, measurement, statistic and level."""
 
-
 SHORT_PHASES: tuple[str, ...] = ("random", "bleed", "spikes", "decay", "heavy", "collapse")
 """Column names of the confusion table, in the order of :data:`htlib.spectra.PHASES`."""
-
-
-def example_numbers(examples: dict[str, PhaseResult]) -> dict[str, str]:
-    """The numbers and labels the chapter's reading of the six examples states, formatted for its prose."""
-    rep = {p: res.report for p, res in examples.items()}
-    spikes, heavy, decay, collapse = (rep[p] for p in ("bulk+spikes", "heavy-tailed", "bulk-decay", "rank-collapse"))
-    return {
-        "ex_spikes_gap": f"{spikes.bulk_gap_tw:.0f}", "ex_spikes_label": spikes.phase,
-        "ex_spikes_outliers": count_phrase(spikes.num_outliers, "eigenvalue"),
-        "ex_heavy_reach": f"{heavy.tail_reach:.3g}", "ex_heavy_gap": f"{heavy.bulk_gap_tw:.1f}",
-        "ex_heavy_tail_alpha": f"{heavy.tail_alpha:.2f}", "ex_heavy_alpha": f"{heavy.alpha:.2f}",
-        "ex_heavy_strict": "yes" if heavy.heavy_tailed_strict else "no",
-        "ex_decay_reach": f"{decay.tail_reach:.3g}", "ex_decay_label": decay.phase,
-        "ex_decay_outliers": count_phrase(decay.num_outliers, "eigenvalue"),
-        # The signal's rank, measured: the eigenvalues above the noise floor.
-        "collapse_rank": f"{collapse.n - collapse.n_zero:d}", "ex_collapse_zeros": f"{collapse.zero_fraction:.0%}",
-    }
-
-
-def size_numbers(big: "Confusion", small: "Confusion") -> dict[str, str]:
-    """The size-dependent numbers of the chapter's prose on where the labels become reliable: each size,
-    its Tracy-Widom width relative to the MP edge (``sigma2 = 1``), the predicted positions of the weak
-    rank-one signals the prose names, the widths a 10% spread of the edge spans, and how the labelled
-    set fares (:func:`reliability`)."""
-    out, widths = {}, {}
-    for key, conf in (("big", big), ("small", small)):
-        widths[key] = spectra.tracy_widom_scale(conf.h, conf.d) / spectra.mp_edges(conf.d / conf.h)[1]
-        out |= {f"tw_size_{key}": f"{conf.h} x {conf.d}", f"tw_frac_{key}": f"{widths[key]:.1%}",
-                f"{key}_reliability": reliability(conf)}
-    out["tenth_widths"] = f"{0.1 / widths['big']:.0f}"
-    out["z1_big"] = f"{predicted_outlier_tw(1.0, big.h, big.d):.1f}"
-    out["z14_small"] = f"{predicted_outlier_tw(1.4, small.h, small.d):.1f}"
-    return out
-
 
 def confusion_table(conf: Confusion):
     """Rows: case and its accepted labels; columns: how often each phase was returned; ok."""
@@ -61,18 +24,13 @@ def confusion_table(conf: Confusion):
             for i, n in enumerate(conf.labels)]
     return plotting.table(rows, ["case", "expected", *SHORT_PHASES, "ok"], index="case")
 
-
 PLANTED_THETAS: dict[str, tuple[float, ...]] = {"rank1-1.0": (1.0,), "rank1-1.1": (1.1,), "rank1-1.4": (1.4,),
                                                 "bleed": (1.0, 1.05, 1.1, 1.15)}
 """The signal strengths of the boundary families whose outliers have a closed-form position."""
 
-
 def predicted_outlier_tw(theta: float, h: int, d: int) -> float:
-    """Where the outlier of a rank-one signal of strength ``theta`` is predicted, in Tracy-Widom widths
-    past the MP edge of an ``h x d`` Gaussian matrix (``sigma2 = 1``); nan below the BBP threshold.
-
-    The outlier of ``G + sqrt(h) theta u vᵀ`` in the ESD of ``WᵀW/h`` sits at
-    ``(1 + theta²)(gamma + theta²)/theta²`` for ``theta > gamma**(1/4)`` (Baik, Ben Arous and Péché).
+    """Where the outlier of a rank-one signal ``theta`` is predicted, in TW widths past the MP edge of an ``h x d``
+    Gaussian matrix: ``(1 + theta²)(gamma + theta²)/theta²`` above BBP ``gamma**(1/4)``, else nan.
 
     Examples
     --------
@@ -87,15 +45,12 @@ def predicted_outlier_tw(theta: float, h: int, d: int) -> float:
     spike = (1 + theta ** 2) * (g + theta ** 2) / theta ** 2
     return float((spike - spectra.mp_edges(g)[1]) / spectra.tracy_widom_scale(h, d))
 
-
 def _span(values: Sequence[float], fmt: str) -> str:
     lo, hi = min(values), max(values)
     return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
 
-
 def boundary_evidence(name: str, conf: Confusion) -> str:
-    """What the run measured (and, for planted signals, what theory predicts) for case ``name`` at the
-    confusion's size: the numbers that put it on a boundary."""
+    """What the run measured (and theory predicts, for planted signals) for case ``name`` at the confusion's size."""
     reps = conf.reports[name]
     parts = []
     if name in PLANTED_THETAS:
@@ -109,10 +64,8 @@ def boundary_evidence(name: str, conf: Confusion) -> str:
         parts.append(f"tail alpha {_span([r.tail_alpha for r in reps if np.isfinite(r.tail_alpha)], '.1f')}")
     return ", ".join(parts) + f" ({count_phrase(len(reps), 'seed')})"
 
-
 def undecidable_table(*confs: Confusion):
-    """The families with several accepted labels at each confusion's size: the accepted labels, why, what
-    the run measured there (:func:`boundary_evidence`) and the labels it gave."""
+    """The families with several accepted labels at each size: labels, why, :func:`boundary_evidence`, labels got."""
     rows = []
     for conf in confs:
         for n in conf.labels:
@@ -127,7 +80,6 @@ def undecidable_table(*confs: Confusion):
             rows.append((n, f"{conf.h} x {conf.d}", "/".join(allowed), why, boundary_evidence(n, conf), labels))
     return plotting.table(rows, ["case", "size", "accepted", "why", "measured at this size", "labels"], index="case")
 
-
 def count_phrase(n: int, noun: str) -> str:
     """``"1 outlier"``, ``"5 outliers"``, ``"no outlier"``: a count that reads right at any value.
 
@@ -138,7 +90,6 @@ def count_phrase(n: int, noun: str) -> str:
     """
     return f"no {noun}" if n == 0 else f"{n} {noun}" + ("" if n == 1 else "s")
 
-
 def reliability(conf: Confusion) -> str:
     """One clause on how the labelled set fares at the confusion's size, from its labels."""
     missed = [n for n, ok in conf.ok.items() if not ok]
@@ -146,9 +97,6 @@ def reliability(conf: Confusion) -> str:
         return "every family of the set gets an accepted label"
     return (f"{len(missed)} of {len(conf.ok)} families get a label outside their accepted set ("
             + "; ".join(f"{n} labelled {'/'.join(sorted(set(conf.labels[n])))}" for n in missed) + ")")
-
-
-# --------------------------------------------------------------------------- claims
 
 LABEL_ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "random_like": (("gaussian", "rank1-0.5", "rank1-0.8", "zeros5"), "random-like"),
@@ -159,21 +107,16 @@ LABEL_ROWS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 """The families each label row of :data:`TABLE` draws from, and the taxonomy's label for them."""
 
-
 def measure(big: Confusion) -> dict[str, Measurement]:
-    """What each row of :data:`TABLE` reads from the confusion table ``big``: every draw (family x seed) is
-    one run; a label row reads 1 where the draw got the taxonomy's label (else 0), an exponent row its
-    PL_Alpha_KS.  The notes give what the reader needs to see why: the labels that differ, the tail
-    exponent the label reads, and how far the top eigenvalue of the mu > 4 draws stands from the edge."""
+    """What each row of :data:`TABLE` reads from ``big``: every draw (family x seed) is one run; a label row reads
+    1 where the draw got the taxonomy's label (else 0), an exponent row its PL_Alpha_KS."""
     seeds = len(next(iter(big.labels.values())))
     setting = (f"synthetic matrices of the laws the taxonomy names, {big.h} x {big.d}, "
                f"{count_phrase(seeds, 'seed')} per family (the paper reads trained layers)")
-
     def draws(families: Sequence[str], values: Sequence[float], note: str = "") -> Measurement:
         runs = (f"{count_phrase(seeds, 'seed')} of {families[0]}" if len(families) == 1 else
                 f"{len(families) * seeds} draws: {len(families)} families x {count_phrase(seeds, 'seed')}")
         return Measurement(values, note=note, setting=setting, runs_text=runs)
-
     def alphas(*families: str, note: str = "") -> Measurement:
         a = [r.alpha for n in families for r in big.reports[n]]
         failed = sum(not np.isfinite(x) for x in a)
@@ -181,7 +124,6 @@ def measure(big: Confusion) -> dict[str, Measurement]:
             return Measurement(setting=setting, cannot_test="no draw has a power-law fit (PL_Alpha_KS is nan)")
         notes = [note, f"{count_phrase(failed, 'draw')} without a power-law fit left out" if failed else ""]
         return draws(families, [x for x in a if np.isfinite(x)], "; ".join(n for n in notes if n))
-
     out = {}
     for key, (families, want) in LABEL_ROWS.items():
         missed = "; ".join(f"{n} labelled {x}" for n in families for x in big.labels[n] if x != want)
@@ -196,7 +138,6 @@ def measure(big: Confusion) -> dict[str, Measurement]:
     out["alpha_mu2"] = Measurement(setting=setting, parts={"alpha_mu2-t1_5": alphas("t1.5"),
                                                            "alpha_mu2-pareto1": alphas("pareto1")})
     return out
-
 
 def claims(big: Confusion) -> list[Claim]:
     """The chapter's claim records (Martin & Mahoney 2021): :data:`TABLE` judged on :func:`measure`."""

@@ -1,10 +1,4 @@
-"""The spike-to-heavy-tail chapter (paper 003, §1, §5, §6, App. A): runs, tables, figures and claims.
-
-Built on :func:`htlib.two_layer.train` and the trajectory analysis of :mod:`htlib.dynamics`
-(overlaps, spectrum widths, the one spectrum report and its phase tracks), which name no figure.
-Here live the chapter's run configurations (keyed by what each figure needs), its tables
-(DataFrames), its figures (on :mod:`htlib.plotting`) and its claim records.
-"""
+"""The spike-to-heavy-tail chapter (paper 003, §1, §5, §6, App. A): its parameters and runs."""
 
 from __future__ import annotations
 
@@ -15,16 +9,9 @@ from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, para
 from htlib.sweep import run_sweep
 from htlib.two_layer import Trajectory, TwoLayerConfig, train
 
-
 @dataclass(frozen=True)
 class Setup(SweepSetup):
-    """The chapter's parameters (its ``parameters`` cell), validated once; :func:`chapter_configs` builds every
-    run from them and :func:`run_training` trains them through the one executor option.
-
-    The defaults are paper 003's §4 setting (n = 2000, d = 1000, h = 1500) and App. A's; only the slow run of
-    the review discussion is shorter than the paper's (:data:`PAPER` sets its 30,000 steps).  Every run is
-    trained at ``seeds`` seeds (:attr:`seed_list`), so that a claim on a per-run statistic rests on at least
-    3 independent runs; the paper shows one run per figure, and the figures show the first seed.
+    """The chapter's parameters: paper 003's §4 and App. A settings (the slow run shorter, see :data:`PAPER`).
 
     Examples
     --------
@@ -34,15 +21,12 @@ class Setup(SweepSetup):
     (4, 5, 6)
     >>> Setup(seeds=21)
     Traceback (most recent call last):
-    ...
     htlib.experiments._setup.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 21
     >>> Setup(steps=1)
     Traceback (most recent call last):
-    ...
     htlib.experiments._setup.ParameterError: parameter 'steps' must be an integer ≥ 2; got 1
     >>> Setup(d=50)
     Traceback (most recent call last):
-    ...
     htlib.experiments._setup.ParameterError: parameter 'block' must be ≤ min(d, h) = 50; got 100
     """
 
@@ -81,25 +65,18 @@ class Setup(SweepSetup):
     def _check(self) -> None:
         if self.block > min(self.d, self.h):
             raise ParameterError(f"parameter 'block' must be ≤ min(d, h) = {min(self.d, self.h)}; got {self.block}")
-
     @property
     def seed_list(self) -> tuple[int, ...]:
         """The seeds every run is trained at: ``seed, seed + 1, ..., seed + seeds - 1`` (the first is the figures')."""
         return tuple(range(self.seed, self.seed + self.seeds))
-
     def rules(self) -> spectra.PhaseRules:
         """The one spectrum report's thresholds, with this Setup's stricter heavy-tail option."""
         return spectra.PhaseRules(strict_alpha=self.strict_alpha, strict_pvalue=self.strict_pvalue)
 
-
-PAPER = Setup(slow_budget=30_000, slow_record_every=500)
-"""Paper 003's setting: the defaults, with the review discussion's slow run at eta = 0.1 long enough for its
-"about 10^4 steps" to a heavy tail (the steps criterion reads up to 3x that)."""
-
+PAPER = Setup(slow_budget=30_000, slow_record_every=500)  # the slow run long enough for the review's 10^4 steps
 
 def run_training(setup: Setup) -> dict[int, dict[tuple, Trajectory]]:
-    """Every run of :func:`chapter_configs` at every seed of ``setup.seed_list``, trained through ``setup``'s
-    executor in one sweep (cached per run and seed): ``{seed: {key: Trajectory}}``, the first seed first.
+    """Every run of :func:`chapter_configs` at every seed, in one cached sweep: ``{seed: {key: Trajectory}}``.
 
     Examples
     --------
@@ -109,7 +86,6 @@ def run_training(setup: Setup) -> dict[int, dict[tuple, Trajectory]]:
     ([0, 1], 2, 1)
     """
     per_seed = {seed: chapter_configs(setup, seed) for seed in setup.seed_list}
-    # Every seed's long runs first (they set the wall time): sort by the position within a seed's configs.
     order = sorted(((seed, key) for seed, cfgs in per_seed.items() for key in cfgs),
                    key=lambda sk: list(per_seed[sk[0]]).index(sk[1]))
     with setup.executor_context() as pool:
@@ -117,24 +93,16 @@ def run_training(setup: Setup) -> dict[int, dict[tuple, Trajectory]]:
     done = dict(zip(order, trained))
     return {seed: {key: done[(seed, key)] for key in cfgs} for seed, cfgs in per_seed.items()}
 
-
 def adam_etas(s: Setup) -> list[float]:
     """Every FB-Adam learning rate with a ``steps``-step run."""
     return sorted({*s.etas_adam_track, *s.etas_review, s.eta_adam, s.eta_adam_fig1})
 
-
 def chapter_configs(s: Setup, seed: int | None = None) -> dict[tuple, TwoLayerConfig]:
-    """Every run of the chapter at ``seed`` (default: the first, ``s.seed``), keyed ``("ht", eta_adam)``
-    (``ht_steps`` FB-Adam steps at ``eta_adam``, every step recorded: steps to a heavy tail), ``("slow", slow_eta)``
-    (``slow_budget`` steps recorded every ``slow_record_every``), ``("appA", opt)`` (App. A, weight normalization),
-    ``("adam", eta)`` / ``("gd", eta)`` (``steps``-step runs that record every step and keep
-    ``W_0, W_1, W_{T-1}, W_T``) and ``("adam-wn", eta_adam)``; the long runs first (they set the wall time)."""
+    """Every run of the chapter at ``seed`` (default ``s.seed``), keyed ``(kind, eta or optimizer)``."""
     seed = s.seed if seed is None else int(seed)
-
     def run(optimizer, eta, steps, **kw):
         return TwoLayerConfig(n=s.n, d=s.d, h=s.h, seed=seed, device=s.device, optimizer=optimizer, eta=float(eta),
                               steps=steps, readout_scale=s.readout, **kw)
-
     configs = {("ht", s.eta_adam): run("adam", s.eta_adam, s.ht_steps),
                ("slow", s.slow_eta): run("adam", s.slow_eta, s.slow_budget, record_every=s.slow_record_every)}
     for opt, eta in (("gd", s.appA_eta_gd), ("adam", s.appA_eta_adam)):
@@ -144,7 +112,6 @@ def chapter_configs(s: Setup, seed: int | None = None) -> dict[tuple, TwoLayerCo
     keep = (0, 1, s.steps - 1, s.steps)
     traced = {*s.etas_adam_track, s.eta_adam, s.eta_adam_fig1}
     for eta in adam_etas(s):
-        # The review's other learning rates are read after the last step only (two records, not eleven).
         configs[("adam", eta)] = (run("adam", eta, s.steps, keep_weights=keep) if eta in traced
                                   else run("adam", eta, s.steps, record_every=s.steps))
     for eta in sorted({*s.etas_gd_track, s.eta_gd}):

@@ -1,7 +1,5 @@
-"""What the spike chapter reads from its cached results: its claims table (``claims.toml``), the measurements
-the one judge reads (:func:`measure`), and the tables and readings the notebook shows.  Outside the result-cache
-key (:mod:`htlib.cache`): editing a level, a gate or a sentence here recomputes nothing; what computes lives in
-:mod:`htlib.experiments.spike.compute`."""
+"""What the spike chapter reads from its cached results: its claims table, the measurements, tables and readings
+(outside the result-cache key; what computes is :mod:`htlib.experiments.spike.compute`)."""
 
 from __future__ import annotations
 
@@ -17,37 +15,23 @@ from htlib.claims import Claim, Measurement, judge_table, read_table
 from htlib.two_layer import Trajectory
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
-"""The chapter's claims table: every level of its claims, written once."""
 
 NAMES = {"gd": "GD", "adam": "FB-Adam"}
-ABBREV = {"random-like": "RL", "bleeding-out": "BO", "bulk+spikes": "BS", "bulk-decay": "BD",
-          "heavy-tailed": "HT", "rank-collapse": "RC"}
-PAPER_APP_A = {"gd": 1.58, "adam": 1.59}
-"""PL_Alpha_KS the paper reports in App. A (weight normalization, 10 steps)."""
-PAPER_STEPS = {1.0: 10.0, 0.1: 1e4, 0.01: 1e6}
-"""The review discussion's FB-Adam step counts to a heavy tail, per learning rate."""
+PAPER_APP_A = {"gd": 1.58, "adam": 1.59}  # PL_Alpha_KS the paper reports in App. A
+PAPER_STEPS = {1.0: 10.0, 0.1: 1e4, 0.01: 1e6}  # the review's FB-Adam steps to a heavy tail, per learning rate
 SHAPE_PVALUE = 0.1
 """Tail-shape table: the likelihood ratio of a power law against an exponential decides at this level (Clauset,
-Shalizi & Newman's: below it the sign of the ratio says which fits better; above it neither).  The claims' variant
-reads the sign of the ratio over runs instead."""
+Shalizi & Newman's); the claims' variant reads the sign of the ratio over runs instead."""
 HILL_HEAVY = 2.0
-"""The PL_Alpha_Hill reading of a heavy tail (what the steps rows and the steps table measure).  The papers give no
-level: 003 calls an ESD with "PL_Alpha_Hill = 1.8" heavy-tailed (§5.3), and an MP matrix at the §4 sizes reads
-about 2.45 (``W0``; the chapter glues its value), so 2 lies between the two."""
+"""The PL_Alpha_Hill reading of a heavy tail.  The papers give no level: 003 calls "PL_Alpha_Hill = 1.8"
+heavy-tailed (§5.3), and an MP matrix at the §4 sizes reads about 2.45, so 2 lies between the two."""
 DECAY_KS = (4.0, 6.0)
-"""Martin & Mahoney's bulk-decay (weakly heavy-tailed) range of PL_Alpha_KS, ``[4, 6)``, as the §6 row measures a
-bulk-decay step; below 4 is their heavy-tailed range.  Their boundaries are approximate ("about 4"), and this band
-was set after the chapter's runs had been seen (the §6 row's revised_because says so)."""
-
+"""Martin & Mahoney's bulk-decay range of PL_Alpha_KS, ``[4, 6)``, set after the runs had been seen (the §6 row's
+revised_because says so)."""
 
 @dataclass(frozen=True)
 class LabelledRun:
-    """One training spectrum of paper 003 whose phase a figure of the paper shows.
-
-    ``(optimizer, eta, steps, weight_norm)`` is the run at the §4 sizes (seed 0), ``t`` the step whose
-    ESD is read; ``labels`` are the phases that figure shows (several where it allows several), ``source``
-    says which figure and why.
-    """
+    """One training spectrum of paper 003 (seed 0, step ``t``) whose phases ``labels`` a figure (``source``) shows."""
 
     optimizer: str
     eta: float
@@ -56,7 +40,6 @@ class LabelledRun:
     labels: tuple[str, ...]
     source: str
     weight_norm: bool = False
-
 
 LABELLED_TRAINING: dict[str, LabelledRun] = {
     "initialization": LabelledRun("adam", 1.0, 10, 0, ("random-like",), "W0 is i.i.d. Gaussian: an MP bulk"),
@@ -81,23 +64,15 @@ LABELLED_TRAINING: dict[str, LabelledRun] = {
     "FB-Adam eta=1 with WN, 10 steps": LabelledRun("adam", 1.0, 10, 10, ("heavy-tailed",),
                                                    "Fig. 6(b): a wider heavy-tailed ESD", weight_norm=True),
 }
-"""The paper's own training spectra as a labelled set of the phase rules (seed-0 ESDs in
-``tests/fixtures/paper003_spectra.npz``, written by ``tests/fixtures/make_paper003_spectra.py``).
-FB-Adam eta = 10 after one step (Fig. 2(d), "seemingly bimodal") is left out: bimodal is none of the 5+1 shapes."""
-
+"""The paper's own training spectra as a labelled set of the phase rules (``tests/fixtures/paper003_spectra.npz``);
+Fig. 2(d)'s "seemingly bimodal" ESD is left out: bimodal is none of the 5+1 shapes."""
 
 def _name(opt: str, eta: float) -> str:
     return f"{NAMES[opt]} eta={eta:g}"
 
-
-# ----------------------------------------------------------------------------- tables
-
-
 def esd_fit_figure(esds: Mapping[str, np.ndarray], *, title: str, cut_top: bool = False):
-    """One row per ESD: linear histogram, (optionally) the histogram without its largest 1%, and the
-    log-log histogram with the fitted power law (PL_Alpha_KS) and ``xmin``."""
+    """One row per ESD: linear histogram, (``cut_top``) without its largest 1%, and log-log with the power-law fit."""
     import matplotlib.pyplot as plt
-
     ncols = 3 if cut_top else 2
     fig, axes = plt.subplots(len(esds), ncols, figsize=(8, 3.0 * len(esds)), squeeze=False)
     for row, (name, eigs) in zip(axes, esds.items()):
@@ -116,20 +91,14 @@ def esd_fit_figure(esds: Mapping[str, np.ndarray], *, title: str, cut_top: bool 
         fig.suptitle(title, fontsize=11)
     return fig
 
-
 def spread_summaries(late: Mapping[str, Mapping[str, np.ndarray]], *, block: int) -> dict:
     """``{(run, "U_after" | "V_after"): OverlapSummary}`` of the leading ``block`` of the late overlaps."""
     return {(name, k): dynamics.overlap_summary(ov[k], k=block, n_top=1) for name, ov in late.items()
             for k in ("U_after", "V_after")}
 
-
-# ----------------------------------------------------------------------------- tail shape and steps to a heavy tail
-
-
 def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
-    """Log-likelihood ratio ``R`` of a power law against an exponential, both fitted by maximum likelihood to
-    the sample ``x >= xmin`` with the threshold at ``xmin``, and the two-sided p-value of ``R`` (Vuong's
-    normal approximation, as in Clauset, Shalizi & Newman 2009).  ``R > 0`` favours the power law.
+    """Log-likelihood ratio ``R`` of a power law against an exponential (maximum likelihood on ``x >= xmin``) and
+    its two-sided p-value (Vuong's normal approximation, as Clauset, Shalizi & Newman 2009); ``R > 0``: power law.
 
     Examples
     --------
@@ -142,7 +111,6 @@ def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
     True
     """
     from scipy import stats
-
     x = np.asarray(x, dtype=float)
     x = x[x >= xmin]
     if x.size < 3 or not np.all(np.isfinite(x)):
@@ -153,11 +121,10 @@ def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
     r, sd = float(diff.sum()), float(diff.std())
     return r, (float(2.0 * stats.norm.sf(abs(r) / (np.sqrt(x.size) * sd))) if sd > 0 else 1.0)
 
-
 @dataclass(frozen=True)
 class TailShape:
     """The tail-shape check of one ESD (:func:`tail_shape`): the label with and without ``lambda_1``, and the
-    likelihood-ratio test of a power law against an exponential on the power-law tail without ``lambda_1``."""
+    likelihood-ratio test of the power-law tail without ``lambda_1``."""
 
     label: str
     label_without_top: str
@@ -169,25 +136,19 @@ class TailShape:
 
     @property
     def heavy(self) -> bool:
-        """Heavy-tailed as the chapter's claims read it: labelled heavy-tailed with and without ``lambda_1``,
-        so a tail that is one outlier above an MP-like bulk does not count."""
+        """Labelled heavy-tailed with and without ``lambda_1`` (one outlier above an MP-like bulk does not count)."""
         return self.label == "heavy-tailed" and self.label_without_top == "heavy-tailed"
 
     @property
     def shape(self) -> str:
-        """``"power law"`` or ``"exponential"`` (the likelihood ratio decides at :data:`SHAPE_PVALUE`), else
-        ``"undecided"``."""
+        """``"power law"``, ``"exponential"`` (decided at :data:`SHAPE_PVALUE`) or ``"undecided"``."""
         if not np.isfinite(self.pvalue) or self.pvalue >= SHAPE_PVALUE:
             return "undecided"
         return "power law" if self.ratio > 0 else "exponential"
 
-
 def tail_shape(eigs, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHASE_RULES) -> TailShape:
-    """:class:`TailShape` of the ESD ``eigs`` of ``WᵀW`` (``W`` is ``h x d``).
-
-    ``lambda_1`` is removed and the spectrum report is run again: a heavy tail that is only its top
-    eigenvalue loses its label.  On the rest, WeightWatcher's power-law fit picks ``xmin`` and
-    :func:`power_law_vs_exponential` compares the two shapes above it.
+    """:class:`TailShape` of the ESD ``eigs`` of ``WᵀW`` (``W`` is ``h x d``): the report again without
+    ``lambda_1``, and :func:`power_law_vs_exponential` above WeightWatcher's ``xmin`` of the rest.
 
     Examples
     --------
@@ -205,14 +166,10 @@ def tail_shape(eigs, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHAS
     r, p = power_law_vs_exponential(e[:-1], float(fit.xmin))
     return TailShape(full.phase, rest.phase, float(rest.tail_reach), float(rest.tail_alpha), int(fit.n_tail), r, p)
 
-
 def shape_checks(*, h: int, d: int, seed: int,
                  rules: spectra.PhaseRules = spectra.PHASE_RULES) -> tuple[pd.DataFrame, int]:
-    """The tail-shape check on three ``h x d`` matrices whose answer is known before any training: a Gaussian
-    matrix with one rank-one spike (not heavy-tailed: its tail is the spike), the same Gaussian matrix with
-    its largest eigenvalue multiplied by 200 (one far eigenvalue alone), and a matrix of symmetric Pareto
-    entries with tail index 2 (heavy-tailed entries, a power-law ESD).  Returns the table and how many of
-    the three get the answer of their construction.
+    """The tail-shape check on three ``h x d`` matrices whose answer is known (a Gaussian one with a rank-one spike,
+    one with its ``lambda_1`` x 200, Pareto entries of tail index 2): the table and how many get it right.
 
     Examples
     --------
@@ -238,7 +195,6 @@ def shape_checks(*, h: int, d: int, seed: int,
                                  "heavy by construction", "shape above xmin", "R", "p"], index="matrix",
                           formats={"p": ".2g"}, default=".3g"), ok
 
-
 @dataclass(frozen=True)
 class FirstStep:
     """First recorded step meeting a heavy-tail reading, bracketed by the record before (``None``: never)."""
@@ -253,7 +209,6 @@ class FirstStep:
             return f"not reached in {self.budget} steps"
         return f"t = {self.first}" if self.previous in (None, self.first - 1) else f"t in ({self.previous}, {self.first}]"
 
-
 def first_step(steps, flags, budget: int) -> FirstStep:
     """:class:`FirstStep` of the boolean per-record ``flags``."""
     steps = [int(t) for t in steps]
@@ -262,11 +217,8 @@ def first_step(steps, flags, budget: int) -> FirstStep:
             return FirstStep(steps[i], steps[i - 1] if i else None, budget)
     return FirstStep(None, None, budget)
 
-
 def readings(tr: Trajectory, *, h: int, d: int, rules: spectra.PhaseRules) -> dict[str, FirstStep]:
-    """The three readings of "steps to a heavy tail": the book's label with and without ``lambda_1``
-    (:attr:`TailShape.heavy`), PL_Alpha_Hill < 2 (the paper's §5.3 reading) and PL_Alpha_KS < 4 (Martin &
-    Mahoney's range on WeightWatcher's fit)."""
+    """The three readings of "steps to a heavy tail": :attr:`TailShape.heavy`, PL_Alpha_Hill < 2, PL_Alpha_KS < 4."""
     track = dynamics.phase_track(tr.steps, tr.esd, h=h, d=d, rules=rules)
     budget = int(tr.config.steps)
     heavy = [tail_shape(e, h=h, d=d, rules=rules).heavy for e in tr.esd]
@@ -274,35 +226,24 @@ def readings(tr: Trajectory, *, h: int, d: int, rules: spectra.PhaseRules) -> di
             "Hill": first_step(tr.steps, track.alpha_hill < HILL_HEAVY, budget),
             "KS": first_step(tr.steps, track.alpha_ks < rules.heavy_alpha, budget)}
 
-
 def bridge_reading(track: dynamics.PhaseTrack, *, heavy_alpha: float) -> dict:
-    """§6 read by the exponent along one run: the first bulk+spikes step, the first later step with
-    PL_Alpha_KS below ``heavy_alpha`` and the steps in between whose PL_Alpha_KS lies in :data:`DECAY_KS`.
-    ``bridged`` is ``None`` when the run never has both ends."""
+    """§6 along one run: the first bulk+spikes step, the first later step with PL_Alpha_KS below ``heavy_alpha``
+    and the steps between in :data:`DECAY_KS` (``bridged`` is ``None`` without both ends)."""
     steps, ks = [int(t) for t in track.steps], np.asarray(track.alpha_ks, dtype=float)
     bs = next((i for i, p in enumerate(track.phase) if p == "bulk+spikes"), None)
     ht = None if bs is None else next((i for i in range(bs + 1, len(steps)) if ks[i] < heavy_alpha), None)
     between = [] if ht is None else [steps[i] for i in range(bs + 1, ht) if DECAY_KS[0] <= ks[i] < DECAY_KS[1]]
     return {"bs": None if bs is None else steps[bs], "bs_index": bs, "ht": None if ht is None else steps[ht],
-            "decay": between,
-            "bridged": None if ht is None else bool(between), "ks": ks}
-
-
-
-
-# ----------------------------------------------------------------------------- the claims: measurements for the table
-
+            "decay": between, "bridged": None if ht is None else bool(between), "ks": ks}
 
 def _one(x: float, undefined: str, note: str = "") -> Measurement:
-    """One seed's value of a row, or (not finite) a measurement that cannot test it, naming why."""
+    """One seed's value of a row, or (not finite) one that cannot test it."""
     x = float(x)
     return (Measurement([x], runs_text="1 seed", note=note) if np.isfinite(x) else
             Measurement(cannot_test=undefined, runs_text="1 seed", note=note))
 
-
 def _first(fs: FirstStep, band, note: str = "") -> Measurement:
-    """A first heavy-tailed step against ``band``: a run that ends past the band without one counts as one step past
-    its budget (censored, said in the note); one that ends inside the band cannot test it."""
+    """A first heavy-tailed step against ``band``; a run past the band without one counts as its budget + 1."""
     if fs.first is not None:
         return _one(fs.first, "", f"{fs.text}; {note}" if note else fs.text)
     if fs.budget >= band[1]:
@@ -310,25 +251,16 @@ def _first(fs: FirstStep, band, note: str = "") -> Measurement:
     return Measurement(cannot_test=f"{fs.text}, and the run ends inside [{band[0]:.3g}, {band[1]:.3g}] (steps table)",
                        runs_text="1 seed")
 
-
-def _seeds_text(seeds) -> str:
-    seeds = list(seeds)
-    return f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))})"
-
-
 def _pool(by_seed: Mapping[int, Measurement]) -> Measurement:
-    """One row's per-seed measurements (one value each) as one measurement over the seeds.
-
-    A seed at which the setting cannot test the row makes the row untestable (naming the seed and why): leaving
-    that seed out would choose the runs by their outcome.  A compound row pools each part on its own."""
+    """One row's per-seed measurements as one over the seeds; a seed that cannot test the row makes the row
+    untestable (leaving it out would choose the runs by their outcome)."""
     ms = list(by_seed.values())
     first = ms[0]
     if not first.ran:  # not run: the same at every seed (the reason is the setting's)
         return first
-    runs = _seeds_text(by_seed)
-    note = "; ".join(f"seed {seed}: {m.note.strip()}" for seed, m in by_seed.items() if m.note.strip())
-    if len(ms) == 1:
-        note = first.note
+    runs = f"{len(ms)} seed{'s' if len(ms) != 1 else ''} ({', '.join(map(str, by_seed))})"
+    note = first.note if len(ms) == 1 else "; ".join(f"seed {seed}: {m.note.strip()}" for seed, m in by_seed.items()
+                                                     if m.note.strip())
     bad = {seed: m.cannot_test.strip() for seed, m in by_seed.items() if m.cannot_test.strip()}
     if len(set(bad.values())) == 1 and len(bad) == len(ms):
         cannot = next(iter(bad.values())) + ("" if len(ms) == 1 else f" (at every seed of {runs})")
@@ -340,22 +272,16 @@ def _pool(by_seed: Mapping[int, Measurement]) -> Measurement:
     values = [v for seed, m in by_seed.items() for v in m.values if np.isfinite(v)]
     return Measurement(values, cannot_test=cannot, runs_text=runs, note=note, setting=first.setting)
 
-
-
 def _alpha(x: float) -> str:
-    """A tail exponent as text: "none" where the spectrum has no tail beyond the bulk edge (NaN)."""
     return f"{x:.3g}" if np.isfinite(x) else "none (no tail)"
 
 def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, Measurement]:
-    """What every row of :data:`TABLE` reads from the chapter's cached runs (:func:`run_training`'s: ``{seed:
-    {key: Trajectory}}``, keyed as :func:`chapter_configs` keys them), one :class:`~htlib.claims.Measurement` per
-    key with one value per seed (:func:`_pool`); nothing is trained or fitted beyond the spectrum report's own fits
-    of the stored ESDs."""
+    """One :class:`~htlib.claims.Measurement` per row of :data:`TABLE` from the cached runs ``{seed: {key:
+    Trajectory}}``, one value per seed."""
     per_seed = {seed: _measure_seed(r, setup) for seed, r in runs.items()}
     out = {k: _pool({seed: m[k] for seed, m in per_seed.items()}) for k in TABLE}
     h, d, n = setup.h, setup.d, len(per_seed)
     seeds = "one seed" if n == 1 else f"{n} seeds"
-
     def setting(k: str, m: Measurement) -> str:
         text = m.setting or TABLE[k].setting
         if m.ran or m.setting:  # what ran, ran at every seed (a row not run keeps its own words)
@@ -363,21 +289,16 @@ def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, 
         if (h, d) != (1500, 1000):  # the records name a reduced size
             text = text.replace("the paper's sizes and protocol", f"h x d = {h} x {d} (paper: 1500 x 1000)")
         return text
-
     return {k: replace(m, setting=setting(k, m)) for k, m in out.items()}
 
-
 def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurement]:
-    """:func:`measure` at one seed: one value (or why none) per row."""
     s, rules, h, d = setup, setup.rules(), setup.h, setup.d
     rep = lambda e: dynamics.esd_report(e, h=h, d=d, rules=rules)  # noqa: E731
     memo: dict = {}
-
     def heavy(key) -> list[bool]:  # each ESD of runs[key] heavy-tailed with and without lambda_1
         if key not in memo:
             memo[key] = [tail_shape(e, h=h, d=d, rules=rules).heavy for e in runs[key].esd]
         return memo[key]
-
     out: dict[str, Measurement] = {}
     # Fig. 4: one step of FB-Adam and of GD.
     one = {_name("adam", s.eta_adam): dynamics.step_overlaps(runs[("adam", s.eta_adam)], 0),
@@ -502,7 +423,6 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     out.update(_review(runs, s, rep, heavy))
     return out
 
-
 def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
     """The review's three learning-rate cases after ``s.steps`` steps, and its PL alpha below 2 for eta > 10."""
     rows = {}
@@ -523,7 +443,7 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
     if mid:
         miss = [e for e in mid if not rows[e][3]]
         hill0 = float(runs[("adam", mid[0])].alpha_hill[0])
-        # A learning rate the review itself gives more steps than the chapter runs (10^4 at eta = 0.1) cannot test it.
+        # A learning rate the review gives more steps than the chapter runs cannot test it.
         slow = [e for e in miss if PAPER_STEPS[min(PAPER_STEPS, key=lambda k: abs(np.log(k / e)))] > s.steps]
         out["review-2"] = Measurement(parts={
             "review-2-gen": _one(max(rows[e][0] for e in mid), "", txt(mid)),
@@ -544,7 +464,6 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
                                    f"standard error {r.tail_alpha_sigma:.2g}")
     return out
 
-
 def claims(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> list[Claim]:
-    """The chapter's records: every row of :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure`."""
+    """The chapter's records, judged by :func:`htlib.claims.judge`."""
     return judge_table(TABLE, measure(runs, setup))
