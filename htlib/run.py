@@ -363,6 +363,7 @@ def kernel_manager_class(log: str | Path | None = None):
                     os.rmdir(folder)
                     folder = tempfile.mkdtemp(prefix="htlib-kernel-", dir="/tmp")
                 self.__dict__["_htlib_runtime"] = folder
+                RunKernelManager.launched.append(self)  # from its folder on: Ctrl-C before the launch leaves none
                 weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)  # also if never cleaned up
             return self.__dict__["_htlib_runtime"]
 
@@ -377,7 +378,8 @@ def kernel_manager_class(log: str | Path | None = None):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if log is not None:
                 kw["stderr"] = open(log, "ab")  # noqa: SIM115 - held by the kernel process until it exits
-            RunKernelManager.launched.append(self)
+            if self not in RunKernelManager.launched:
+                RunKernelManager.launched.append(self)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
 
         async def _async_cleanup_resources(self, restart: bool = False) -> None:
