@@ -40,9 +40,10 @@ unit: venv
 
 # --keep-executed: each chapter that passes goes into the book's execution cache, so a later `make book`
 # (test-book in CI) renders these executions instead of running every chapter again (tests/nbval_keep.py).
-# Each chapter runs whole on one worker, cells in order.
+# One process: chapters with their own worker pools (htmp, generalization) run one at a time; beside each other
+# on two pytest workers, htmp's training cell passed nbval's 30-min cell limit (2026-12-03).
 nbval: venv
-	$(QUIET) $(THREADS) $(PY) -m pytest $(XDIST) --nbval --nbval-current-env --nbval-cell-timeout=1800 \
+	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
 
 # One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) on one
