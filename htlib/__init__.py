@@ -13,7 +13,7 @@ Three layers (the tooling in two parts); each may import only from the rows bene
                            reading (claims, levels, tables, figures, glue: outside the key)
             |
             v
-    BOOK TOOLING, support  cache, sweep, claims, plotting
+    BOOK TOOLING, support  cache, sweep, claims, plotting, params
             |
             v
     NUMERICS               spectra, htmp, linear, two_layer, random_matrices, teacher_student,
@@ -37,7 +37,8 @@ computes at the papers' settings and how it reads it; a subpackage of htlib, so 
 **Book tooling**: ``cache`` (the on-disk result cache, keyed by config and by the code of the numerics +
 the chapter's experiments), ``sweep`` (sweeps over any ``concurrent.futures.Executor``, through the cache),
 ``claims`` (the Claim record, the one judge, the claims tables, glue helpers, the scoreboard feed),
-``plotting`` (the one style, palette and table helper), ``run`` (papermill reruns of a chapter with
+``plotting`` (the one style, palette and table helper), ``params`` (a chapter's ``Setup``: one declaration
+per parameter, validated before any compute), ``run`` (papermill reruns of a chapter with
 validated parameters), ``book`` (execution-cache keys, reference-output refresh) and ``paper``
 (``make paper``: every chapter at the papers' settings).  Only ``run``, ``book`` and ``paper`` import
 papermill, nbformat, nbconvert and yaml, so ``import htlib.spectra`` works without them.

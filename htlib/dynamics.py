@@ -19,7 +19,7 @@ from htlib import spectra
 from htlib._checks import check_int, check_ints, check_matrix, to_numpy
 
 __all__ = ["PHASES", "svd_bases", "update_overlaps", "step_overlaps", "OverlapSummary", "overlap_summary",
-           "SpectrumWidth", "spectrum_width", "esd_report", "PhaseTrack", "phase_track", "steps_to_heavy_tail",
+           "SpectrumWidth", "spectrum_width", "esd_report", "SHAPE_PVALUE", "TailShape", "tail_shape", "PhaseTrack", "phase_track", "steps_to_heavy_tail",
            "top_outlier_pvalue"]
 
 PHASES: tuple[str, ...] = spectra.PHASES
@@ -156,6 +156,58 @@ def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra
     if e.size not in (q, d):
         raise ValueError(f"eigs must hold min(h, d) = {q} or d = {d} eigenvalues, got {e.size}")
     return spectra.analyze_spectrum(e[-q:], q / p, rules=rules)
+
+
+SHAPE_PVALUE = 0.1
+"""Level of :attr:`TailShape.shape`: the likelihood ratio of a power law against an exponential decides below it
+(Clauset, Shalizi & Newman's)."""
+
+
+@dataclass(frozen=True)
+class TailShape:
+    """The tail-shape check of one ESD (:func:`tail_shape`): the label with and without ``lambda_1``, and the
+    likelihood-ratio test of the power-law tail without ``lambda_1``."""
+
+    label: str
+    label_without_top: str
+    reach_without_top: float
+    alpha_without_top: float
+    n_tail: int
+    ratio: float
+    pvalue: float
+
+    @property
+    def heavy(self) -> bool:
+        """Labelled heavy-tailed with and without ``lambda_1`` (one outlier above an MP-like bulk does not count)."""
+        return self.label == "heavy-tailed" and self.label_without_top == "heavy-tailed"
+
+    @property
+    def shape(self) -> str:
+        """``"power law"``, ``"exponential"`` (decided at :data:`SHAPE_PVALUE`) or ``"undecided"``."""
+        if not np.isfinite(self.pvalue) or self.pvalue >= SHAPE_PVALUE:
+            return "undecided"
+        return "power law" if self.ratio > 0 else "exponential"
+
+
+def tail_shape(eigs, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHASE_RULES) -> TailShape:
+    """:class:`TailShape` of the ESD ``eigs`` of ``WᵀW`` (``W`` is ``h x d``): the report again without
+    ``lambda_1``, and :func:`htlib.spectra.power_law_vs_exponential` above WeightWatcher's ``xmin`` of the rest.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((300, 200))
+    >>> X += 4.0 * np.outer(rng.standard_normal(300), rng.standard_normal(200)) / np.sqrt(200)  # one spike
+    >>> tail_shape(np.linalg.eigvalsh(X.T @ X), h=300, d=200).heavy
+    False
+    """
+    full = esd_report(eigs, h=h, d=d, rules=rules)
+    q, gamma = min(h, d), min(h, d) / max(h, d)
+    e = np.sort(np.asarray(eigs, dtype=float))[-q:]  # the structural zeros dropped, as the report does
+    rest = spectra.analyze_spectrum(e[:-1], gamma, rules=rules)
+    fit = spectra.fit_power_law(e[:-1])
+    r, p = spectra.power_law_vs_exponential(e[:-1], float(fit.xmin))
+    return TailShape(full.phase, rest.phase, float(rest.tail_reach), float(rest.tail_alpha), int(fit.n_tail), r, p)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@
     python -m htlib.run book/phases.ipynb -p executor tcp://10.0.0.5:8786   # sweeps on a Dask cluster
 
 A chapter's parameters are declared by the ``Setup`` of the experiments module its notebook imports
-(:mod:`htlib.experiments._setup`); a notebook without one (the scoreboard) declares them in its
+(:mod:`htlib.params`); a notebook without one (the scoreboard) declares them in its
 ``parameters`` cell (:func:`read_parameters`).  Anything a run would refuse is refused before any compute
 (``--dry-run`` checks just that).  The run goes to ``runs/<chapter>-<hash of parameters>.ipynb`` plus an
 ``.html`` page rendered with the book's configuration, opening with a note of the parameters that differ
@@ -39,7 +39,7 @@ from typing import Any
 
 import nbformat
 
-from htlib.experiments._setup import ParameterError, SetupBase
+from htlib.params import ParameterError, SetupBase
 
 __all__ = ["Parameter", "ParameterError", "RunFailed", "Interrupted", "chapter_setup", "declared_parameters",
            "read_parameters", "validate", "check_overrides", "check_output_dir", "preflight", "output_path",

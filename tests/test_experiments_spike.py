@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from htlib import spectra
+from htlib import dynamics, spectra
 from htlib.claims import Claim, Measurement, check_records
 from htlib.experiments import spike
 from htlib.two_layer import train
@@ -59,12 +59,6 @@ def test_the_claims_table_holds_every_level_once():
         assert s.statistic in ("mean", "sign", "parts"), key  # every row rests on random draws: no "value" rows
     assert not any(name.isupper() and isinstance(getattr(spike.reading, name), float)
                    and name not in ("SHAPE_PVALUE", "HILL_HEAVY") for name in vars(spike.reading)), "a level outside the table"
-
-
-def test_shape_checks_get_their_constructions_answer():
-    t, ok = spike.shape_checks(h=300, d=200, seed=0)
-    assert list(t["heavy by construction"]) == ["no", "no", "yes"]
-    assert list(t["heavy (with and without lambda_1)"]) == ["no", "no", "yes"] and ok == 3
 
 
 def _tiny_runs(setup):
@@ -143,14 +137,14 @@ def test_labelled_training_covers_the_done_when_cases():
 def test_power_law_vs_exponential_matches_the_closed_form_and_picks_the_sampled_shape():
     rng = np.random.default_rng(5)
     x = 2.0 * (1.0 + rng.pareto(1.5, 3000))  # a power law p(x) ~ x^-2.5 above xmin = 2
-    r, p = spike.power_law_vs_exponential(x, 2.0)
+    r, p = spectra.power_law_vs_exponential(x, 2.0)
     a = 1.0 + x.size / np.sum(np.log(x / 2.0))  # both MLEs and log-likelihoods written out by hand
     lam = 1.0 / np.mean(x - 2.0)
     ll_pl = np.sum(np.log((a - 1.0) / 2.0) - a * np.log(x / 2.0))
     ll_exp = np.sum(np.log(lam) - lam * (x - 2.0))
     assert r == pytest.approx(ll_pl - ll_exp, rel=1e-9)
     assert r > 0 and p < 0.01
-    r, p = spike.power_law_vs_exponential(2.0 + rng.exponential(3.0, 3000), 2.0)
+    r, p = spectra.power_law_vs_exponential(2.0 + rng.exponential(3.0, 3000), 2.0)
     assert r < 0 and p < 0.01
 
 
@@ -163,7 +157,7 @@ def test_one_spike_above_a_gaussian_bulk_is_not_a_heavy_tail():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((1500, 1000))
     X += 4.0 * np.outer(rng.standard_normal(1500), rng.standard_normal(1000)) / np.sqrt(1000)
-    s = spike.tail_shape(_eigs(X), h=1500, d=1000)
+    s = dynamics.tail_shape(_eigs(X), h=1500, d=1000)
     assert s.label == "bulk+spikes" and s.label_without_top == "random-like"
     assert not s.heavy and s.ratio < 0
 
@@ -175,7 +169,7 @@ def test_a_matrix_of_heavy_tailed_entries_passes_the_tail_shape_check(family):
         W = rng.standard_t(2.0, (1500, 1000))
     else:
         W = rng.pareto(2.0, (1500, 1000)) * rng.choice([-1.0, 1.0], (1500, 1000))
-    s = spike.tail_shape(_eigs(W), h=1500, d=1000)
+    s = dynamics.tail_shape(_eigs(W), h=1500, d=1000)
     assert s.heavy and s.shape == "power law", s
 
 
@@ -184,7 +178,7 @@ def test_a_heavy_label_resting_on_lambda_1_alone_is_refused():
     rng = np.random.default_rng(2)
     e = np.sort(_eigs(rng.standard_normal((1500, 1000))))
     e[-1] *= 200.0  # one eigenvalue far out: whatever the label says, removing it leaves an MP-like bulk
-    s = spike.tail_shape(e, h=1500, d=1000)
+    s = dynamics.tail_shape(e, h=1500, d=1000)
     assert s.label_without_top in ("random-like", "bleeding-out") and not s.heavy
 
 

@@ -29,7 +29,7 @@ PKG = Path(htlib.__file__).resolve().parent
 
 NUMERICS = {"spectra", "htmp", "linear", "two_layer", "random_matrices", "teacher_student", "dynamics",
             "small_nets", "datasets", "generalization", "stats", "_checks"}
-SUPPORT = {"cache", "sweep", "claims", "plotting"}
+SUPPORT = {"cache", "sweep", "claims", "plotting", "params"}
 RUNNERS = {"run", "book", "paper"}
 NOTEBOOK_TOOLS = {"papermill", "nbformat", "nbconvert", "nbclient", "yaml", "myst_nb"}
 # myst_nb's glue is what a chapter's cell calls to hand a number to the prose: claims.glue_text and

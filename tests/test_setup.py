@@ -1,4 +1,4 @@
-"""The one-declaration Setup (htlib.experiments._setup): every constraint kind, every refusal, the generated
+"""The one-declaration Setup (htlib.params): every constraint kind, every refusal, the generated
 parameters cell, and the executor option."""
 
 from __future__ import annotations

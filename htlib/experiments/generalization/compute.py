@@ -19,7 +19,7 @@ from htlib import cache
 from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING
 from htlib.generalization import final_metrics
-from htlib.experiments._setup import MIN_WIDTH, SweepSetup, param
+from htlib.params import MIN_WIDTH, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import (READOUT_SCALES, RunGrid, Trajectory, TwoLayerConfig, make_data, recording_covers,
                              restrict_recording, ridge_losses, run_grid, train)

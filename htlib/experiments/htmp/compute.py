@@ -15,7 +15,7 @@ import pandas as pd
 
 from htlib import htmp, plotting, spectra
 from htlib._checks import check_int
-from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, param
+from htlib.params import MIN_WIDTH, ParameterError, SweepSetup, param
 from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
 from htlib.sweep import run_sweep
 
@@ -42,7 +42,7 @@ class Setup(SweepSetup):
     >>> Setup(n_train=5000)
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'n_train' must be ≤ 4999 on mnist5k (5,000 images); got 5000
+    htlib.params.ParameterError: parameter 'n_train' must be ≤ 4999 on mnist5k (5,000 images); got 5000
     """
     gamma: float = param(0.3255, "aspect ratio of the family plots: MiniAlexNet FC1, 1000/(192*4*4)", gt=0, lt=1)
     kappas: tuple[float, ...] = param((0.5, 1.9, 5.5, 20.0), "kappa values drawn next to MP", gt=0)

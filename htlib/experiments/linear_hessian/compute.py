@@ -12,7 +12,7 @@ import torch
 
 from htlib import linear as lin
 from htlib._checks import check_choice, check_float, check_int, check_matrix
-from htlib.experiments._setup import ParameterError, SweepSetup, param
+from htlib.params import ParameterError, SweepSetup, param
 
 PAPER_EPOCHS = 10_000
 """Full-batch GD epochs of every training run in the paper (its section 7)."""
@@ -477,7 +477,7 @@ class Setup(SweepSetup):
     >>> Setup(epochs=10, trace_points=20)
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'trace_points' must be ≤ epochs = 10; got 20
+    htlib.params.ParameterError: parameter 'trace_points' must be ≤ epochs = 10; got 20
     """
     dataset: str = param("mnist5k", "data set", choices=_DATASETS)
     data_dir: str = param("", 'folder of the MNIST/FashionMNIST/CIFAR-10 files ("" for mnist5k, digits)')

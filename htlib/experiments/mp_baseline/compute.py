@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from htlib import spectra
-from htlib.experiments._setup import ParameterError, SetupBase, param
+from htlib.params import ParameterError, SetupBase, param
 from htlib.random_matrices import MPComparison, MPSizeSweep, compare_with_mp, gaussian_matrix, mp_size_sweep
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Setup(SetupBase):
     >>> Setup(d=2000)
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'd' must be ≤ h = 1500 (MP of ratio d/h ≤ 1); got 2000
+    htlib.params.ParameterError: parameter 'd' must be ≤ h = 1500 (MP of ratio d/h ≤ 1); got 2000
     """
     h: int = param(1500, "rows of W0 (the student width in paper 003)", ge=spectra.MIN_POSITIVE, le=20_000)
     d: int = param(1000, "columns of W0 (the input dimension; needs d ≤ h)", ge=spectra.MIN_POSITIVE, le=20_000)

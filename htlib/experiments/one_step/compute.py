@@ -16,7 +16,7 @@ import torch
 from htlib import spectra
 from htlib._checks import check_choice
 from htlib.claims import PAPER_SETTING, SeedInterval, seed_interval
-from htlib.experiments._setup import MIN_WIDTH, SweepSetup, param
+from htlib.params import MIN_WIDTH, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import (ADAM_BETAS, READOUT_SCALES, AdamState, RunGrid, Trajectory, TwoLayerConfig,
                              adam_direction, full_batch_gradient, init_weights, make_data, run_grid,
@@ -37,7 +37,7 @@ class Setup(SweepSetup):
     >>> Setup(scaling_ds=[16, 32])
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'scaling_ds' must be a list of at least 3 integers; got [16, 32]
+    htlib.params.ParameterError: parameter 'scaling_ds' must be a list of at least 3 integers; got [16, 32]
     """
     n: int = param(2000, "train-set and probe-set size", ge=1, le=100_000)
     d: int = param(1000, "input dimension", ge=MIN_WIDTH, le=20_000)

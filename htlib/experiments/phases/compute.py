@@ -10,7 +10,7 @@ import numpy as np
 
 from htlib import spectra
 from htlib._checks import check_choice
-from htlib.experiments._setup import ParameterError, SweepSetup, param
+from htlib.params import ParameterError, SweepSetup, param
 from htlib.random_matrices import LABELLED_CASES, labelled_matrix
 from htlib.sweep import run_sweep
 
@@ -28,7 +28,7 @@ class Setup(SweepSetup):
     >>> Setup(small_d=59)
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'small_d' must be an integer ≥ 60, ≤ 20000; got 59
+    htlib.params.ParameterError: parameter 'small_d' must be an integer ≥ 60, ≤ 20000; got 59
     """
     h: int = param(1500, "rows p of the synthetic matrices (the student width of paper 003)", ge=MIN_SIZE, le=20_000)
     d: int = param(1000, "columns q (needs d ≤ h)", ge=MIN_SIZE, le=20_000)

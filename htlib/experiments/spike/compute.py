@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from htlib import spectra
-from htlib.experiments._setup import MIN_WIDTH, ParameterError, SweepSetup, param
+from htlib.params import MIN_WIDTH, ParameterError, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import Trajectory, TwoLayerConfig, train
 
@@ -21,13 +21,13 @@ class Setup(SweepSetup):
     (4, 5, 6)
     >>> Setup(seeds=21)
     Traceback (most recent call last):
-    htlib.experiments._setup.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 21
+    htlib.params.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 21
     >>> Setup(steps=1)
     Traceback (most recent call last):
-    htlib.experiments._setup.ParameterError: parameter 'steps' must be an integer ≥ 2; got 1
+    htlib.params.ParameterError: parameter 'steps' must be an integer ≥ 2; got 1
     >>> Setup(d=50)
     Traceback (most recent call last):
-    htlib.experiments._setup.ParameterError: parameter 'block' must be ≤ min(d, h) = 50; got 100
+    htlib.params.ParameterError: parameter 'block' must be ≤ min(d, h) = 50; got 100
     """
 
     n: int = param(2000, "training (and probe) set size, paper §4", ge=1)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Mapping
 
 import numpy as np
-import pandas as pd
 
 from htlib import dynamics, plotting, spectra
+from htlib.dynamics import tail_shape
 from htlib.claims import Claim, Measurement, judge_table, read_table
 from htlib.two_layer import Trajectory
 
@@ -19,9 +19,6 @@ TABLE = read_table(Path(__file__).with_name("claims.toml"))
 NAMES = {"gd": "GD", "adam": "FB-Adam"}
 PAPER_APP_A = {"gd": 1.58, "adam": 1.59}  # PL_Alpha_KS the paper reports in App. A
 PAPER_STEPS = {1.0: 10.0, 0.1: 1e4, 0.01: 1e6}  # the review's FB-Adam steps to a heavy tail, per learning rate
-SHAPE_PVALUE = 0.1
-"""Tail-shape table: the likelihood ratio of a power law against an exponential decides at this level (Clauset,
-Shalizi & Newman's); the claims' variant reads the sign of the ratio over runs instead."""
 HILL_HEAVY = 2.0
 """The PL_Alpha_Hill reading of a heavy tail.  The papers give no level: 003 calls "PL_Alpha_Hill = 1.8"
 heavy-tailed (§5.3), and an MP matrix at the §4 sizes reads about 2.45, so 2 lies between the two."""
@@ -70,130 +67,10 @@ Fig. 2(d)'s "seemingly bimodal" ESD is left out: bimodal is none of the 5+1 shap
 def _name(opt: str, eta: float) -> str:
     return f"{NAMES[opt]} eta={eta:g}"
 
-def esd_fit_figure(esds: Mapping[str, np.ndarray], *, title: str, cut_top: bool = False):
-    """One row per ESD: linear histogram, (``cut_top``) without its largest 1%, and log-log with the power-law fit."""
-    import matplotlib.pyplot as plt
-    ncols = 3 if cut_top else 2
-    fig, axes = plt.subplots(len(esds), ncols, figsize=(8, 3.0 * len(esds)), squeeze=False)
-    for row, (name, eigs) in zip(axes, esds.items()):
-        fit = spectra.fit_power_law(eigs)
-        plotting.esd_hist(row[0], eigs, bins=120)
-        row[0].set_title(f"{name}: linear", fontsize=10)
-        if cut_top:
-            plotting.esd_hist(row[1], eigs[eigs <= np.quantile(eigs, 0.99)], bins=120)
-            row[1].set_title("largest 1% cut", fontsize=10)
-        plotting.esd_hist(row[-1], eigs, log=True)
-        plotting.power_law_line(row[-1], eigs, fit.alpha, fit.xmin, label="power-law fit (PL_Alpha_KS)")
-        row[-1].axvline(fit.xmin, color="k", ls=":", lw=1, label=r"$x_{\min}$ of the fit")
-        row[-1].set_title(f"log-log, PL_Alpha_KS = {fit.alpha:.2f}", fontsize=10)
-    plotting.figure_legend(fig, axes, ncol=2)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
-
 def spread_summaries(late: Mapping[str, Mapping[str, np.ndarray]], *, block: int) -> dict:
     """``{(run, "U_after" | "V_after"): OverlapSummary}`` of the leading ``block`` of the late overlaps."""
     return {(name, k): dynamics.overlap_summary(ov[k], k=block, n_top=1) for name, ov in late.items()
             for k in ("U_after", "V_after")}
-
-def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
-    """Log-likelihood ratio ``R`` of a power law against an exponential (maximum likelihood on ``x >= xmin``) and
-    its two-sided p-value (Vuong's normal approximation, as Clauset, Shalizi & Newman 2009); ``R > 0``: power law.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> r, p = power_law_vs_exponential(1.0 + rng.pareto(1.5, 2000), 1.0)   # a power-law sample
-    >>> bool(r > 0 and p < 0.01)
-    True
-    >>> r, p = power_law_vs_exponential(1.0 + rng.exponential(1.0, 2000), 1.0)  # an exponential one
-    >>> bool(r < 0 and p < 0.01)
-    True
-    """
-    from scipy import stats
-    x = np.asarray(x, dtype=float)
-    x = x[x >= xmin]
-    if x.size < 3 or not np.all(np.isfinite(x)):
-        return float("nan"), float("nan")
-    alpha = 1.0 + x.size / float(np.sum(np.log(x / xmin)))
-    rate = 1.0 / float(np.mean(x - xmin))
-    diff = stats.pareto.logpdf(x / xmin, alpha - 1.0) - np.log(xmin) - stats.expon.logpdf(x - xmin, scale=1.0 / rate)
-    r, sd = float(diff.sum()), float(diff.std())
-    return r, (float(2.0 * stats.norm.sf(abs(r) / (np.sqrt(x.size) * sd))) if sd > 0 else 1.0)
-
-@dataclass(frozen=True)
-class TailShape:
-    """The tail-shape check of one ESD (:func:`tail_shape`): the label with and without ``lambda_1``, and the
-    likelihood-ratio test of the power-law tail without ``lambda_1``."""
-
-    label: str
-    label_without_top: str
-    reach_without_top: float
-    alpha_without_top: float
-    n_tail: int
-    ratio: float
-    pvalue: float
-
-    @property
-    def heavy(self) -> bool:
-        """Labelled heavy-tailed with and without ``lambda_1`` (one outlier above an MP-like bulk does not count)."""
-        return self.label == "heavy-tailed" and self.label_without_top == "heavy-tailed"
-
-    @property
-    def shape(self) -> str:
-        """``"power law"``, ``"exponential"`` (decided at :data:`SHAPE_PVALUE`) or ``"undecided"``."""
-        if not np.isfinite(self.pvalue) or self.pvalue >= SHAPE_PVALUE:
-            return "undecided"
-        return "power law" if self.ratio > 0 else "exponential"
-
-def tail_shape(eigs, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHASE_RULES) -> TailShape:
-    """:class:`TailShape` of the ESD ``eigs`` of ``WᵀW`` (``W`` is ``h x d``): the report again without
-    ``lambda_1``, and :func:`power_law_vs_exponential` above WeightWatcher's ``xmin`` of the rest.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((300, 200))
-    >>> X += 4.0 * np.outer(rng.standard_normal(300), rng.standard_normal(200)) / np.sqrt(200)  # one spike
-    >>> tail_shape(np.linalg.eigvalsh(X.T @ X), h=300, d=200).heavy
-    False
-    """
-    full = dynamics.esd_report(eigs, h=h, d=d, rules=rules)
-    q, gamma = min(h, d), min(h, d) / max(h, d)
-    e = np.sort(np.asarray(eigs, dtype=float))[-q:]  # the structural zeros dropped, as the report does
-    rest = spectra.analyze_spectrum(e[:-1], gamma, rules=rules)
-    fit = spectra.fit_power_law(e[:-1])
-    r, p = power_law_vs_exponential(e[:-1], float(fit.xmin))
-    return TailShape(full.phase, rest.phase, float(rest.tail_reach), float(rest.tail_alpha), int(fit.n_tail), r, p)
-
-def shape_checks(*, h: int, d: int, seed: int,
-                 rules: spectra.PhaseRules = spectra.PHASE_RULES) -> tuple[pd.DataFrame, int]:
-    """The tail-shape check on three ``h x d`` matrices whose answer is known (a Gaussian one with a rank-one spike,
-    one with its ``lambda_1`` x 200, Pareto entries of tail index 2): the table and how many get it right.
-
-    Examples
-    --------
-    >>> t, ok = shape_checks(h=300, d=200, seed=0)
-    >>> list(t["heavy (with and without lambda_1)"]), ok
-    (['no', 'no', 'yes'], 3)
-    """
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((h, d))
-    spiked = X + 4.0 * np.outer(rng.standard_normal(h), rng.standard_normal(d)) / np.sqrt(d)
-    far = np.sort(np.linalg.eigvalsh(X.T @ X))
-    far[-1] *= 200.0
-    pareto = rng.pareto(2.0, (h, d)) * rng.choice([-1.0, 1.0], (h, d))
-    cases = {"Gaussian + one rank-one spike": (np.linalg.eigvalsh(spiked.T @ spiked), False),
-             "Gaussian, lambda_1 x 200": (far, False),
-             "Pareto entries, tail index 2": (np.linalg.eigvalsh(pareto.T @ pareto), True)}
-    rows = []
-    for name, (eigs, expected) in cases.items():
-        sh = tail_shape(eigs, h=h, d=d, rules=rules)
-        rows.append((name, sh.label, sh.label_without_top, sh.heavy, expected, sh.shape, sh.ratio, sh.pvalue))
-    ok = sum(r[3] == r[4] for r in rows)
-    return plotting.table(rows, ["matrix", "label", "label without lambda_1", "heavy (with and without lambda_1)",
-                                 "heavy by construction", "shape above xmin", "R", "p"], index="matrix",
-                          formats={"p": ".2g"}, default=".3g"), ok
 
 @dataclass(frozen=True)
 class FirstStep:
@@ -218,7 +95,7 @@ def first_step(steps, flags, budget: int) -> FirstStep:
     return FirstStep(None, None, budget)
 
 def readings(tr: Trajectory, *, h: int, d: int, rules: spectra.PhaseRules) -> dict[str, FirstStep]:
-    """The three readings of "steps to a heavy tail": :attr:`TailShape.heavy`, PL_Alpha_Hill < 2, PL_Alpha_KS < 4."""
+    """The three readings of "steps to a heavy tail": :attr:`htlib.dynamics.TailShape.heavy`, PL_Alpha_Hill < 2, PL_Alpha_KS < 4."""
     track = dynamics.phase_track(tr.steps, tr.esd, h=h, d=d, rules=rules)
     budget = int(tr.config.steps)
     heavy = [tail_shape(e, h=h, d=d, rules=rules).heavy for e in tr.esd]

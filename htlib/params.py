@@ -1,4 +1,5 @@
-"""One declaration per chapter parameter: the ``Setup`` of a chapter, validated once.
+"""One declaration per chapter parameter: the ``Setup`` of a chapter, validated once (book tooling: it computes no
+result, so it stays out of the result-cache key; a Setup's values are in it).
 
 Each field, declared with :func:`param`, drives the notebook's ``parameters`` cell, ``htlib.run --list``, the
 validation before any compute (a :class:`ParameterError` naming parameter, value and what is allowed) and the code,
@@ -19,7 +20,7 @@ Examples
 >>> Demo(h=2.7)
 Traceback (most recent call last):
 ...
-htlib.experiments._setup.ParameterError: parameter 'h' must be an integer ≥ 10; got 2.7
+htlib.params.ParameterError: parameter 'h' must be an integer ≥ 10; got 2.7
 >>> print(Demo.parameters_cell())
 h: int = 300                     # rows [≥ 10]
 d: int = 200                     # columns (needs d ≤ h) [≥ 10]
@@ -97,7 +98,7 @@ def param(default: Any, doc: str, *, gt: float | None = None, ge: float | None =
     >>> S(seeds=0)
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 0
+    htlib.params.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 0
     """
     if isinstance(default, list):
         default = tuple(default)
@@ -267,7 +268,7 @@ class SetupBase:
     >>> S(eta=float("inf"))
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'eta' must be a finite number > 0; got inf
+    htlib.params.ParameterError: parameter 'eta' must be a finite number > 0; got inf
     """
     _specs_cache: ClassVar[dict[type, list[ParameterSpec]]] = {}
 
@@ -402,7 +403,7 @@ def check_executor(name: str, value: str) -> str:
     >>> check_executor("executor", "threads")
     Traceback (most recent call last):
     ...
-    htlib.experiments._setup.ParameterError: parameter 'executor' must be "serial", "process" or a Dask scheduler address tcp://host:port; got 'threads'
+    htlib.params.ParameterError: parameter 'executor' must be "serial", "process" or a Dask scheduler address tcp://host:port; got 'threads'
     """
     from htlib.sweep import executor_kind
     try:
