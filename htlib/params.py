@@ -41,10 +41,22 @@ from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["MIN_WIDTH", "ParameterError", "ParameterSpec", "param", "SetupBase", "SweepSetup", "INT_MAX", "check_executor"]
+__all__ = ["MIN_WIDTH", "ParameterError", "ParameterSpec", "param", "SetupBase", "SweepSetup", "INT_MAX", "check_executor",
+           "Cost", "MEMORY_LIMIT", "TIME_LIMIT", "FLOP_RATE"]
 
 INT_MAX = 10**9
 """Largest magnitude of an ``int`` parameter unless its declaration says otherwise (far from int64 overflow)."""
+
+MEMORY_LIMIT = 32 * 2**30
+"""Bytes a chapter's Setup may imply at once (its largest arrays, all workers together): a workstation's memory."""
+
+TIME_LIMIT = 30 * 86400.0
+"""Seconds a chapter's Setup may imply on two idle cores: a month (``make paper``'s longest run, LeNet and MiniAlexNet
+on all of CIFAR-10 at the paper's protocol, is estimated at about five days)."""
+
+FLOP_RATE = 5e10
+"""Floating-point operations per second of two idle one-thread workers in the estimates of :class:`Cost` (the spike
+chapter's default runs count about 3e13 flops against about 6 minutes idle: 8e10)."""
 
 MIN_WIDTH = 10
 """Fewest rows and columns of a trained layer whose spectrum a chapter reads: a 5 x 5 Gaussian matrix sometimes has
@@ -53,6 +65,38 @@ fewer than ``htlib.spectra.MIN_POSITIVE`` eigenvalues above the power-law floor.
 _META_KEY = "htlib_param"
 _SCALARS = (bool, int, float, str)
 _CELL_COMMENT_COLUMN = 33  # where the generated cell's comments start, when the code is shorter
+
+@dataclass(frozen=True)
+class Cost:
+    """One part of a chapter's run as its Setup implies it: peak memory (bytes, all workers together) and time
+    (seconds on two idle cores), and the parameters that set them.  Estimates from the sizes, to refuse a value
+    that could never finish (:data:`MEMORY_LIMIT`, :data:`TIME_LIMIT`), not timings."""
+
+    what: str
+    parameters: tuple[str, ...]
+    memory: float = 0.0
+    seconds: float = 0.0
+
+    def excess(self) -> str:
+        """What exceeds a limit, in words ("" if nothing)."""
+        over = []
+        if self.memory > MEMORY_LIMIT:
+            over.append(f"about {_size(self.memory)} of memory (the limit: {_size(MEMORY_LIMIT)})")
+        if self.seconds > TIME_LIMIT:
+            over.append(f"about {_duration(self.seconds)} on two idle cores (the limit: {_duration(TIME_LIMIT)})")
+        return " and ".join(over)
+
+def _size(b: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if b >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.3g} bytes"
+
+def _duration(s: float) -> str:
+    for unit, scale in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"
 
 class ParameterError(ValueError):
     """A chapter parameter was unknown, mistyped or out of range."""
@@ -276,9 +320,53 @@ class SetupBase:
         for spec in self.parameters():
             object.__setattr__(self, spec.name, spec.coerce(getattr(self, spec.name)))
         self._check()
+        self._check_costs()
 
     def _check(self) -> None:
         """Rules between fields; raise :class:`ParameterError` naming the parameter.  None by default."""
+
+    def costs(self) -> list[Cost]:
+        """The parts of the chapter's run whose memory or time grows with a size or count parameter; none by
+        default."""
+        return []
+
+    def _check_costs(self) -> None:
+        """Refuse a Setup any of whose :meth:`costs` exceeds a limit, naming the parameter furthest above its
+        default and the largest value of it that fits at the other settings."""
+        for cost in self.costs():
+            excess = cost.excess()
+            if not excess:
+                continue
+            specs = {p.name: p for p in self.parameters()}
+            def growth(name: str) -> float:
+                value, default = getattr(self, name), specs[name].default
+                value, default = (max(value), max(default)) if specs[name].is_list else (value, default)
+                return float(value) / max(float(default), 1.0)
+            name = max(cost.parameters, key=growth)
+            changed = [n for n in cost.parameters if n != name and _literal(getattr(self, n)) != specs[n].default]
+            values = ", ".join(f"{n} = {_source(_literal(getattr(self, n)))}" for n in [name, *changed])
+            fit = self._largest_fitting(name, cost.what)
+            allowed = f"; at the other settings {name} must be at most {fit}" if fit is not None else ""
+            raise ParameterError(f"parameter {name!r} is too large: {values} would need {excess} for {cost.what}"
+                                 f"{allowed}")
+
+    def _largest_fitting(self, name: str, what: str) -> int | None:
+        """The largest value of the int parameter ``name`` (bisection from 1) at which the cost ``what`` fits."""
+        spec = next(p for p in self.parameters() if p.name == name)
+        if spec.scalar is not int or spec.is_list:
+            return None
+        def fits(v: int) -> bool:
+            probe = object.__new__(type(self))
+            probe.__dict__.update(self.__dict__)
+            object.__setattr__(probe, name, v)
+            return not any(c.excess() for c in probe.costs() if c.what == what)
+        lo, hi = 1, int(getattr(self, name))
+        if not fits(lo):
+            return None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
 
     @classmethod
     def parameters(cls) -> list[ParameterSpec]:

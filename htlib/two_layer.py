@@ -26,7 +26,7 @@ from htlib.teacher_student import SingleIndexData, derived_seed, make_single_ind
 __all__ = ["TwoLayerConfig", "Trajectory", "AdamState", "make_data", "init_weights", "student_features",
            "student_output", "student_mse", "full_batch_gradient", "adam_direction", "gd_step", "adam_step",
            "normalize_weights", "first_update", "ridge_readout", "readout_metrics", "readout_features",
-           "READOUT_SCALES", "RECORDING_FIELDS", "training_spec", "recording_covers", "restrict_recording",
+           "READOUT_SCALES", "RECORDING_FIELDS", "training_spec", "run_cost", "recording_covers", "restrict_recording",
            "READOUT_METRICS", "WEIGHT_NORM_ORDERS", "spectral_norm", "top_eigenpair", "train", "RunGrid", "run_grid",
            "last_step_metrics", "ridge_solve", "ridge_losses", "first_eta_above", "ADAM_BETAS", "ADAM_EPS"]
 
@@ -526,6 +526,27 @@ def training_spec(config: TwoLayerConfig) -> TwoLayerConfig:
     """``config`` with every field of :data:`RECORDING_FIELDS` at its default: what the run computes."""
     defaults = {f.name: f.default for f in dataclasses.fields(TwoLayerConfig) if f.name in RECORDING_FIELDS}
     return dataclasses.replace(config, **defaults)
+
+
+def run_cost(config: TwoLayerConfig) -> tuple[float, float]:
+    """``(bytes, flops)`` of :func:`train` on ``config`` to leading order: the arrays alive at once (data, features,
+    weights, Adam moments, kept ``W_t``, recorded ESDs) and the multiply-adds of the steps (two GEMMs forward, four
+    backward) and of each record (ridge readout on both sets, the ESD of ``W``).  An estimate for refusing sizes
+    that could never run, not a timing.
+
+    Examples
+    --------
+    >>> b, f = run_cost(TwoLayerConfig(n=2000, d=1000, h=1500, steps=10))
+    >>> f"{b / 2**20:.0f} MiB, {f:.2g} flops"
+    '57 MiB, 5.3e+11 flops'
+    """
+    c = config
+    item = 4 if c.dtype == "float32" else 8
+    records = c.steps // c.record_every + 1 + (c.steps % c.record_every != 0) - (not c.record_initial and c.steps > 0)
+    q, rows = min(c.h, c.d), c.n + c.n_test  # records: len(c.recorded_steps()) without building the list
+    memory = item * (rows * (c.d + 2 * c.h) + (4 + len(c.keep_weights)) * c.h * c.d) + 8 * records * q
+    flops = 6.0 * c.n * c.d * c.h * c.steps + records * (2.0 * rows * c.h * (c.d + c.h) + 10.0 * c.h * c.d * q)
+    return float(memory), float(flops)
 
 
 def recording_covers(stored: TwoLayerConfig, wanted: TwoLayerConfig) -> bool:

@@ -145,7 +145,7 @@ def test_constant_series_makes_fig3_inconclusive_not_disagrees():
     assert np.isnan(st["corr_diff"]) and np.isnan(st["corr_level"]) and not st["dip_trace"]
     runs = [_fake_run(np.ones(6), np.arange(1.0, 7.0), layers=4)] + [_fake_run(np.arange(1.0, 7.0), np.arange(2.0, 8.0),
                                                                                 layers=4)] * 4
-    m = lh.measure_fig3(lh.Setup(dataset="digits"), lh.Fig3(tuple(runs), tuple("abcde")))
+    m = lh.measure_fig3(lh.Setup(dataset="digits", n=1000), lh.Fig3(tuple(runs), tuple("abcde")))
     assert m["fig3"].parts["fig3-corr"].cannot_test and _records(m)["fig3"].verdict == "inconclusive"
 
 
@@ -159,7 +159,7 @@ def test_dip_is_relative_to_the_series_own_range():
     assert abs(st["rise_norm"] - (87.57 - 86.89) / 86.89) < 1e-12
     assert not lh.series_dip([5.0, 4.0, 3.0, 2.0])["dip"]  # monotone
     assert not lh.series_dip([5.0, 4.0, 3.0, 3.0001])["dip"]  # a rise of 1e-4 of the range is no dip
-    setup = lh.Setup(dataset="digits")
+    setup = lh.Setup(dataset="digits", n=1000)
 
     def fig3(*runs):
         return _records(lh.measure_fig3(setup, lh.Fig3(tuple(runs), tuple(str(i) for i in range(len(runs))))))
@@ -204,7 +204,7 @@ def test_fig1_claim_measures_the_closed_form_not_the_ggn():
     ggn = numeric.copy()  # GGN == Hessian: a GGN-based gap would be 0
     closed = numeric * np.array([[1.3], [1.05]])  # the closed form is 30% then 5% off
     run = _fig12_run(closed, ggn, numeric)
-    setup = lh.Setup(dataset="digits")
+    setup = lh.Setup(dataset="digits", n=1000)
     m = lh.measure_fig12(setup, lh.Fig12({"rowspace": run, "rank": run}, 2))
     assert [p.values for p in m["fig1"].parts.values()] == [(pytest.approx(0.05),), (pytest.approx(0.05 / 0.3),)]
     assert _records(m)["fig1"].verdict == "agrees"
@@ -226,7 +226,7 @@ def test_fig5_travel_counts_decreases():
     with pytest.raises(ValueError, match="positions"):
         lh.position_decreases([0.5])
     with pytest.raises(Exception, match="subsets"):
-        lh.Setup(dataset="digits", seeds=5, subsets=3)
+        lh.Setup(dataset="digits", n=1000, seeds=5, subsets=3)
 
 
 def test_mode_excess_partitions_the_excess_loss_computed_directly():
@@ -261,7 +261,7 @@ def _fig8(slopes, sizes=(100, 1000)):
 
 
 def test_fig8_reads_the_mean_slope_over_subset_series_with_a_t_interval():
-    setup = lh.Setup(dataset="digits")
+    setup = lh.Setup(dataset="digits", n=1000)
     rng = np.random.default_rng(0)
     wide = rng.normal(-0.07, 0.02, 30)  # a spread whose range straddles -0.1, around a mean well inside
     assert wide.min() < -0.1
@@ -276,12 +276,12 @@ def test_fig8_reads_the_mean_slope_over_subset_series_with_a_t_interval():
 
 def test_converged_epochs_is_validated_and_zero_judges_the_paper_schedule_run():
     with pytest.raises(Exception, match="converged_epochs"):
-        lh.Setup(dataset="digits", converged_epochs=3, measure_points=5)
-    assert lh.Setup(dataset="digits", converged_epochs=0).converged_epochs == 0
+        lh.Setup(dataset="digits", n=1000, converged_epochs=3, measure_points=5)
+    assert lh.Setup(dataset="digits", n=1000, converged_epochs=0).converged_epochs == 0
     numeric = np.array([[2.0, 1.0], [1.6, 0.8]])
     closed = numeric * np.array([[1.3], [1.05]])
     far, near = _fig12_run(closed, numeric, numeric, ols=0.15), _fig12_run(closed, numeric, numeric)
-    m = lh.measure_fig12(lh.Setup(dataset="digits"), lh.Fig12({"rowspace": far, "rank": far, "converged": near}, 2))
+    m = lh.measure_fig12(lh.Setup(dataset="digits", n=1000), lh.Fig12({"rowspace": far, "rank": far, "converged": near}, 2))
     recs = _records(m)
     assert recs["fig1"].verdict == "agrees" and "held at eta_max" in recs["fig1"].setting
     assert recs["fig1_paper_schedule"].verdict == "inconclusive" and recs["fig1_paper_schedule"].variant_of == "fig1"
@@ -333,7 +333,7 @@ def test_balanced_minimizer_against_lobpcg_and_the_formula():
 
 
 def test_count_claim_at_the_paper_architectures():
-    count = lh.run_count(lh.Setup(dataset="digits"))
+    count = lh.run_count(lh.Setup(dataset="digits", n=1000))
     assert count.paper["784-256-10"]["measured"] == count.paper["784-256-10"]["formula"] == 7840
     assert count.paper["784-64-64-64-10"]["measured"] == 10 * 784
     m = lh.measure_count(count)
@@ -365,7 +365,7 @@ def _fig5_at(positions):
 
 
 def _floats(fig5, setup=None):
-    setup = setup or lh.Setup(dataset="digits", aniso_ts=(0.0, 0.5, 1.0))
+    setup = setup or lh.Setup(dataset="digits", n=1000, aniso_ts=(0.0, 0.5, 1.0))
     recs = _records(lh.measure_fig5(setup, fig5))
     return recs["fig5_floats"], recs["fig5_floats_a"]
 
@@ -376,20 +376,20 @@ def test_fig5_floats_requires_a_monotone_real_move_and_a_constant_position_fails
     assert levels == {"monotone": ("<=", 0.0), "raw": ("<=", 0.1), "white": (">=", 0.9)}
     assert [r.verdict for r in _floats(_fig5_at([0.0, 0.5, 1.0]))] == ["agrees", "agrees"]
     assert [r.verdict for r in _floats(_fig5_at([8.6e-6, 8e-4, 0.049, 0.53, 0.89, 1.0]),
-                                       lh.Setup(dataset="digits", aniso_ts=(0.0, 0.25, 0.5, 0.75, 0.9, 1.0)))] == \
+                                       lh.Setup(dataset="digits", n=1000, aniso_ts=(0.0, 0.25, 0.5, 0.75, 0.9, 1.0)))] == \
         ["agrees", "agrees"]
     # a position stuck at one value never moves: two of the three tests fail ("partly" for the variant; the counted
     # row's failing parts are off the paper's setting, the bounds' reading, which nothing rules out: inconclusive)
     assert [r.verdict for r in _floats(_fig5_at([0.5, 0.5, 0.5]))] == ["inconclusive", "partly"]
     # a real move that falls back once fails the monotone test
-    moved_back = _floats(_fig5_at([0.0, 0.95, 0.9, 1.0]), lh.Setup(dataset="digits", aniso_ts=(0.0, 0.3, 0.6, 1.0)))
+    moved_back = _floats(_fig5_at([0.0, 0.95, 0.9, 1.0]), lh.Setup(dataset="digits", n=1000, aniso_ts=(0.0, 0.3, 0.6, 1.0)))
     assert [r.verdict for r in moved_back] == ["inconclusive", "partly"]
     # reading A's path of the chapter: monotone and ending at 1, but starting at 0.915 (a wide interval here)
     assert _floats(_fig5_at([0.915, 0.947, 1.0]))[1].verdict == "partly"
 
 
 def test_fig5_claim_states_the_path_and_that_its_criterion_came_after_the_positions():
-    setup = lh.Setup(dataset="digits", aniso_ts=(0.0, 0.5, 1.0))
+    setup = lh.Setup(dataset="digits", n=1000, aniso_ts=(0.0, 0.5, 1.0))
     for rec in _floats(_fig5_at([0.5, 0.5, 0.5]), setup):
         assert "X_t = U_r S^(1-t)" in rec.setting and "[0.0, 0.5, 1.0]" in rec.setting
         # the criterion was chosen after the positions were seen: the record says so, with no earlier level
@@ -397,7 +397,7 @@ def test_fig5_claim_states_the_path_and_that_its_criterion_came_after_the_positi
 
 
 def test_fig5_position_in_an_interval_narrower_than_the_tightness_tolerance_cannot_be_read():
-    setup = lh.Setup(dataset="digits", aniso_ts=(0.0, 0.5, 1.0))
+    setup = lh.Setup(dataset="digits", n=1000, aniso_ts=(0.0, 0.5, 1.0))
     fig5 = _fig5_at([0.0, 0.5, 1.0])
     a = fig5.aniso
     a["t_sum"] = a["t_1"] * np.r_[1 + 1e-5, 2.0, 2.0]  # reading A's interval on raw pixels: 1e-5 of t_1 wide
@@ -434,7 +434,7 @@ def _fig67(kaiming_exp, minimizer_exp, converged=True):
 
 
 def test_fig7_middle_qualitative_claim_and_quantitative_variant_with_the_band_of_fig6():
-    setup = lh.Setup(dataset="digits")
+    setup = lh.Setup(dataset="digits", n=1000)
     assert lh.TABLE["fig6_right"].level == lh.TABLE["fig7_middle_band"].level == (0.6, 0.9)  # one band for both
 
     def fig7(*args):
@@ -464,7 +464,7 @@ def test_fig4_held_run_is_the_judged_row_space_run_at_a_held_rate(monkeypatch):
     judged = dict(zip(fig4.runs, seen))[("balanced", "rowspace")]
     assert (held.whitening, held.init, held.plateau, held.epochs) == ("rowspace", "balanced", 0.0, 120)
     assert dataclasses.replace(held, plateau=judged.plateau, epochs=judged.epochs, hessian_at=judged.hessian_at) == judged
-    assert lh.Setup(dataset="digits", converged_epochs=0).held_epochs == lh.Setup(dataset="digits").epochs
+    assert lh.Setup(dataset="digits", n=1000, converged_epochs=0).held_epochs == lh.Setup(dataset="digits", n=1000).epochs
 
 
 def test_distinct_digits_separates_different_measurements():

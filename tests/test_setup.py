@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
+import re
 from dataclasses import FrozenInstanceError, dataclass
 
 import numpy as np
@@ -277,3 +278,35 @@ def test_dask_workers_of_a_dead_address_is_a_connection_error():
     pytest.importorskip("distributed")
     with pytest.raises(ConnectionError, match="no Dask scheduler answers at tcp://127.0.0.1:9"):
         sweep.dask_workers("tcp://127.0.0.1:9", timeout=1)
+
+
+# ----------------------------------------------------------------------------- costs: memory and time bounds
+
+
+@dataclass(frozen=True)
+class Costly(SetupBase):
+    n: int = param(1000, "rows")
+    d: int = param(100, "columns")
+    steps: int = param(10, "steps")
+
+    def costs(self):
+        from htlib.params import Cost
+        return [Cost("the runs", ("n", "d", "steps"), memory=8.0 * self.n * self.d,
+                     seconds=1e-6 * self.n * self.d * self.steps)]
+
+
+def test_a_setup_whose_cost_exceeds_a_limit_is_refused_naming_the_parameter_and_its_largest_fitting_value():
+    from htlib.params import MEMORY_LIMIT, TIME_LIMIT
+    assert Costly().n == 1000
+    with pytest.raises(ParameterError, match=r"parameter 'n'") as err:
+        Costly(n=10**9)
+    fit = int(re.search(r"n must be at most (\d+)", str(err.value)).group(1))
+    # the largest n by the cost's own arithmetic: memory 8 n d <= MEMORY_LIMIT and time 1e-6 n d steps <= TIME_LIMIT
+    expected = min(MEMORY_LIMIT // (8 * 100), int(TIME_LIMIT / (1e-6 * 100 * 10)))
+    assert fit == expected
+    Costly(n=fit)
+    with pytest.raises(ParameterError):
+        Costly(n=fit + 1)
+    with pytest.raises(ParameterError, match=r"parameter 'steps'") as err:
+        Costly(n=100_000, steps=10**8)  # steps grew most over its default: it is the one named
+    assert int(re.search(r"steps must be at most (\d+)", str(err.value)).group(1)) == int(TIME_LIMIT / (1e-6 * 1e5 * 100))

@@ -316,3 +316,31 @@ def test_the_executor_check_can_fail():
     assert _own_executors("pool = exp.make_executor(executor, workers)")
     assert not _own_executors('"""ProcessPoolExecutor in a docstring"""\nwith setup.executor_context() as pool:\n'
                               "    pass")
+
+
+# The sizes and counts a user once could set to values no machine runs (issue 40): each is refused at once, before
+# any compute, by the Setup's memory and time estimate or by a rule between fields, naming the parameter.
+TOO_LARGE = [("spike_to_heavy_tail", "n", 10**9), ("spike_to_heavy_tail", "steps", 10**8),
+             ("htmp", "epochs", 10**8), ("htmp", "batch_sizes", [100_000]), ("htmp", "ntk_seeds", 10**5),
+             ("linear_hessian", "n", 10**7), ("linear_hessian", "top_k", 10**8)]
+
+
+@pytest.mark.parametrize("stem, name, value", TOO_LARGE, ids=[f"{s}-{n}" for s, n, _ in TOO_LARGE])
+def test_a_size_no_machine_runs_is_refused_at_once_naming_the_parameter(stem, name, value):
+    import time
+    setup = run.chapter_setup(ROOT / "book" / f"{stem}.ipynb")
+    start = time.perf_counter()
+    with pytest.raises(ParameterError, match=rf"parameter '{name}'"):
+        setup(**{name: value})
+    assert time.perf_counter() - start < 5.0
+
+
+@pytest.mark.parametrize("path", SETUP_CHAPTERS, ids=_ids(SETUP_CHAPTERS))
+def test_the_defaults_and_the_paper_preset_fit_the_limits(path):
+    import importlib
+    from htlib.params import MEMORY_LIMIT, TIME_LIMIT
+    setup = run.chapter_setup(path)
+    paper = importlib.import_module(setup.__module__).PAPER
+    for s in (setup(), paper):
+        for cost in s.costs():
+            assert cost.memory <= MEMORY_LIMIT / 4 and cost.seconds <= TIME_LIMIT / 4, (path.stem, cost)

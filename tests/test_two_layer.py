@@ -485,3 +485,12 @@ def test_restrict_recording_equals_a_run_with_that_recording():
     np.testing.assert_array_equal(got.weights[3], direct.weights[3])
     with pytest.raises(ValueError, match="cover"):
         restrict_recording(direct, stored)
+
+
+def test_run_cost_counts_the_recorded_steps_and_six_gemm_passes_a_step():
+    from htlib.two_layer import TwoLayerConfig, run_cost
+    base = dict(n=32, d=10, h=12)
+    for steps, every, initial in [(1, 1, True), (9, 2, True), (10, 5, False), (11, 3, False), (30, 30, True)]:
+        cfg = TwoLayerConfig(steps=steps, record_every=every, record_initial=initial, **base)
+        one = run_cost(TwoLayerConfig(steps=0, **base))[1]  # one record, no step
+        assert run_cost(cfg)[1] == pytest.approx(len(cfg.recorded_steps()) * one + 6.0 * 32 * 10 * 12 * steps)

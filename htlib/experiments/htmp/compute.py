@@ -13,9 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from htlib import htmp, plotting, spectra
+from htlib import htmp, plotting, spectra, two_layer
 from htlib._checks import check_int
-from htlib.params import MIN_WIDTH, ParameterError, SweepSetup, param
+from htlib.params import FLOP_RATE, MIN_WIDTH, Cost, ParameterError, SweepSetup, param
 from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
 from htlib.sweep import run_sweep
 
@@ -29,6 +29,14 @@ def _delta(kappa: float, gamma: float) -> float:
 def _feature_side(dataset: str) -> int:
     """Side of MiniAlexNet's last feature map: 3 on 28 x 28 MNIST, 4 on 32 x 32 CIFAR-10."""
     return 3 if dataset == "mnist5k" else 4
+
+LENET_IMAGES_PER_SECOND = 1400.0  # LeNet on one one-thread worker, batch 100-1000 (benchmarks/bench_small_nets.py)
+NOISE_FIT_SECONDS = 10.0  # one pure-noise FC1 matrix: its ESD and both fits (benchmarks/bench_htmp.py: 2-11 s a fit)
+
+def _alex_activations(widths, side: int) -> float:
+    """MiniAlexNet's conv-block outputs per image (28 x 28, 14 x 14, 7 x 7 maps on MNIST; 32/28 that side on CIFAR)."""
+    scale = 1.0 if side == 3 else (32 / 28) ** 2
+    return scale * (784 * widths[0] + 196 * widths[1] + 49 * widths[2])
 
 @dataclass(frozen=True)
 class Setup(SweepSetup):
@@ -104,6 +112,11 @@ class Setup(SweepSetup):
         if cols < MIN_WIDTH:
             raise ParameterError(f"parameter 'alex_widths' must give MiniAlexNet's FC1 at least {MIN_WIDTH} columns "
                                  f"(its last width times {side * side}); got {list(self.alex_widths)}")
+        for name, value, most in (("batch_sizes", max(self.batch_sizes), "n_train"), ("init_batch", self.init_batch, "n_train"),
+                                  ("ntk_batch", self.ntk_batch, "ntk_n")):
+            if value > getattr(self, most):  # a batch larger than the training set is the whole set
+                raise ParameterError(f"parameter {name!r} must be ≤ {most} = {getattr(self, most)} (a batch larger than "
+                                     f"the training images); got {value}")
         if self.dataset == "mnist5k":
             for name in ("n_train", "alex_n_train", "ntk_n"):
                 if getattr(self, name) > 4999:
@@ -112,6 +125,31 @@ class Setup(SweepSetup):
         elif not self.data_dir:
             raise ParameterError("parameter 'data_dir' must name a local CIFAR-10 folder (cifar-10-batches-py) "
                                  "for dataset 'cifar10'; nothing is downloaded")
+
+    def costs(self) -> list[Cost]:
+        side, workers = _feature_side(self.dataset), self.workers
+        pixels = 784 if self.dataset == "mnist5k" else 3072
+        lenet = (len(self.batch_sizes) * self.repeats + self.init_repeats) * self.epochs * self.n_train
+        alex = len(self.batch_sizes) * self.alex_repeats * self.alex_epochs * self.alex_n_train
+        alex_scale = _alex_activations(self.alex_widths, side) / _alex_activations((96, 256, 192), 3)
+        batch = max(min(b, max(self.n_train, self.alex_n_train)) for b in self.batch_sizes)
+        seeds = self.ntk_seeds + self.ntk_logistic_seeds
+        boots = (len(self.ntk_models) * self.ntk_boot + (seeds - len(self.ntk_models)) * self.ntk_seed_boot)
+        traj_b, traj_f = two_layer.run_cost(two_layer.TwoLayerConfig(n=self.traj_n, d=self.traj_d, h=self.traj_h,
+                                                                     steps=self.traj_steps, keep_weights=(0, 1)))
+        return [
+            Cost("the LeNet and MiniAlexNet training runs", ("epochs", "n_train", "repeats", "batch_sizes", "alex_epochs",
+                                                             "alex_n_train", "alex_repeats", "alex_widths", "init_repeats"),
+                 memory=workers * 4.0 * (3 * batch * _alex_activations(self.alex_widths, side)
+                                         + pixels * (self.n_train + self.alex_n_train + self.alex_n_test)),
+                 seconds=(lenet / LENET_IMAGES_PER_SECOND + alex * alex_scale / ALEX_IMAGES_PER_SECOND) / 2),
+            Cost("the NTK runs", ("ntk_n", "ntk_epochs", "ntk_seeds", "ntk_logistic_seeds", "ntk_boot", "ntk_seed_boot"),
+                 memory=workers * 8.0 * 3 * self.ntk_n ** 2,
+                 seconds=seeds * (self.ntk_epochs + 30) * self.ntk_n / LENET_IMAGES_PER_SECOND / 2
+                 + seeds * 10 * self.ntk_n ** 3 / FLOP_RATE + boots * NOISE_FIT_SECONDS * (self.ntk_n / 1000) ** 2 / 2),
+            Cost("the pure-noise references", ("noise_seeds",), seconds=2 * self.noise_seeds * NOISE_FIT_SECONDS / 2),
+            Cost("the two-layer run", ("traj_n", "traj_d", "traj_h", "traj_steps"), memory=traj_b,
+                 seconds=traj_f / FLOP_RATE)]
 
     def _config(self, model: str, batch: int, seed: int, **over) -> SmallNetConfig:
         lenet = model == "lenet"

@@ -12,7 +12,7 @@ import torch
 
 from htlib import linear as lin
 from htlib._checks import check_choice, check_float, check_int, check_matrix
-from htlib.params import ParameterError, SweepSetup, param
+from htlib.params import FLOP_RATE, Cost, ParameterError, SweepSetup, param
 
 PAPER_EPOCHS = 10_000
 """Full-batch GD epochs of every training run in the paper (its section 7)."""
@@ -463,6 +463,10 @@ def nonzero_eigenvalue_counts(dims: Sequence[int], *, n: int = 40, seed: int = 0
             "params": int(sum(W.size for W in Ws))}
 
 _DATASETS = ("mnist5k", "digits", "mnist", "fashion_mnist", "cifar10")
+_DATA_SHAPES = {"mnist5k": (5000, 784), "digits": (1797, 64), "mnist": (60000, 784), "fashion_mnist": (60000, 784),
+                "cifar10": (50000, 3072)}  # (images, pixels) of each training set
+EPOCH_SECONDS = 5e-4
+"""Seconds of one full-batch epoch of one run, upper end (a width-10 run in the reduced coordinates: 7.7e-5)."""
 _DATA_NAMES = {"mnist5k": "MNIST-5k", "digits": "scikit-learn digits", "mnist": "MNIST", "fashion_mnist": "FashionMNIST",
                "cifar10": "CIFAR-10"}
 
@@ -496,7 +500,8 @@ class Setup(SweepSetup):
     n_imbalanced: int = param(0, "subset size of the imbalance sweeps (0 for the largest allowed)", ge=0)
     majority_shares: tuple[float, ...] = param((0.1, 0.2, 0.3, 0.4, 0.5), "share of class 0 in the imbalance sweeps",
                                                ge=0.1, le=1.0)
-    sizes: tuple[int, ...] = param((500, 1000, 2000, 5000), "subset sizes of Fig. 8", ge=10)
+    sizes: tuple[int, ...] = param((500, 1000, 2000, 5000), "subset sizes of Fig. 8 (those above the data set's left out)",
+                                   ge=10, le=60_000)
     seeds: int = param(3, "subsets and starts per point of Figs. 6-8", ge=1)
     subsets: int = param(30, "random subsets per size for the exact minimizers of Fig. 8 (at least seeds)", ge=2)
     tanh_seeds: int = param(1, "seeds of the tanh runs, Fig. 7 right", ge=1)
@@ -506,7 +511,25 @@ class Setup(SweepSetup):
                                         ge=0.0, le=1.0, min_len=2)
     seed: int = param(0, "base seed", ge=0)
 
+    def costs(self) -> list[Cost]:
+        images, pixels = _DATA_SHAPES[self.dataset]
+        n, shares = self.n or images, len(self.majority_shares)
+        run_epochs = (self.epochs * (7 + 3 * self.seeds * shares + self.seeds * len(self.sizes))
+                      + 2 * self.converged_epochs + self.tanh_epochs * self.tanh_seeds * shares
+                      + 8 * self.hutchinson_probes * self.trace_points + 600 * self.measure_points * self.top_k)
+        minimizers = self.subsets * len(self.sizes) + self.seeds * shares * 2
+        return [Cost("the gradient-descent runs and the exact minimizers",
+                     ("epochs", "converged_epochs", "tanh_epochs", "seeds", "subsets", "top_k", "hutchinson_probes",
+                      "trace_points", "measure_points", "tanh_seeds"),
+                     memory=self.workers * 8.0 * 3 * n * pixels,
+                     seconds=(run_epochs * EPOCH_SECONDS + minimizers * max(self.sizes) * pixels ** 2 / FLOP_RATE) / 2)]
+
     def _check(self) -> None:
+        images = _DATA_SHAPES[self.dataset][0]
+        for name in ("n", "n_imbalanced"):
+            if getattr(self, name) > images:
+                raise ParameterError(f"parameter {name!r} must be ≤ {images:,} (the {_DATA_NAMES[self.dataset]} training "
+                                     f"images; 0 for the largest); got {getattr(self, name)}")
         if self.subsets < self.seeds:  # the trained runs of Fig. 8 use the first `seeds` of the subsets
             raise ParameterError(f"parameter 'subsets' must be ≥ seeds = {self.seeds}; got {self.subsets}")
         for name in ("measure_points", "trace_points"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from htlib import spectra
-from htlib.params import MIN_WIDTH, ParameterError, SweepSetup, param
+from htlib import spectra, two_layer
+from htlib.params import FLOP_RATE, MIN_WIDTH, Cost, ParameterError, SweepSetup, param
 from htlib.sweep import run_sweep
 from htlib.two_layer import Trajectory, TwoLayerConfig, train
 
@@ -65,6 +65,13 @@ class Setup(SweepSetup):
     def _check(self) -> None:
         if self.block > min(self.d, self.h):
             raise ParameterError(f"parameter 'block' must be ≤ min(d, h) = {min(self.d, self.h)}; got {self.block}")
+
+    def costs(self) -> list[Cost]:
+        runs = [two_layer.run_cost(c) for seed in self.seed_list for c in chapter_configs(self, seed).values()]
+        return [Cost("the training runs", ("n", "d", "h", "steps", "ht_steps", "slow_budget", "seeds", "appA_n", "appA_d",
+                                           "appA_h"), memory=max(b for b, _ in runs) * self.workers,
+                     seconds=sum(f for _, f in runs) / FLOP_RATE)]
+
     @property
     def seed_list(self) -> tuple[int, ...]:
         """The seeds every run is trained at: ``seed, seed + 1, ..., seed + seeds - 1`` (the first is the figures')."""
@@ -72,8 +79,6 @@ class Setup(SweepSetup):
     def rules(self) -> spectra.PhaseRules:
         """The one spectrum report's thresholds, with this Setup's stricter heavy-tail option."""
         return spectra.PhaseRules(strict_alpha=self.strict_alpha, strict_pvalue=self.strict_pvalue)
-
-PAPER = Setup(slow_budget=30_000, slow_record_every=500)  # the slow run long enough for the review's 10^4 steps
 
 def run_training(setup: Setup) -> dict[int, dict[tuple, Trajectory]]:
     """Every run of :func:`chapter_configs` at every seed, in one cached sweep: ``{seed: {key: Trajectory}}``.
@@ -118,3 +123,5 @@ def chapter_configs(s: Setup, seed: int | None = None) -> dict[tuple, TwoLayerCo
         configs[("gd", eta)] = run("gd", eta, s.steps, keep_weights=keep)
     configs[("adam-wn", s.eta_adam)] = run("adam", s.eta_adam, s.steps, weight_norm=True, keep_weights=keep)
     return configs
+
+PAPER = Setup(slow_budget=30_000, slow_record_every=500)  # the slow run long enough for the review's 10^4 steps
