@@ -434,6 +434,13 @@ def test_the_scoreboards_source_must_be_an_existing_folder(tmp_path):
     assert run.check_overrides(scoreboard, {"source": "tests"}) == {"source": str(ROOT / "tests")}
 
 
+def _sigint_default():
+    """A rerun started from a terminal: Ctrl-C at its default.  A test suite launched in the background (``make test
+    &``) has SIGINT ignored, and a child would inherit that and never see the Ctrl-C this test sends."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("when", ["in a cell", "while the kernel starts"])
 def test_ctrl_c_during_a_rerun_prints_one_line_naming_the_partial_notebook(tmp_path, when, request):
     """One line, no traceback; and no kernel or runtime folder left (nbclient never shuts down a kernel
@@ -450,7 +457,8 @@ def test_ctrl_c_during_a_rerun_prints_one_line_naming_the_partial_notebook(tmp_p
     request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))  # path: else they move to /tmp)
     proc = subprocess.Popen([sys.executable, "-m", "htlib.run", str(chapter), "--no-html", "--output-dir",
                              str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)})
+                            start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)},
+                            preexec_fn=_sigint_default)
     marker = (lambda: list(tmp.glob("htlib-kernel-*/kernel.json"))) if when != "in a cell" else (
         lambda: (chapter.parent / "started").exists())
     deadline = time.monotonic() + 120
