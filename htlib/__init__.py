@@ -34,8 +34,8 @@ bootstrap; ``_checks``: the shared argument checks.
 computes at the papers' settings and how it reads it; a subpackage of htlib, so that the chapters,
 ``make paper`` and the tests import them by one path (details in :mod:`htlib.experiments`).
 
-**Book tooling**: ``cache`` (the on-disk result cache, keyed by config and by the code of the numerics +
-the chapter's experiments), ``sweep`` (sweeps over any ``concurrent.futures.Executor``, through the cache),
+**Book tooling**: ``cache`` (the on-disk result cache, keyed by config and by the code the producing module
+imports), ``sweep`` (sweeps over any ``concurrent.futures.Executor``, through the cache),
 ``claims`` (the Claim record, the one judge, the claims tables, glue helpers, the scoreboard feed),
 ``plotting`` (the one style, palette and table helper), ``params`` (a chapter's ``Setup``: one declaration
 per parameter, validated before any compute), ``run`` (papermill reruns of a chapter with

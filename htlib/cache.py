@@ -1,8 +1,9 @@
 """On-disk result cache for expensive runs.
 
 A result is stored under a key built from the producing function's name, its canonical configuration and
-:func:`source_hash` of the code that computes it (syntax trees without docstrings, the tooling of
-:data:`TOOLING_MODULES` left out) and of the numeric libraries' versions.  The cache lives in
+:func:`source_hash` of the code that computes it (the syntax trees, without docstrings, of its module and of
+every htlib module that imports, transitively; the tooling of :data:`TOOLING_MODULES` left out) and of the
+numeric libraries' versions.  The cache lives in
 ``$HTLIB_CACHE_DIR`` (relative to the repository root), else ``<repository>/_build/htlib-cache`` in a
 source checkout, else ``~/.cache/htlib``.  Entries are never unpickled: each is a NumPy ``.npz`` archive
 (``allow_pickle=False``) of the arrays plus a JSON description of the structure around them, behind a
@@ -119,37 +120,38 @@ def _module_file(module: str, root: Path) -> Path | None:
     return Path(file) if file and file.endswith(".py") and os.path.isfile(file) else None
 
 
-def _experiments_imports(tree: ast.AST) -> set[str]:
-    """``htlib.experiments.*`` modules imported by a module (absolute imports, as htlib writes them)."""
+def _htlib_imports(tree: ast.AST) -> set[str]:
+    """The htlib modules a module imports, also inside functions (absolute imports, as htlib writes them):
+    ``import htlib.x``, ``from htlib import x`` and ``from htlib.x import y`` all name ``htlib.x``."""
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("htlib.experiments."))
+            out.update(a.name for a in node.names if a.name.startswith("htlib."))
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.startswith("htlib.experiments."):
+            if node.module.startswith("htlib."):
                 out.add(node.module)
-            elif node.module == "htlib.experiments":
-                out.update(f"htlib.experiments.{a.name}" for a in node.names)
+            if node.module == "htlib" or node.module.startswith("htlib."):
+                out.update(f"{node.module}.{a.name}" for a in node.names)  # a submodule, if the name is one
     return out
 
 
 def _result_files(root: Path, module: str | None) -> list[Path]:
-    """The numerics of ``root`` plus ``module``'s file and the experiments modules it imports."""
-    files = {p for p in root.glob("*.py") if p.stem not in TOOLING_MODULES}
-    todo = [module] if module else []
-    seen: set[str] = set()
+    """The files whose code a result of ``module`` can depend on: its own and every htlib module it imports,
+    transitively, book tooling (:data:`TOOLING_MODULES`) left out; ``None``: every numerics module."""
+    if module is None:
+        return sorted(p for p in root.glob("*.py") if p.stem not in TOOLING_MODULES)
+    files: set[Path] = set()
+    todo, seen = [module], set()
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or (name.startswith("htlib.") and name.split(".")[1] in TOOLING_MODULES):
             continue
         seen.add(name)
         path = _module_file(name, root)
         if path is None:
             continue
-        files.add(path)
-        if name.startswith("htlib.experiments."):
-            files.add(root / "experiments" / "__init__.py")
-            todo.extend(_experiments_imports(ast.parse(path.read_text())))
+        files.add(path)  # a package's own __init__ is not: a chapter's shows its reading beside its compute
+        todo.extend(_htlib_imports(ast.parse(path.read_text())))
     return sorted(p for p in files if p.is_file())
 
 
@@ -162,8 +164,9 @@ def source_hash(package_dir: str | None = None, scope: str = "results", module: 
     package_dir
         The package to hash (default: this htlib).
     scope
-        ``"results"`` (the result cache): the syntax trees, without docstrings, of the numerics, ``module`` and
-        the ``htlib.experiments`` modules it imports; ``"all"`` (the book's execution cache): every file's bytes.
+        ``"results"`` (the result cache): the syntax trees, without docstrings, of ``module`` and of every htlib
+        module it imports, transitively (tooling left out); ``"all"`` (the book's execution cache): every file's
+        bytes.
     module
         The dotted name of the module whose function computes the result; ``None``: the numerics alone.
 

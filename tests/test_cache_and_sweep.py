@@ -68,7 +68,7 @@ def test_result_key_ignores_tooling_but_the_book_key_does_not(tmp_path, tool):
     (pkg / "experiments").mkdir(parents=True)
     (pkg / "spectra.py").write_text("X = 1\n")
     (pkg / f"{tool}.py").write_text("STYLE = 1\n")
-    (pkg / "experiments" / f"{tool}.py").write_text("CONFIG = 1\n")  # same stem, experiments layer
+    (pkg / "experiments" / f"{tool}.py").write_text(f"from htlib import spectra, {tool}\nCONFIG = 1\n")  # same stem
     chapter = f"htlib.experiments.{tool}"
     cache.source_hash.cache_clear()
     results, everything = cache.source_hash(str(pkg), module=chapter), cache.source_hash(str(pkg), "all")
@@ -87,6 +87,7 @@ def test_result_key_ignores_tooling_but_the_book_key_does_not(tmp_path, tool):
 CHAPTER_SOURCE = '''"""A chapter's experiments."""
 
 from htlib.experiments.shared import helper  # the chapter uses a sibling module
+from htlib import spectra
 
 SIZE = 10
 """The matrix size."""
@@ -117,7 +118,7 @@ def _hashes(pkg: Path) -> dict[str, str]:
 
 def test_result_key_is_per_chapter(tmp_path):
     """An edit to one chapter's experiments keeps the other chapters' results; the numerics and the
-    experiments modules a chapter imports are in its key."""
+    experiments modules a chapter imports are in its key, and only those."""
     pkg = _chapter_pkg(tmp_path)
     base = _hashes(pkg)
     assert base["alpha"] != base["beta"]
@@ -131,9 +132,11 @@ def test_result_key_is_per_chapter(tmp_path):
     assert after["alpha"] != base["alpha"] and after["beta"] == base["beta"]
     (pkg / "experiments" / "shared.py").write_text("def helper():\n    return 1\n")
     assert _hashes(pkg) == base
-    (pkg / "spectra.py").write_text("def esd(a):\n    return -a\n")
+    (pkg / "spectra.py").write_text("def esd(a):\n    return -a\n")  # numerics alpha imports, beta does not
     after = _hashes(pkg)
-    assert after["alpha"] != base["alpha"] and after["beta"] != base["beta"]
+    assert after["alpha"] != base["alpha"] and after["beta"] == base["beta"]
+    (pkg / "unused.py").write_text("Z = 1\n")  # a numerics module no chapter imports: in no chapter's key
+    assert _hashes(pkg) == after
 
 
 @pytest.mark.parametrize("edit", [
