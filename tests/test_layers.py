@@ -27,8 +27,8 @@ import htlib
 
 PKG = Path(htlib.__file__).resolve().parent
 
-NUMERICS = {"spectra", "htmp", "linear", "two_layer", "random_matrices", "teacher_student", "dynamics",
-            "small_nets", "datasets", "generalization", "stats", "_checks"}
+NUMERICS = {"spectra", "htmp", "linear", "two_layer", "two_layer_autograd", "random_matrices", "teacher_student",
+            "dynamics", "small_nets", "datasets", "generalization", "stats", "_checks"}
 SUPPORT = {"cache", "sweep", "claims", "plotting", "params"}
 RUNNERS = {"run", "book", "paper"}
 NOTEBOOK_TOOLS = {"papermill", "nbformat", "nbconvert", "nbclient", "yaml", "myst_nb"}

@@ -192,6 +192,33 @@ def run_fig3(setup: Setup) -> Fig3Result:
         norms = run_sweep(first_step_norms, [TwoLayerConfig(**setup.base, seed=0)], executor=pool, desc="norms")[0]
     return Fig3Result(grid=run_grid(done[:len(configs)]), init=tuple(done[len(configs):]), edge=setup.edge, norms=norms)
 
+def autograd_comparison(cfg: TwoLayerConfig) -> dict[str, float]:
+    """The largest relative differences over the steps of ``cfg`` between :func:`htlib.two_layer.train` and the
+    independent autograd trainer (:func:`htlib.two_layer_autograd.train_autograd`) on the same data and ``W0``:
+    of ``W_t``, of the loss the updates minimise and of the readout's train and test losses; and, for scale,
+    the autograd run's own float32-to-float64 distance."""
+    from htlib import two_layer_autograd as ag
+    cfg = dataclasses.replace(cfg, record_esd=False, keep_weights=tuple(range(cfg.steps + 1)))
+    ref, data, (W0, a0) = train(cfg), make_data(cfg), init_weights(cfg)
+    run, run64 = (ag.train_autograd(data.X_train, data.y_train, W0.to(dt), a0.to(dt), optimizer=cfg.optimizer,
+                                    eta=cfg.eta, steps=cfg.steps) for dt in (torch.float32, torch.float64))
+    ro = np.array([ag.readout_losses(W, data.X_probe, data.y_probe, data.X_test, data.y_test, lam=cfg.lam,
+                                     scale=cfg.readout_scale) for W in run.weights])
+    def rel(xs, ys) -> float:
+        return max(ag.relative_difference(x, y) for x, y in zip(xs, ys))
+    return {"W": rel(run.weights, [ref.weights[t] for t in range(cfg.steps + 1)]),
+            "update loss": rel(run.losses, ref.update_loss), "train loss": rel(ro[:, 0], ref.train_loss),
+            "test loss": rel(ro[:, 1], ref.test_loss),
+            "float32 vs float64": max(rel(run.weights, run64.weights), rel(run.losses, run64.losses))}
+
+def run_autograd_comparison(setup: Setup, etas: dict[str, float], steps: int = 10) -> dict[str, dict[str, float]]:
+    """:func:`autograd_comparison` of each optimizer at its learning rate in ``etas``, seed 0, FB-Adam with bias
+    correction (as ``torch.optim.Adam``)."""
+    configs = [TwoLayerConfig(**{**setup.base, "bias_correction": True}, optimizer=o, eta=float(etas[o]), steps=steps,
+                              seed=0) for o in OPTIMIZERS]
+    with setup.executor_context() as pool:
+        return dict(zip(OPTIMIZERS, run_sweep(autograd_comparison, configs, executor=pool, desc="autograd trainer")))
+
 @dataclass(frozen=True)
 class FirstStepNorms:
     """Norms of ``G_0`` (``gd_*``), FB-Adam's ``G~_0`` with / without bias correction (``adam_*``, ``adam_nobc_*``),
