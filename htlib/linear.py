@@ -36,8 +36,9 @@ def _np(a: ArrayLike, name: str = "array") -> np.ndarray:
 
 def _check_rows(X: np.ndarray, Y: np.ndarray, names: tuple[str, str] = ("X", "Y")) -> None:
     if X.shape[0] != Y.shape[0]:
+        hint = f" -- did you pass {names[0]} transposed?" if X.shape[1] == Y.shape[0] else ""
         raise ValueError(f"{names[0]} and {names[1]} must have the same number of rows (samples), "
-                         f"got {X.shape[0]} and {Y.shape[0]}")
+                         f"got {X.shape[0]} and {Y.shape[0]}{hint}")
 
 def _rtol(rtol: float | None, shape: tuple[int, ...]) -> float:
     """The relative tolerance ``rtol`` in (0, 1); ``None``: NumPy's ``max(n, d) * eps``."""
@@ -83,14 +84,21 @@ def feature_gram(X: ArrayLike, rtol: float | None = None) -> FeatureGram:
     keep = c > tol
     return FeatureGram(Xn.shape[0], c[keep].copy(), E[:, keep].copy())
 
-def _gram(X: "ArrayLike | FeatureGram | None", d0: int) -> FeatureGram | None:
-    """``X`` as a :class:`FeatureGram` with ``d0`` features (``None`` stays ``None``: whitened, ``C = I``)."""
+def _gram(X: "ArrayLike | FeatureGram | None", d0: int, source: str = "the input width of weights[0]"
+          ) -> FeatureGram | None:
+    """``X`` as a :class:`FeatureGram` with ``d0`` features (``None`` stays ``None``: whitened, ``C = I``); the one
+    place that refuses a wrongly shaped ``X`` (``source``: where ``d0`` comes from), before any decomposition."""
     if X is None:
         return None
-    G = X if isinstance(X, FeatureGram) else feature_gram(X)
-    if G.d0 != d0:
-        raise ValueError(f"X must have d0={d0} columns (the input width of weights[0]), got {G.d0}")
-    return G
+    if isinstance(X, FeatureGram):
+        if X.d0 != d0:
+            raise ValueError(f"X must have d0={d0} features ({source}), got a FeatureGram with d0={X.d0}")
+        return X
+    Xn = check_matrix("X", X)
+    if Xn.shape[1] != d0:
+        hint = " -- did you pass X transposed?" if Xn.shape[0] == d0 else ""
+        raise ValueError(f"X has shape {Xn.shape}; it must be n x d0 with d0={d0} columns ({source}){hint}")
+    return feature_gram(Xn)
 
 # --- Data preparation -------------------------------------------------------------------------
 
@@ -613,8 +621,9 @@ def ggn_spectrum(weights: Sequence[ArrayLike], X: ArrayLike | None = None, k: in
 
 def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> np.ndarray:
     """Closed form for two layers and whitened data: all ``sigma_x^2 (s_i(W1)^2 + s_j(W2)^2)``,
-    ``i <= d0``, ``j <= d2``, singular values zero-padded; ``d0*d2`` values, largest first."""
+    ``i <= d0``, ``j <= d2``, singular values zero-padded; ``d0*d2`` values, largest first (``sigma_x > 0``)."""
     A, B = check_matrix("W1", W1), check_matrix("W2", W2)
+    sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     if B.shape[1] != A.shape[0]:
         raise ValueError(f"W2 must have {A.shape[0]} columns, got {B.shape[1]}")
     d0, d2 = A.shape[1], B.shape[0]
@@ -629,17 +638,22 @@ def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -
 def block_diagonal_sharpness(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> float:
     """Top eigenvalue when the cross-layer blocks are dropped: ``sigma_x^2 max(||W1||^2, ||W2||^2)``."""
     _validated_weights([W1, W2])
+    sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     return float(sigma_x**2 * max(np.linalg.norm(_np(W1), 2) ** 2, np.linalg.norm(_np(W2), 2) ** 2))
 
 def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1.0) -> np.ndarray:
     """GGN spectrum of a strongly balanced depth-``L`` net on whitened data (largest first): ``sigma_x^2 sum_l
-    s_i^(2(l-1)) s_j^(2(L-l))`` (``i, j <= r``), ``sigma_x^2 s_i^(2(L-1))`` ``(d0 - r) + (dL - r)`` times, zeros."""
+    s_i^(2(l-1)) s_j^(2(L-l))`` (``i, j <= r``), ``sigma_x^2 s_i^(2(L-1))`` ``(d0 - r) + (dL - r)`` times, zeros
+    (``s >= 0``, ``sigma_x > 0``)."""
     sv = _np(s).ravel()
     r = sv.size
     L = check_int("L", L, 1)
     d0, dL = check_int("d0", d0, 1), check_int("dL", dL, 1)
+    sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     if r == 0 or not np.all(np.isfinite(sv)):
         raise ValueError("s must hold at least one finite singular value")
+    if np.any(sv < 0):
+        raise ValueError(f"s must hold singular values >= 0, got {sv.tolist()}")
     if not (r <= d0 and r <= dL):
         raise ValueError(f"len(s) = {r} must be <= d0 = {d0} and <= dL = {dL}")
     l = np.arange(1, L + 1)
@@ -679,19 +693,68 @@ def sharpness_isotropic(X: "ArrayLike | FeatureGram", Y: ArrayLike, L: int) -> f
         raise ValueError(f"X and Y must have the same number of rows (samples), got {n} and {Yn.shape[0]}")
     return float(L / n * sx2 ** (1.0 / L) * np.linalg.norm(Yn, 2) ** (2.0 * (L - 1) / L))
 
+def _balanced_rowspace_spectrum(W: np.ndarray, E: np.ndarray, L: int) -> np.ndarray:
+    """The ``r*dL`` GGN eigenvalues (unsorted; the other ``(d0 - r) dL`` are zero) of the strongly balanced depth-``L``
+    net with end-to-end map ``W = U diag(w) V^T`` on features with ``C = P = E E^T`` (``E``: ``d0 x r``).  With
+    ``B_l^T B_l = V w^(2(l-1)/L) V^T``, ``A_l A_l^T = U w^(2(L-l)/L) U^T``, ``sum_l P B_l^T B_l P kron A_l A_l^T`` splits
+    over the left directions ``u_j`` (``w_j = 0`` past the rank) into ``a_j P + P V diag(d_j) V^T P``, ``a_j =
+    w_j^(2(L-1)/L)``, ``d_jk = sum_(l>=2) w_j^(2(L-l)/L) w_k^(2(l-1)/L)``: on the row space ``a_j`` plus the eigenvalues of
+    ``diag(sqrt d_j) Z Z^T diag(sqrt d_j)``, ``Z = V^T E``; ``W = W P`` gives ``Z Z^T = I``, :func:`balanced_spectrum`."""
+    dL, r = W.shape[0], E.shape[1]
+    _, w, Vt = np.linalg.svd(W, full_matrices=False)
+    # round-off singular values are zeros: w^(2/L) would lift 1e-16 to 1e-8 (L = 4)
+    w[w <= max(W.shape) * np.finfo(np.float64).eps * w[0]] = 0.0
+    m = min(w.size, r)
+    wl = np.concatenate([w, np.zeros(dL - w.size)])
+    d = sum((wl[:, None] ** (2.0 * (L - l) / L) * w ** (2.0 * (l - 1) / L) for l in range(2, L + 1)),
+            np.zeros((dL, w.size)))
+    Z = Vt @ E
+    root = np.sqrt(d)
+    mu = np.linalg.eigvalsh(root[:, :, None] * (Z @ Z.T) * root[:, None, :])[:, ::-1]
+    out = np.repeat((wl ** (2.0 * (L - 1) / L))[:, None], r, axis=1)
+    out[:, :m] += mu[:, :m]  # Z Z^T has rank <= r: its top min(rank W, r) eigenvalues, the rest are zero
+    return out.ravel()
+
 def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tuple[float, float]:
-    """``(s_min(X)^2/n) L ||W||_2^(2-2/L) <= lambda_max <= (||X||_2^2/n) L ||W||_2^(2-2/L)`` for a balanced depth-``L``
-    network with end-to-end map ``W`` (``s_min``: smallest nonzero; for a rank-deficient ``X`` the lower bound
-    needs ``W``'s top right singular vector in the row space of ``X``, true for the OLS solution)."""
+    """``c_min lambda_P <= lambda_max <= c_max lambda_P`` for the top GGN eigenvalue (the Hessian's at zero loss or at
+    the OLS solution) of the strongly balanced depth-``L`` net with end-to-end map ``W`` (``dL x d0``): ``c`` the nonzero
+    eigenvalues of ``C = X^T X / n``, ``lambda_P`` the exact ``lambda_max`` at ``C = P``, the projector on the row space
+    of ``X`` (the top of :func:`balanced_prediction` at ``sigma_x = 1``).
+
+    ``lambda_P = L ||W||_2^(2-2/L)`` exactly when ``W``'s top right singular vector lies in the row space of ``X``
+    (always for full-rank ``X``; for the OLS solution ``(X^+ Y)^T``): the pair is then the ``s_min`` pair
+    ``(s_min(X)^2/n, ||X||_2^2/n) L ||W||_2^(2-2/L)``, returned as that formula.  Otherwise that formula overstates
+    ``lambda_P`` and its lower end can exceed the true ``lambda_max``; the pair then uses the exact, smaller
+    ``lambda_P`` and holds for every ``W``.  Returned rather than refused: the check costs as much as the valid value,
+    which on whitened features (``c_min = c_max``) is the sharpness itself.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is all zero, ``L`` is not an integer ``>= 1``, or ``W`` does not have ``d0`` columns (``X`` is named
+        instead when ``W`` fits ``X`` transposed).
+
+    Examples
+    --------
+    >>> X = whiten(np.random.default_rng(0).standard_normal((20, 4)) * [1.0, 1.0, 1.0, 0.0])  # rank 3: P != I
+    >>> Ws = balanced_weights([4, 3, 2], [1.5, 0.5], seed=0)  # W's top right singular vector leaves the row space
+    >>> lo, hi = sharpness_bounds(X, Ws[1] @ Ws[0], 2)
+    >>> lam = float(ggn_spectrum(Ws, X, k=1)[0])  # whitened: c_min = c_max = 1, the pair is exact
+    >>> round(lo / lam, 10), round(hi / lam, 10), round(2 * 1.5**2 / lam, 2)  # L ||W||^(2-2/L) overstates it
+    (1.0, 1.0, 1.47)
+    """
     Wn = check_matrix("W", W)
     L = check_int("L", L, 1)
-    d0 = X.d0 if isinstance(X, FeatureGram) else check_matrix("X", X).shape[1]
-    if Wn.shape[1] != d0:
+    rows, d0 = (None, X.d0) if isinstance(X, FeatureGram) else check_matrix("X", X).shape
+    if Wn.shape[1] != d0 and Wn.shape[1] != rows:  # W fitting X^T: _gram names X as transposed
         raise ValueError(f"W must have d0 = {d0} columns (the features of X), got shape {Wn.shape}")
-    G = _gram(X, d0)
+    G = _gram(X, Wn.shape[1], "the columns of W")
     if G.c.size == 0:
         raise ValueError("X is all zero: the bounds are 0 and say nothing")
     core = L * np.linalg.norm(Wn, 2) ** (2.0 - 2.0 / L)
+    lam = float(_balanced_rowspace_spectrum(Wn, G.E, L).max())
+    if lam < (1.0 - 1e-10) * core:  # else equal to round-off: keep the formula's own value
+        core = lam
     return float(G.c[-1] * core), float(G.c[0] * core)
 
 def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> np.ndarray:
@@ -724,18 +787,46 @@ def balance_gaps(weights: Sequence[ArrayLike]) -> np.ndarray:
 
 def balanced_prediction(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram | None" = None,
                         sigma_x: float = 1.0, k: int | None = None) -> np.ndarray:
-    """:func:`balanced_spectrum` (top ``k``) of the strongly balanced network with end-to-end map ``W P``, ``P`` the
-    projector on the row space of ``X`` (``X=None``: identity): singular values ``s_i = sigma_i(W P)^(1/L)``."""
+    """The GGN spectrum (top ``k`` of ``d0*dL``, largest first) of the strongly balanced net with the same end-to-end
+    map ``W = W_L..W_1`` on whitened features, ``X^T X / n = sigma_x^2 P`` (``sigma_x > 0``), ``P`` the projector on the
+    row space of ``X``, rank ``r`` (``X=None``: ``P = I``).
+
+    When ``W = W P`` (``W``'s rows in the row space of ``X``; for strongly balanced weights ``W1 = W1 P``; checked to
+    ``1e-10`` relative) this is the closed form :func:`balanced_spectrum` of ``s_i = sigma_i(W)^(1/L)`` on ``r``
+    features, zeros padded.  Otherwise ``W``'s directions outside the row space still enter the Hessian, through the
+    factors ``W_L..W_(l+1)`` and ``W_(l-1)..W_1`` of every layer, and the closed form of ``W P`` can be off by tens of
+    percent: the exact spectrum of the balanced net is computed on the row space instead (small eigenproblems).
+    For weights that are not balanced this is a prediction; :func:`ggn_spectrum` is their exact spectrum.
+
+    Raises
+    ------
+    ValueError
+        If the weights do not chain, ``X`` does not have ``d0`` columns, ``sigma_x <= 0`` or ``k < 1``.
+
+    Examples
+    --------
+    >>> X = whiten(np.random.default_rng(0).standard_normal((20, 4)) * [1.0, 1.0, 1.0, 0.0])  # rank 3: P != I
+    >>> Ws = balanced_weights([4, 3, 2], [1.5, 0.5], seed=0)  # rows partly outside the row space of X
+    >>> bool(np.allclose(balanced_prediction(Ws, X), ggn_spectrum(Ws, X), rtol=0, atol=1e-12))
+    True
+    """
     Ws = _validated_weights(weights)
+    sigma_x = check_float("sigma_x", sigma_x, low=0.0)
+    if k is not None:
+        k = check_int("k", k, 1)
     L, d0 = len(Ws), Ws[0].shape[1]
     W = _chain(Ws, d0, 1, L)
     G = _gram(X, d0)
-    if G is not None:
-        W = (W @ G.E) @ G.E.T
-    r = min([d0] + [V.shape[0] for V in Ws])
-    s = np.linalg.svd(W, compute_uv=False)[:r] ** (1.0 / L)
-    ev = balanced_spectrum(s, L, W.shape[1], W.shape[0], sigma_x)
-    return ev if k is None else ev[: check_int("k", k, 1)]
+    r, dL = d0 if G is None else G.c.size, W.shape[0]
+    if G is not None and (r == 0 or np.linalg.norm(W - (W @ G.E) @ G.E.T) > 1e-10 * np.linalg.norm(W)):
+        ev = sigma_x**2 * _balanced_rowspace_spectrum(W, G.E, L)
+    else:
+        if G is not None:
+            W = (W @ G.E) @ G.E.T
+        rank = min([r] + [V.shape[0] for V in Ws])
+        ev = balanced_spectrum(np.linalg.svd(W, compute_uv=False)[:rank] ** (1.0 / L), L, r, dL, sigma_x)
+    ev = np.sort(np.concatenate([ev, np.zeros((d0 - r) * dL)]))[::-1]
+    return ev if k is None else ev[:k]
 
 def interpolate_whitening(X: ArrayLike, t: float, sigma_x: float = 1.0) -> np.ndarray:
     """Features between ``X = U_r S V_r^T`` (``t = 0``) and :func:`whiten` of it (``t = 1``): ``U_r S_t V_r^T``

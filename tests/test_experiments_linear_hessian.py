@@ -52,9 +52,8 @@ def test_feature_gram_gives_the_same_numbers_as_x():
     assert abs(lin.ggn_trace(Ws, G) - direct) < 1e-10 * direct
     terms = [np.linalg.norm(X @ b.T, 2) ** 2 * np.linalg.norm(a, 2) ** 2 / X.shape[0] for a, b in zip(A, B)]
     np.testing.assert_allclose(lin.layer_sharpness_terms(Ws, G), terms, rtol=1e-10)
-    s = np.linalg.svd(X, compute_uv=False)
-    core = 3 * np.linalg.norm(W, 2) ** (2 - 2 / 3)
-    np.testing.assert_allclose(lin.sharpness_bounds(X, W, 3), (s[26] ** 2 / 80 * core, s[0] ** 2 / 80 * core), rtol=1e-9)
+    # W reaches X's blank columns, so the s_min formula's precondition fails there: both routes give the same pair
+    np.testing.assert_allclose(lin.sharpness_bounds(X, W, 3), lin.sharpness_bounds(G, W, 3), rtol=1e-9)
     np.testing.assert_allclose(lin.balanced_prediction(Ws, X, k=5), lin.balanced_prediction(Ws, G, k=5), rtol=1e-12)
 
 

@@ -301,6 +301,10 @@ def test_lower_bound_with_rank_deficient_features_at_ols():
     ggn_top = lin.ggn_spectrum(Ws, X, k=1)[0]
     lo, hi = lin.sharpness_bounds(X, _product(Ws), 2)
     assert 0 < lo <= ggn_top * (1 + 1e-10) and ggn_top <= hi * (1 + 1e-10)
+    # the OLS map's rows lie in the row space: the pair is the s_min formula itself
+    sx = np.linalg.svd(X, compute_uv=False)[:4]
+    core = 2 * np.linalg.norm(_product(Ws), 2)
+    np.testing.assert_allclose((lo, hi), (sx[-1] ** 2 / 12 * core, sx[0] ** 2 / 12 * core), rtol=1e-12)
 
 
 def test_depth_sweep_and_exact_case():
@@ -375,8 +379,9 @@ def test_bad_inputs_name_the_argument():
         lin.whiten(np.zeros((0, 3)))
     with pytest.raises(ValueError, match="X must not be empty"):
         lin.ggn_spectrum(Ws, np.zeros((0, 3)))
-    with pytest.raises(ValueError, match="X must have d0=3"):
+    with pytest.raises(ValueError, match=r"X has shape \(10, 5\); it must be n x d0 with d0=3 columns") as err:
         lin.ggn_trace(Ws, rng.standard_normal((10, 5)))
+    assert "transposed" not in str(err.value)  # X.T would not fit either
     with pytest.raises(ValueError, match="X is required"):
         lin.ggn_trace(Ws, None)
     with pytest.raises(ValueError, match="X is all zero"):
@@ -620,3 +625,93 @@ def test_row_space_trainer_matches_plain_gd_on_rank_deficient_features():
                     W -= 0.02 * gw
         for a, b in zip(res.weights, Wt):
             np.testing.assert_allclose(a, b.detach().numpy(), atol=1e-11)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 38 (item 5): preconditions checked against dense autograd; each test failed before its fix
+# ---------------------------------------------------------------------------------------------
+
+
+def _whitened_rank_deficient(rng, n, d0, rank, sigma_x):
+    """Whitened features of rank ``rank < d0`` whose row space is a random subspace (no blank coordinate)."""
+    X = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d0))
+    return lin.whiten(X, sigma_x)
+
+
+def _spectra_agree(closed, h, atol):
+    # the dense Hessian has p eigenvalues, the closed forms d0*dL: the longer tail must be zero
+    m = min(closed.size, h.size)
+    np.testing.assert_allclose(closed[:m], h[:m], rtol=0, atol=atol)
+    assert np.abs(closed[m:]).max(initial=0.0) < atol and np.abs(h[m:]).max(initial=0.0) < atol
+
+
+@pytest.mark.parametrize("dims", [[6, 4, 3], [6, 5, 4, 3], [5, 3, 3, 3, 4]])
+def test_balanced_prediction_inside_and_outside_the_row_space(dims):
+    rng = np.random.default_rng(50 + len(dims))
+    L, d0, dL, sigma_x = len(dims) - 1, dims[0], dims[-1], 1.3
+    X = _whitened_rank_deficient(rng, 30, d0, d0 - 2, sigma_x)
+    E = lin.feature_gram(X).E
+    P = E @ E.T
+    s = rng.uniform(0.4, 1.6, min(dims))
+    outside = lin.balanced_weights(dims, s, seed=1)  # Haar right singular vectors: partly outside the row space
+    inside = lin.balanced_weights([E.shape[1]] + dims[1:], s[: min([E.shape[1]] + dims[1:])], seed=1)
+    inside = [inside[0] @ E.T] + inside[1:]  # W1 = W1 P, still strongly balanced
+    assert np.abs(inside[0] - inside[0] @ P).max() < 1e-12 and np.abs(outside[0] - outside[0] @ P).max() > 0.1
+    assert max(lin.balance_gaps(inside).max(), lin.balance_gaps(outside).max()) < 1e-12
+    for Ws in (inside, outside):
+        h = _hessian_eigs(Ws, X, _zero_loss_labels(Ws, X))  # zero loss: Hessian = GGN
+        _spectra_agree(lin.balanced_prediction(Ws, X, sigma_x), h, 1e-10 * h[0])
+    # the closed form of W P, which the function once returned outside the row space, misses the top value
+    closed = lin.balanced_spectrum(np.linalg.svd(_product(outside) @ P, compute_uv=False)[: min(dims)] ** (1 / L),
+                                   L, d0 - 2, dL, sigma_x)
+    assert abs(closed[0] - h[0]) > 0.01 * h[0]  # h: the dense Hessian at the outside weights (last in the loop)
+
+
+@pytest.mark.parametrize("whitened", [True, False])
+def test_sharpness_bounds_hold_for_balanced_weights_outside_the_row_space(whitened):
+    # the s_min pair L ||W||^(2-2/L) (c_min, c_max) needs W's top right singular vector in the row space of X
+    rng = np.random.default_rng(60)
+    overstated = 0
+    for case in range(6):
+        dims = [6, 5, 4, 3] if case % 2 else [6, 4, 4]
+        L = len(dims) - 1
+        Ws = lin.balanced_weights(dims, rng.uniform(0.3, 2.0, min(dims)), seed=case)
+        X = _whitened_rank_deficient(rng, 15, 6, 4, 1.0)
+        if not whitened:
+            X = X * rng.uniform(0.95, 1.05, 6)  # mildly anisotropic, still rank 4
+        lam = _hessian_eigs(Ws, X, _zero_loss_labels(Ws, X))[0]
+        W = _product(Ws)
+        lo, hi = lin.sharpness_bounds(X, W, L)
+        assert lo <= lam * (1 + 1e-10) and lam <= hi * (1 + 1e-10)
+        if whitened:  # c_min = c_max: the pair is the sharpness itself
+            assert abs(lo - lam) < 1e-10 * lam and abs(hi - lam) < 1e-10 * lam
+        c = np.linalg.svd(X, compute_uv=False)[:4] ** 2 / X.shape[0]
+        overstated += c[-1] * L * np.linalg.norm(W, 2) ** (2 - 2 / L) > lam * (1 + 1e-6)
+    assert overstated >= 3  # the formula's lower end lies above lambda_max in these cases
+
+
+def test_spectra_refuse_nonpositive_sigma_x_and_negative_singular_values():
+    rng = np.random.default_rng(61)
+    W1, W2 = rng.standard_normal((4, 3)), rng.standard_normal((2, 4))
+    for sigma_x in (0.0, -1.5):
+        for fn in (lambda: lin.two_layer_ntk_spectrum(W1, W2, sigma_x), lambda: lin.balanced_spectrum([1.0], 2, 2, 2, sigma_x),
+                   lambda: lin.balanced_prediction([W1, W2], None, sigma_x), lambda: lin.block_diagonal_sharpness(W1, W2, sigma_x)):
+            with pytest.raises(ValueError, match="sigma_x must be finite and > 0"):
+                fn()
+    with pytest.raises(ValueError, match=r"^s must hold singular values >= 0"):
+        lin.balanced_spectrum([1.0, -0.5], 3, 4, 4)
+
+
+def test_transposed_x_is_named():
+    rng = np.random.default_rng(62)
+    Ws = [rng.standard_normal((4, 5)), rng.standard_normal((3, 4))]
+    X, Y = rng.standard_normal((100, 5)), rng.standard_normal((100, 3))
+    calls = (lambda: lin.ggn_spectrum(Ws, X.T), lambda: lin.ggn_trace(Ws, X.T), lambda: lin.balanced_prediction(Ws, X.T),
+             lambda: lin.weyl_sharpness_bounds(Ws, X.T), lambda: lin.sharpness_bounds(X.T, Ws[1] @ Ws[0], 2))
+    for fn in calls:
+        with pytest.raises(ValueError, match=r"^X has shape \(5, 100\); .*d0=5 columns.*did you pass X transposed\?"):
+            fn()
+    with pytest.raises(ValueError, match=r"^X and Y must have the same number of rows.*did you pass X transposed\?"):
+        lin.train_gd(Ws, X.T, Y, lr=0.1, epochs=1)
+    with pytest.raises(ValueError, match=r"^X must have d0=4 features"):
+        lin.ggn_spectrum([rng.standard_normal((3, 4))], lin.feature_gram(X))
