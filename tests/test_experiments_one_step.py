@@ -16,7 +16,8 @@ from htlib.experiments import one_step as ch
 from htlib.two_layer import RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data
 
 TINY = dict(n=64, d=20, h=30, n_test=16, etas=(0.1, 1.0, 2000.0), seeds=2, fig2_gd_etas=(2000.0,),
-            fig2_adam_etas=(0.1, 10.0), scaling_h=12, scaling_ds=(16, 32, 64), scaling_seeds=2, executor="serial")
+            fig2_adam_etas=(0.1, 10.0), scaling_h=12, scaling_ds=(16, 32, 64), scaling_hs=(8, 12, 24), scaling_seeds=2,
+            executor="serial")
 
 
 @pytest.fixture
@@ -119,13 +120,13 @@ def test_table_has_each_level_once_per_rule_and_keeps_the_kta_revision():
     levels = {}
     for rule in ch.RULE_NAMES:
         for key, spec in ch.TABLE.items():
-            if key.startswith(f"{rule}_") and not key.startswith("kta_rev"):
+            if key.startswith(f"{rule}_") and not key.startswith("kta_rev") and not key.endswith(("_onset", "_gen")):
                 for part in spec.parts or (spec,):
                     levels.setdefault(rule, set()).add(part.level)
     assert levels == {"spike": {1.1}, "sim": {0.1}, "kta": {1.1}, "loss": {0.05}}
     assert ch.rule_spec("kta").level == ch.rule_spec("spike").level
     # the KTA level lowered after the runs: every row reading it keeps the earlier level on one part
-    kta = [k for k in ch.TABLE if k.startswith(("kta_gd", "kta_adam", "sweet"))]
+    kta = [k for k in ch.TABLE if k.startswith(("kta_gd", "kta_adam", "sweet")) and not k.endswith("_onset")]
     assert len(kta) == 8
     for key in kta:
         revised = [p for p in ch.TABLE[key].parts if p.revised_from is not None]
@@ -177,6 +178,46 @@ def test_review_cases_and_adam_loss_read_their_parts():
     assert rec["adam_loss"].verdict == "agrees"
     flat = _judged(_fig3({"test_loss@d": [1, 1, 0.98, 0.9, 0.85, 0.8]}, etas=etas))
     assert flat["adam_loss"].verdict == "disagrees"  # the train loss stays and the test loss falls
+
+
+def test_onset_rows_read_any_move_below_the_threshold_and_the_spike_claim_needs_no_spike_there():
+    etas, n = ch.PAPER.etas, 5  # the paper's grid: 1000 (index 6) lies below 2000 (index 7)
+    spike = [1.0] * 7 + [1.6, 2.0]
+    # below 2000: no spike, but every seed's test loss and KTA already move (by different amounts)
+    rise = np.linspace(0.01, 0.02, n)
+    test, kta = np.ones((2, 9, n)), np.ones((2, 9, n))
+    test[:, 6], test[:, 7:] = 1 - rise, 0.9
+    kta[:, 6], kta[:, 7:] = 1 + rise, 1.4
+    setup = ch.Setup(seeds=n)
+    rec = _judged(_fig3({"lambda_max": spike, "test_loss@d": test, "train_loss@d": test, "kta@d": kta}, etas=etas,
+                        seeds=n), setup)
+    assert rec["spike_gen"].verdict == "partly"  # falls with the spike, and already without one
+    assert rec["kta_gd_onset"].verdict == "partly" and rec["loss_gd_onset"].verdict == "partly"
+    assert rec["kta_gd"].verdict == "agrees" and rec["loss_gd"].verdict == "agrees"  # 1% < 5%, 1.02 < 1.1
+    test[:, 6] = 1 + rise  # the test loss rises a little below 2000 (a sign test leaves ties out)
+    still = _judged(_fig3({"lambda_max": spike, "test_loss@d": test}, etas=etas, seeds=n), setup)
+    assert still["spike_gen"].verdict == "agrees"
+    spiked = _judged(_fig3({"lambda_max": [1.0] * 6 + [1.5, 1.6, 2.0], "test_loss@d": test}, etas=etas, seeds=n),
+                     setup)
+    assert spiked["spike_gen"].verdict == "inconclusive"  # a spike below 2000: nothing to compare without one
+    assert "spike rule holds" in spiked["spike_gen"].cause
+
+
+def test_width_exponent_divides_out_the_finite_size_form():
+    # eta*_2 sqrt(h) = (1 + sqrt(h/d)) / kappa at every width: the claim's exponent in h is 0
+    d, hs = 4000, (125, 250, 500, 1000)
+    cs = tuple(TwoLayerConfig(n=2 * d, d=d, h=h, seed=s) for h in hs for s in range(3))
+    form = np.array([ch.finite_size_form("eta_2", c.h, c.d) for c in cs])
+    jitter = 1 + 1e-3 * np.sin(np.arange(len(cs)))
+    res = ch.ScalingResult(configs=(), norms=(), values={}, fits={}, h_configs=cs,
+                           h_values={"eta_2": form / 0.8 * jitter})
+    m = ch.measure_width(res, ch.PAPER)
+    assert len(m.values) == 3 and np.allclose(m.values, 0.0, atol=5e-3)
+    assert judge_table([ch.TABLE["cor_2_h"]], {"cor_2_h": m})[0].verdict == "agrees"
+    # eta*_2 that does not fall like 1/sqrt(h): eta*_2 sqrt(h) ~ h^(1/2), outside the band
+    grown = ch.ScalingResult(configs=(), norms=(), values={}, fits={}, h_configs=cs,
+                             h_values={"eta_2": form * np.sqrt([c.h for c in cs]) * jitter})
+    assert judge_table([ch.TABLE["cor_2_h"]], {"cor_2_h": ch.measure_width(grown, ch.PAPER)})[0].verdict == "disagrees"
 
 
 def test_corollary_fit_divides_out_the_finite_size_form():

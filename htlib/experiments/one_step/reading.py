@@ -105,6 +105,8 @@ def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
         peaks = np.log10(np.asarray(etas)[np.nanargmax(v, axis=0)])
         out[f"kta_rev{sfx}"] = _parts(f"kta_rev{sfx}", setting, peak=_runs(peaks),
                                       reversal=_runs(v[-1] / np.nanmax(v, axis=0), note=f"eta_max = {etas[-1]:g}"))
+        if s == "d":
+            out.update(measure_onsets(fig3, setup))
         for case, (lo, hi) in SWEET_SPOT.items():
             idx = [j for j, e in enumerate(etas) if (lo <= e < hi if case == "sweet1" else lo <= e <= hi)]
             key = f"{case}{sfx}"
@@ -115,6 +117,33 @@ def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
                                                          "the largest seed mean in the range")
                                                for r in ("loss", "kta", "sim")})
     return out
+
+def measure_onsets(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
+    """GD below its threshold: does anything move without a spike (the stricter readings and the paper's
+    conclusion that the spike leads to better generalization); FB-Adam's sweet-spot onset."""
+    etas, p, setting = list(map(float, fig3.grid.etas)), PAPER_ETAS["gd"], _readout_setting(setup, "d")
+    keys = ("spike_gen", "kta_gd_onset", "loss_gd_onset")
+    if p not in etas or etas.index(p) == 0:
+        return {k: Measurement.not_run(f"the grid needs the paper's eta = {p:g} and one below it; the paper's has them")
+                for k in keys} | {"sweet2_onset": Measurement.not_run("no grid eta lies in [0.01, 1]")}
+    j = etas.index(p)
+    test = 1 - fig3.grid.get("test_loss@d", "gd") / fig3.init_values("test_loss@d")
+    without = _runs(test[j - 1], note=f"eta = {etas[j - 1]:g}")
+    if _holds("spike", float(np.nanmean(fig3.statistic("spike", "gd")[j - 1]))):
+        without = replace(without, cannot_test=f"the spike rule holds at eta = {etas[j - 1]:g} too: no run without "
+                                               "a spike to compare")
+    kta, loss = (_at_below(fig3, r, "gd", "d") for r in ("kta", "loss"))
+    out = {"spike_gen": _parts("spike_gen", setting, **{"with": _runs(test[j]), "without": without}),
+           "kta_gd_onset": _parts("kta_gd_onset", setting, at=kta[0], below=kta[1]),
+           "loss_gd_onset": _parts("loss_gd_onset", setting, at=loss[0], below=loss[1])}
+    lo, hi = SWEET_SPOT["sweet2"]
+    idx = [k for k, e in enumerate(etas) if lo <= e <= hi]
+    out["sweet2_onset"] = (replace(_worst(fig3.statistic("loss", "adam", "d"), idx, etas, np.argmax,
+                                          "the largest seed mean in the range"), setting=setting) if idx else
+                           Measurement.not_run("no grid eta lies in [0.01, 1]; the paper's grid has one"))
+    return out
+
+NO_SIZES = "the paper gives no sizes for its scaling statements: the sweep is not a reduction of a larger setting"
 
 def measure_scaling(scaling: ScalingResult, setup: Setup) -> dict[str, Measurement]:
     """Theorem 4.1 and Corollary 4.2: each seed's exponent in d (claims), the pooled fit's (checks)."""
@@ -141,11 +170,28 @@ def measure_scaling(scaling: ScalingResult, setup: Setup) -> dict[str, Measureme
         "cor_2": per_seed("eta_2", f"finite-size form {COR_FORMS['eta_2']} divided out (raw exponent "
                           f"{scaling.fits['eta_2'].slope:+.3f}); {contrast['gd_eta_2']}"),
     }
-    cor_2 = ("Thm. 4.1's sweep, with ||W0||_2 at the MP edge; the 1/sqrt(h) in h is not tested (h is fixed and "
-             "sqrt(h) divided out): ")
+    cor_2 = ("Thm. 4.1's sweep, with ||W0||_2 at the MP edge; the 1/sqrt(h) in h is the next row's (h is fixed "
+             "here and sqrt(h) divided out): ")
     settings = {"thm_f_nobc": nobc, "thm_2_nobc": nobc, "cor_f": "Thm. 4.1's sweep, with ||W0||_F in closed form: "
                 + setting, "cor_2": cor_2 + setting}
-    return {k: replace(m, setting=settings.get(k, setting)) for k, m in out.items()}
+    out = {k: replace(m, setting=settings.get(k, setting), reduction_check=NO_SIZES) for k, m in out.items()}
+    return out | {"cor_2_h": measure_width(scaling, setup)}
+
+def measure_width(scaling: ScalingResult, setup: Setup) -> Measurement:
+    """Corollary 4.2 in h: each seed's exponent in h of ``eta*_2 sqrt(h)`` over its finite-size form, at fixed d."""
+    cs = scaling.h_configs
+    if len({c.h for c in cs}) < 3:
+        return Measurement.not_run("scaling_hs needs at least 3 widths")
+    hs, seeds = np.array([c.h for c in cs], dtype=float), np.array([c.seed for c in cs])
+    forms = np.array([finite_size_form("eta_2", c.h, c.d) for c in cs])
+    x = residual_exponents(hs, seeds, scaling.h_values["eta_2"], forms)
+    raw = residual_exponents(hs, seeds, scaling.h_values["eta_2"] / np.sqrt(hs), np.ones_like(hs))
+    return Measurement(values=x, runs_text=f"{x.size} seeds, each seed's exponent fitted over {len(set(hs))} widths",
+                       note=f"eta*_2 itself ~ h^{raw.mean():+.3f} (seed mean); finite-size form "
+                            f"{COR_FORMS['eta_2']} divided out",
+                       setting=(f"d = {cs[0].d} fixed, h = {', '.join(str(int(h)) for h in sorted(set(hs)))}, "
+                                f"n = {setup.n / setup.d:g} d, {len(set(seeds))} seeds (the paper gives no sizes "
+                                "for this statement)"), reduction_check=NO_SIZES)
 
 def measure(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: Setup) -> dict[str, Measurement]:
     """Every row of :data:`TABLE`, measured on the cached results."""
@@ -230,6 +276,7 @@ def setting_numbers(setup: Setup) -> dict[str, str]:
                         else "a reduced one (" + setup.deviations(GRID_FIELDS) + ")"),
                scaling_h=str(setup.scaling_h), scaling_dmin=str(min(setup.scaling_ds)),
                scaling_dmax=str(max(setup.scaling_ds)), scaling_seeds=str(setup.scaling_seeds),
+               scaling_hs=", ".join(map(str, setup.scaling_hs)),
                readout=READOUT_NAMES[setup.readout], ci=f"{setup.ci_level:.0%}",
                dof=str(setup.seeds - 1), scaling_dof=str(setup.scaling_seeds - 1))
     return {f"set_{k}": v for k, v in out.items()}
