@@ -4,9 +4,9 @@ tail exponents, the inverse law, the beta-Laguerre sampler, the KS and histogram
 With ``a = kappa/2``, ``beta = kappa/(2 gamma)``, ``t = beta x`` and ``delta = kappa (1-gamma)/(2 gamma)``,
 ``rho(x) = beta t^(delta-1) e^(-t) / (Gamma(a+1) Gamma(beta) |U(a, 1-delta, -t)|^2)``.  ``U(a, 1-delta, -t - i0)``
 (:func:`_u_eval`) comes from the connection formula through SciPy's ``hyp1f1`` (patched: :func:`_checked_hyp1f1`;
-interpolated near integer ``delta``), the large-t expansion, a Riccati continuation above the bulk, mpmath, and the MP
-limit beyond :data:`KAPPA_MP`; accurate to ~1e-12 relative wherever finite (``tests/test_htmp.py``,
-``tests/test_reliability.py``).
+interpolated near integer ``delta``), the large-t expansion, a Riccati continuation above the bulk and mpmath; within
+:data:`EXACT_RANGE` accurate to ~1e-8 relative or better wherever finite (``tests/test_htmp.py``,
+``tests/test_reliability.py``).  Beyond it the density refuses and the CDF is the Marchenko-Pastur limit.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from scipy.linalg import eigh_tridiagonal
 from htlib._checks import check_choice, check_float, check_int, check_ints, check_vector, to_numpy
 from htlib.spectra import ks_distance_sorted
 
-__all__ = ["htmp_pdf", "htmp_logpdf", "htmp_cdf", "htmp_sf", "htmp_logsf", "htmp_logcdf", "KAPPA_MP", "htmp_stieltjes",
+__all__ = ["htmp_pdf", "htmp_logpdf", "htmp_cdf", "htmp_sf", "htmp_logsf", "htmp_logcdf", "EXACT_RANGE", "htmp_stieltjes",
            "htmp_moments", "HTMPMoments", "inverse_htmp_pdf", "inverse_tail_slope", "tail_exponents", "TailExponents",
            "sample_htmp", "HTMPFit", "fit_htmp", "fit_scale_ks", "HistFit", "fit_htmp_l1", "InverseFit",
            "fit_inverse_htmp", "hist_l1", "kappa_from_moments", "ks_distance", "quadrature_moments", "htmp_gen", "htmp",
@@ -32,11 +32,13 @@ __all__ = ["htmp_pdf", "htmp_logpdf", "htmp_cdf", "htmp_sf", "htmp_logsf", "htmp
 _INT_TOL = 1e-4  # interpolate in delta where |delta - round(delta)| < _INT_TOL
 _TINY_DELTA = 1e-5  # below: mpmath (the connection formula loses ~2e-14/delta)
 _MP_DPS = 25
-KAPPA_MP = 1000.0
-"""Above this kappa (or beta above :data:`BETA_MP`) the functions return the Marchenko-Pastur limit, within
-sup |F_HTMP - F_MP| <= 0.5/kappa (measured 0.41/kappa to 0.47/kappa at kappa = 250, 1000 and gamma 0.1 to 0.9)."""
-BETA_MP = 1600.0
-"""The fast route and its continuations are exact up to beta = 1600; beyond, the MP limit."""
+EXACT_RANGE = ((1000.0, 1600.0), (500.0, 1.0e4))
+"""``(kappa_max, beta_max)`` pairs: the routes of :func:`_u_eval` are exact where ``kappa <= kappa_max`` and
+``beta = kappa/(2 gamma) <= beta_max`` for one pair (within 2e-8 of mpmath).  Beyond, the connection formula cancels
+completely and the continuations stall (minutes a call at kappa = 1e4; mpmath's ``hyperu`` does not converge): the
+density functions refuse, and the CDFs return the Marchenko-Pastur limit, within sup |F_HTMP - F_MP| <= 0.5/kappa
+(measured 0.41/kappa to 0.47/kappa at kappa = 250, 1000 and gamma 0.1 to 0.9; 0.34/kappa to 0.41/kappa at beta = 1e4,
+kappa = 50 to 500)."""
 
 # ----------------------------------------------------------------------------- validation
 def _check_params(kappa: float, gamma: float, *, mp_limit: bool = False) -> tuple[float, float]:
@@ -294,7 +296,16 @@ def _integer_delta_combine(fn, kappa: float, gamma: float):
     return out
 
 def _mp_limit(kappa: float, gamma: float) -> bool:
-    return kappa > KAPPA_MP or kappa / (2 * gamma) > BETA_MP
+    return not any(kappa <= k and kappa / (2 * gamma) <= b for k, b in EXACT_RANGE)
+
+def _check_exact(kappa: float, gamma: float) -> None:
+    """Refuse a density outside :data:`EXACT_RANGE` (the MP density there is off by up to 100% relative)."""
+    if _mp_limit(kappa, gamma):
+        k_max = max(min(k, 2 * gamma * b) for k, b in EXACT_RANGE)
+        ranges = " or ".join(f"kappa <= {k:g} with beta <= {b:g}" for k, b in EXACT_RANGE)
+        raise ValueError(f"the HTMP density is computed exactly only for {ranges}, beta = kappa/(2 gamma) (at gamma = "
+                         f"{gamma:g}: kappa <= {k_max:.4g}), got kappa = {kappa:g}, gamma = {gamma:g} (beta = "
+                         f"{kappa / (2 * gamma):.4g}); its kappa -> inf limit is htlib.spectra.mp_density")
 
 def _logpdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     """log rho at finite x > 0 (scale 1), all the special cases but the MP limit handled."""
@@ -320,7 +331,8 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     x : array_like
         Points; with ``scale = c`` the density is ``rho(x/c)/c``.
     kappa : float
-        ``> 0``; above :data:`KAPPA_MP` the Marchenko-Pastur limit.
+        ``> 0``, within :data:`EXACT_RANGE` (``kappa <= 1000``, ``beta = kappa/(2 gamma) <= 1600``, or
+        ``kappa <= 500``, ``beta <= 1e4``).
     gamma : float
         Aspect ratio in (0, 1).
     scale : float
@@ -330,14 +342,24 @@ def htmp_logpdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray
     -------
     numpy.ndarray
         ``log rho`` with the shape of ``x``.
+
+    Raises
+    ------
+    ValueError
+        ``kappa``, ``gamma`` or ``scale`` out of range, or ``(kappa, gamma)`` outside :data:`EXACT_RANGE`.
+
+    Examples
+    --------
+    >>> round(float(htmp_logpdf(1.0, 200.0, 0.05)), 6)  # beta = 2000
+    0.344315
+    >>> htmp_logpdf(1.0, 1e4, 0.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: the HTMP density is computed exactly only for ... (at gamma = 0.5: kappa <= 1000), got kappa = 10000, ...
     """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
     x = to_numpy(x, "x") / scale
-    if _mp_limit(kappa, gamma):
-        from htlib import spectra
-        with np.errstate(divide="ignore"):
-            return np.where(np.isnan(x), np.nan, np.log(spectra.mp_density(np.nan_to_num(x, posinf=0.0), gamma))) - math.log(scale)
+    _check_exact(kappa, gamma)
     out = np.full(x.shape, -np.inf)
     pos = (x > 0) & np.isfinite(x)
     if pos.any():
@@ -350,7 +372,9 @@ def htmp_pdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     return np.exp(htmp_logpdf(x, kappa, gamma, scale))
 
 def inverse_htmp_pdf(y, kappa: float, gamma: float) -> np.ndarray:
-    """Density ``rho(1/y)/y^2`` of ``1/X``, ``X ~ HTMP(kappa, gamma)``; its upper tail has exponent ``1 + delta``."""
+    """Density ``rho(1/y)/y^2`` of ``1/X``, ``X ~ HTMP(kappa, gamma)``; its upper tail has exponent ``1 + delta``.
+    Refuses ``(kappa, gamma)`` outside :data:`EXACT_RANGE`, as :func:`htmp_logpdf` does."""
+    _check_exact(*_check_params(kappa, gamma))
     y = to_numpy(y, "y")
     out = np.zeros(y.shape)
     pos = y > 0
@@ -521,7 +545,7 @@ def _mp_cdf(x: np.ndarray, gamma: float) -> np.ndarray:
 def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """The HTMP CDF ``F(x) = (2/(pi kappa)) arg U(kappa/2, 1-delta, -beta x - i0)``, unwrapped: the phase modulo pi
     exactly, its branch from a coarse integral of the density.  About 1e-12 absolute (:func:`htmp_sf` for the upper
-    tail); the MP CDF in the MP limit (:data:`KAPPA_MP`)."""
+    tail); outside :data:`EXACT_RANGE` the Marchenko-Pastur CDF, within 0.5/kappa."""
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
     x = to_numpy(x, "x") / scale

@@ -297,13 +297,71 @@ def test_mp_limit_bound_at_the_switch(gamma):
     # just below the switch the exact CDF is within the stated 0.5/kappa of MP ...
     from htlib import spectra
 
-    k = min(H.KAPPA_MP, 2 * gamma * H.BETA_MP) * 0.999
+    k = max(min(k_max, 2 * gamma * b_max) for k_max, b_max in H.EXACT_RANGE) * 0.999
     xs = np.linspace(1e-3, 1.3 * (1 + math.sqrt(gamma)) ** 2, 300)
     d = np.max(np.abs(H.htmp_cdf(xs, k, gamma) - spectra.mp_cdf(xs, gamma)))
     assert 0.2 / k < d <= 0.5 / k  # the bound holds and is not vacuous
-    # ... and above it the MP law comes back, without mpmath (the issue's NoConvergence case)
-    r = _run("out['v'] = float(H.htmp_pdf(0.5, 1e4, 0.5)); out['c'] = float(H.htmp_cdf(1.0, 1e4, 0.5))", timeout=60)
-    assert np.isfinite(r["v"]) and r["v"] > 0 and 0 < r["c"] < 1
+    # ... and above it the MP CDF comes back, without mpmath (the issue's NoConvergence case); the density refuses
+    r = _run("out['c'] = float(H.htmp_cdf(1.0, 1e4, 0.5))", timeout=60)
+    assert 0 < r["c"] < 1
+    with pytest.raises(ValueError, match="kappa = 10000, gamma = 0.5"):
+        H.htmp_pdf(0.5, 1e4, 0.5)
+
+
+# ----------------------------------------------------------------------------- beyond beta = 1600 (issue 37 item 5)
+def _contour_logpdf(x: float, kappa: float, gamma: float, dps: int = 30) -> float:
+    """log rho with U(a, 1-delta, -t-i0) = (1/Gamma(a)) int e^(ts) s^(a-1) (1+s)^(-beta) ds (DLMF 13.4.4, continued
+    to arg z = -pi: the path leaves 0 and ends at infinity in the upper-left quadrant), by mpmath quadrature along a
+    path through the upper saddle of the exponent (where mpmath's hyperu does not converge)."""
+    with mp.workdps(dps):
+        k, g, x = mp.mpf(kappa), mp.mpf(gamma), mp.mpf(x)
+        a, beta = k / 2, k / (2 * g)
+        t, d = beta * x, beta - a
+        def psi(s):
+            return t * s + (a - 1) * mp.log(s) - beta * mp.log(1 + s)
+        c1 = t + a - 1 - beta  # psi'(s) = 0: t s^2 + c1 s + (a - 1) = 0
+        s0 = (-c1 + mp.sqrt(c1 * c1 - 4 * t * (a - 1) + 0j)) / (2 * t)
+        s0 = s0 if mp.im(s0) > 0 else mp.conj(s0)
+        p2 = -(a - 1) / s0**2 + beta / (1 + s0) ** 2
+        step = 10 / mp.sqrt(abs(p2)) * mp.expj((mp.pi - mp.arg(p2)) / 2)  # 10 widths along steepest descent
+        p_in, p_out = sorted([s0 - step, s0 + step], key=abs)
+        far = p_out + (200 / t + abs(p_out)) * mp.expj(3 * mp.pi / 4)
+        ps = psi(s0)
+        integral = mp.quad(lambda s: mp.exp(psi(s) - ps), [0, p_in, s0, p_out, far])
+        log_u = mp.re(ps) + mp.log(abs(integral)) - mp.loggamma(a)
+        return float(mp.log(beta) - mp.loggamma(a + 1) - mp.loggamma(beta) + (d - 1) * mp.log(t) - t - 2 * log_u)
+
+
+def test_density_beyond_beta_1600_matches_mpmath():
+    # kappa = 200, gamma = 0.05: beta = 2000, the issue's case (main returned MP there: 0.18 off at x = 0.6)
+    xs = np.array([0.6, 0.63, 1.0, 1.41, 1.47])
+    ours = H.htmp_logpdf(xs, 200.0, 0.05)
+    ref = np.array([_mp_logpdf(x, 200.0, 0.05) for x in xs])
+    np.testing.assert_allclose(np.exp(ours - ref), 1.0, rtol=1e-8)
+    assert _contour_logpdf(1.0, 200.0, 0.05) == pytest.approx(ref[2], abs=1e-13)  # the reference below, checked
+
+
+def _inside(kappa: float, gamma: float) -> bool:
+    beta = kappa / (2 * gamma)
+    return (kappa <= 1000 and beta <= 1600) or (kappa <= 500 and beta <= 1e4)
+
+
+@pytest.mark.parametrize("kappa", [50.0, 200.0, 1e3, 1e4])
+def test_density_over_the_large_kappa_grid(kappa):
+    from htlib import spectra
+
+    for gamma in (0.01, 0.05, 0.5, 0.99):
+        if not _inside(kappa, gamma):  # refused, naming the parameters and the range
+            with pytest.raises(ValueError, match=rf"kappa <= 1000 with beta <= 1600 .*got kappa = {kappa:g}, gamma = {gamma:g}"):
+                H.htmp_pdf(1.0, kappa, gamma)
+            with pytest.raises(ValueError, match="exactly only"):
+                H.inverse_htmp_pdf(1.0, kappa, gamma)
+            continue
+        lo, hi = spectra.mp_edges(gamma)
+        xs = np.array([lo + 0.25 * (hi - lo), hi - 0.25 * (hi - lo)])
+        ours = H.htmp_logpdf(xs, kappa, gamma)
+        ref = np.array([_contour_logpdf(x, kappa, gamma) for x in xs])
+        np.testing.assert_allclose(np.exp(ours - ref), 1.0, rtol=1e-6, err_msg=f"kappa={kappa}, gamma={gamma}")
 
 
 def test_sf_logcdf_and_shape_info():
