@@ -271,6 +271,21 @@ def scaling_configs(setup: Setup, over: str = "d") -> list[TwoLayerConfig]:
     return [TwoLayerConfig(**{**setup.base, "n": max(1, round(setup.n / setup.d * d)), "d": d, "h": h}, seed=s)
             for d, h in sizes for s in range(setup.scaling_seeds)]
 
+ONSET_CS: tuple[float, ...] = tuple(2.0 ** (k / 4) for k in range(-4, 9))
+"""The grid of ``eta sqrt(h)`` (1/2 to 4, four points per octave) at which :func:`spike_ratios` takes one FB-Adam
+step: the spike's onset in ``eta`` is read off it, per width."""
+
+def spike_ratios(config: TwoLayerConfig) -> np.ndarray:
+    """``lambda_max(W1ᵀW1) / lambda_+`` after one FB-Adam step (``config``'s bias correction) at each
+    ``eta = c / sqrt(h)``, ``c`` in :data:`ONSET_CS`, from ``config``'s data and ``W0``: the first step is
+    ``W1 = W0 - eta G~0`` whatever ``eta``, so one gradient serves the whole grid."""
+    data = make_data(config)
+    W, a = init_weights(config)
+    G = full_batch_gradient(W, a, data.X_train, data.y_train)
+    step, _ = adam_direction(G, AdamState.zeros_like(W), bias_correction=config.bias_correction)
+    edge = mp_edge(config.h, config.d)
+    return np.array([spectral_norm(W - (c / math.sqrt(config.h)) * step) ** 2 / edge for c in ONSET_CS])
+
 @dataclass(frozen=True)
 class ExponentFit:
     """Least-squares slope of ``log y`` on ``log d`` over every (d, seed) point, with its t-interval."""
@@ -344,7 +359,8 @@ def residual_exponents(ds: np.ndarray, seeds: np.ndarray, y: np.ndarray, form: n
 class ScalingResult:
     """The scaling sweep: per config its norms, the :data:`SCALING_QUANTITIES`, their exponents in ``d`` and, for
     Corollary 4.2's rates, the seed interval of the exponents left after :func:`finite_size_form` (``residual``);
-    ``h_configs``, ``h_values``: the same quantities over the widths at the largest ``d``."""
+    ``h_configs``, ``h_values``: the same quantities over the widths at the largest ``d``, and ``h_ratios`` their
+    :func:`spike_ratios` (one row per width and seed)."""
     configs: tuple[TwoLayerConfig, ...]
     norms: tuple[FirstStepNorms, ...]
     values: dict[str, np.ndarray]
@@ -352,6 +368,7 @@ class ScalingResult:
     residual: dict[str, SeedInterval] = dataclasses.field(default_factory=dict)
     h_configs: tuple[TwoLayerConfig, ...] = ()
     h_values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    h_ratios: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, len(ONSET_CS))))
 
     @property
     def ds(self) -> np.ndarray:
@@ -373,6 +390,7 @@ def run_scaling(setup: Setup) -> ScalingResult:
     configs, h_configs = scaling_configs(setup), scaling_configs(setup, "h")
     with setup.executor_context() as pool:
         done = run_sweep(first_step_norms, configs + h_configs, executor=pool, desc="Theorem 4.1")
+        ratios = run_sweep(spike_ratios, h_configs, executor=pool, desc="spike onset")
     norms = done[:len(configs)]
     def values_of(cs, ns) -> dict[str, np.ndarray]:
         q = [_quantities(c, r) for c, r in zip(cs, ns)]
@@ -386,4 +404,5 @@ def run_scaling(setup: Setup) -> ScalingResult:
         form = np.array([finite_size_form(k, c.h, c.d) for c in configs])
         residual[k] = seed_interval(residual_exponents(ds, seeds, values[k], form), level=setup.ci_level)
     return ScalingResult(configs=tuple(configs), norms=tuple(norms), values=values, fits=fits, residual=residual,
-                         h_configs=tuple(h_configs), h_values=values_of(h_configs, done[len(configs):]))
+                         h_configs=tuple(h_configs), h_values=values_of(h_configs, done[len(configs):]),
+                         h_ratios=np.array(ratios).reshape(len(h_configs), len(ONSET_CS)))

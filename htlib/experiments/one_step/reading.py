@@ -14,7 +14,7 @@ import pandas as pd
 from htlib import stats
 from htlib.claims import PAPER_SETTING, Claim, Measurement, Spec, judge_table, read_table
 from htlib.two_layer import READOUT_SCALES
-from htlib.experiments.one_step.compute import (COR_FORMS, Fig2Result, Fig3Result, MODE_MASS, OPTIMIZERS,
+from htlib.experiments.one_step.compute import (COR_FORMS, ONSET_CS, Fig2Result, Fig3Result, MODE_MASS, OPTIMIZERS,
     SCALING_QUANTITIES, SIGN_FACTOR, ScalingResult, Setup, finite_size_form, residual_exponents)
 
 TABLE: dict[str, Spec] = read_table(Path(__file__).with_name("claims.toml"))
@@ -119,28 +119,30 @@ def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
     return out
 
 def measure_onsets(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
-    """GD below its threshold: does anything move without a spike (the stricter readings and the paper's
-    conclusion that the spike leads to better generalization); FB-Adam's sweet-spot onset."""
-    etas, p, setting = list(map(float, fig3.grid.etas)), PAPER_ETAS["gd"], _readout_setting(setup, "d")
-    keys = ("spike_gen", "kta_gd_onset", "loss_gd_onset")
+    """GD below its threshold: is the test loss's drop larger with the spike than at the grid eta below (the paper's
+    conclusion), and do the KTA and the losses move at all there (stricter readings); FB-Adam's sweet-spot onset at
+    the paper's FB-Adam threshold."""
+    etas, p = list(map(float, fig3.grid.etas)), PAPER_ETAS["gd"]
+    gen_keys = ("spike_gen", "spike_gen_sqrt_d")
+    out: dict[str, Measurement] = {}
     if p not in etas or etas.index(p) == 0:
-        return {k: Measurement.not_run(f"the grid needs the paper's eta = {p:g} and one below it; the paper's has them")
-                for k in keys} | {"sweet2_onset": Measurement.not_run("no grid eta lies in [0.01, 1]")}
-    j = etas.index(p)
-    test = 1 - fig3.grid.get("test_loss@d", "gd") / fig3.init_values("test_loss@d")
-    without = _runs(test[j - 1], note=f"eta = {etas[j - 1]:g}")
-    if _holds("spike", float(np.nanmean(fig3.statistic("spike", "gd")[j - 1]))):
-        without = replace(without, cannot_test=f"the spike rule holds at eta = {etas[j - 1]:g} too: no run without "
-                                               "a spike to compare")
-    kta, loss = (_at_below(fig3, r, "gd", "d") for r in ("kta", "loss"))
-    out = {"spike_gen": _parts("spike_gen", setting, **{"with": _runs(test[j]), "without": without}),
-           "kta_gd_onset": _parts("kta_gd_onset", setting, at=kta[0], below=kta[1]),
-           "loss_gd_onset": _parts("loss_gd_onset", setting, at=loss[0], below=loss[1])}
-    lo, hi = SWEET_SPOT["sweet2"]
-    idx = [k for k, e in enumerate(etas) if lo <= e <= hi]
-    out["sweet2_onset"] = (replace(_worst(fig3.statistic("loss", "adam", "d"), idx, etas, np.argmax,
-                                          "the largest seed mean in the range"), setting=setting) if idx else
-                           Measurement.not_run("no grid eta lies in [0.01, 1]; the paper's grid has one"))
+        out |= {k: Measurement.not_run(f"the grid needs the paper's eta = {p:g} and one below it; the paper's has them")
+                for k in (*gen_keys, "kta_gd_onset", "loss_gd_onset")}
+    else:
+        j = etas.index(p)
+        no_spike = (f"the spike rule holds at eta = {etas[j - 1]:g} too: no run without a spike to compare"
+                    if _holds("spike", float(np.nanmean(fig3.statistic("spike", "gd")[j - 1]))) else "")
+        for key, s in zip(gen_keys, READOUT_SCALES):
+            test = 1 - fig3.grid.get(f"test_loss@{s}", "gd") / fig3.init_values(f"test_loss@{s}")
+            more = replace(_runs(test[j] - test[j - 1], note=f"eta = {etas[j - 1]:g}"), cannot_test=no_spike)
+            out[key] = _parts(key, _readout_setting(setup, s), **{"with": _runs(test[j]), "more": more})
+        for rule in ("kta", "loss"):
+            at, below = _at_below(fig3, rule, "gd", "d")
+            out[f"{rule}_gd_onset"] = _parts(f"{rule}_gd_onset", _readout_setting(setup, "d"), at=at, below=below)
+    q = PAPER_ETAS["adam"]
+    out["sweet2_onset"] = (replace(_runs(fig3.statistic("loss", "adam", "d")[etas.index(q)]),
+                                   setting=_readout_setting(setup, "d")) if q in etas else
+                           Measurement.not_run(f"the grid lacks eta = {q:g}; the paper's has it"))
     return out
 
 NO_SIZES = "the paper gives no sizes for its scaling statements: the sweep is not a reduction of a larger setting"
@@ -170,28 +172,52 @@ def measure_scaling(scaling: ScalingResult, setup: Setup) -> dict[str, Measureme
         "cor_2": per_seed("eta_2", f"finite-size form {COR_FORMS['eta_2']} divided out (raw exponent "
                           f"{scaling.fits['eta_2'].slope:+.3f}); {contrast['gd_eta_2']}"),
     }
-    cor_2 = ("Thm. 4.1's sweep, with ||W0||_2 at the MP edge; the 1/sqrt(h) in h is the next row's (h is fixed "
-             "here and sqrt(h) divided out): ")
+    cor_2 = ("Thm. 4.1's sweep, with ||W0||_2 at the MP edge; h is fixed here and sqrt(h) divided out (the "
+             "width sweep reads h): ")
     settings = {"thm_f_nobc": nobc, "thm_2_nobc": nobc, "cor_f": "Thm. 4.1's sweep, with ||W0||_F in closed form: "
                 + setting, "cor_2": cor_2 + setting}
     out = {k: replace(m, setting=settings.get(k, setting), reduction_check=NO_SIZES) for k, m in out.items()}
-    return out | {"cor_2_h": measure_width(scaling, setup)}
+    return out | measure_width(scaling, setup)
 
-def measure_width(scaling: ScalingResult, setup: Setup) -> Measurement:
-    """Corollary 4.2 in h: each seed's exponent in h of ``eta*_2 sqrt(h)`` over its finite-size form, at fixed d."""
+def spike_onsets(scaling: ScalingResult) -> np.ndarray:
+    """Per width and seed, the ``eta sqrt(h)`` at which one FB-Adam step first meets the spike rule: interpolated
+    in ``log c`` between the two points of :data:`ONSET_CS` around the crossing (NaN where the grid holds none)."""
+    level, logc = rule_spec("spike").level, np.log(ONSET_CS)
+    out = []
+    for r in scaling.h_ratios:
+        above = np.flatnonzero(r > level)
+        i = int(above[0]) if above.size else 0
+        if i == 0:
+            out.append(np.nan)
+            continue
+        t = (level - r[i - 1]) / (r[i] - r[i - 1])
+        out.append(float(np.exp(logc[i - 1] + t * (logc[i] - logc[i - 1]))))
+    return np.array(out)
+
+def measure_width(scaling: ScalingResult, setup: Setup) -> dict[str, Measurement]:
+    """Corollary 4.2 in h at fixed d, per seed: the exponent in h of the spike's onset ``eta_c sqrt(h)`` (the claim),
+    and of ``eta*_2 sqrt(h)`` (Theorem 4.1's norm ratio read in h, a variant), each over its finite-size form."""
     cs = scaling.h_configs
     if len({c.h for c in cs}) < 3:
-        return Measurement.not_run("scaling_hs needs at least 3 widths")
+        missing = Measurement.not_run("scaling_hs needs at least 3 widths")
+        return {"cor_2_h": missing, "thm_2_h": missing}
     hs, seeds = np.array([c.h for c in cs], dtype=float), np.array([c.seed for c in cs])
     forms = np.array([finite_size_form("eta_2", c.h, c.d) for c in cs])
-    x = residual_exponents(hs, seeds, scaling.h_values["eta_2"], forms)
+    setting = (f"d = {cs[0].d} fixed, h = {', '.join(str(int(h)) for h in sorted(set(hs)))}, n = {setup.n / setup.d:g} d, "
+               f"{len(set(seeds))} seeds, FB-Adam (the paper gives no sizes for this statement)")
+    onset = spike_onsets(scaling)
+    runs = f"{len(set(seeds))} seeds, each seed's exponent fitted over {len(set(hs))} widths"
+    if not np.all(np.isfinite(onset)):
+        cor = Measurement(values=[np.nan], cannot_test=f"the spike rule's onset lies outside eta sqrt(h) in "
+                          f"[{ONSET_CS[0]:.2g}, {ONSET_CS[-1]:.2g}] in {int(np.sum(~np.isfinite(onset)))} of {onset.size} runs")
+    else:
+        x = residual_exponents(hs, seeds, onset, forms)
+        cor = Measurement(values=x, runs_text=runs, note=f"eta_c sqrt(h) from {onset.min():.3g} to {onset.max():.3g}; "
+                          f"finite-size form {COR_FORMS['eta_2']} divided out")
+    norm = residual_exponents(hs, seeds, scaling.h_values["eta_2"], forms)
     raw = residual_exponents(hs, seeds, scaling.h_values["eta_2"] / np.sqrt(hs), np.ones_like(hs))
-    return Measurement(values=x, runs_text=f"{x.size} seeds, each seed's exponent fitted over {len(set(hs))} widths",
-                       note=f"eta*_2 itself ~ h^{raw.mean():+.3f} (seed mean); finite-size form "
-                            f"{COR_FORMS['eta_2']} divided out",
-                       setting=(f"d = {cs[0].d} fixed, h = {', '.join(str(int(h)) for h in sorted(set(hs)))}, "
-                                f"n = {setup.n / setup.d:g} d, {len(set(seeds))} seeds (the paper gives no sizes "
-                                "for this statement)"), reduction_check=NO_SIZES)
+    thm = Measurement(values=norm, runs_text=runs, note=f"eta*_2 itself ~ h^{raw.mean():+.3f} (seed mean)")
+    return {k: replace(m, setting=setting, reduction_check=NO_SIZES) for k, m in (("cor_2_h", cor), ("thm_2_h", thm))}
 
 def measure(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: Setup) -> dict[str, Measurement]:
     """Every row of :data:`TABLE`, measured on the cached results."""
