@@ -16,7 +16,7 @@ from htlib.two_layer import train
 SETUP = spike.Setup(executor="serial", n=64, d=16, h=24, seed=0, block=16, steps=3, eta_gd=50.0, eta_adam=0.5, eta_adam_fig1=0.2,
                      etas_adam_track=(0.2, 0.5), etas_gd_track=(50.0,), appA_n=64, appA_d=16, appA_h=24,
                      appA_eta_gd=50.0, appA_eta_adam=0.3, ht_steps=5, slow_eta=0.1, slow_budget=6,
-                     slow_record_every=3, etas_review=(0.001, 0.5, 20.0))
+                     slow_record_every=3, etas_review=(0.001, 0.5, 20.0), seeds=3)
 FIXTURES = Path(__file__).parent / "fixtures" / "paper003_spectra.npz"
 
 
@@ -51,7 +51,7 @@ def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_th
 
 def test_the_claims_table_holds_every_level_once():
     table = spike.TABLE
-    assert len(table) == 30 and all(k == s.key for k, s in table.items())
+    assert len(table) == 33 and all(k == s.key for k, s in table.items())
     assert table["steps-1"].level == pytest.approx((10 / 3, 30.0))  # two-sided: within 3x of 10
     assert table["steps-01"].level == pytest.approx((1e4 / 3, 3e4))
     for key, s in table.items():
@@ -67,7 +67,7 @@ def _tiny_runs(setup):
 
 def test_every_run_is_trained_at_every_seed():
     s = SETUP.replace(seeds=3, seed=5)
-    assert s.seed_list == (5, 6, 7) and spike.Setup().seeds == 3 and spike.PAPER.seeds == 3
+    assert s.seed_list == (5, 6, 7) and spike.Setup().seeds == 5 and spike.PAPER.seeds == 5
     assert spike.chapter_configs(s) == spike.chapter_configs(s, 5)  # the first seed by default: the figures'
     for seed in s.seed_list:
         assert {c.seed for c in spike.chapter_configs(s, seed).values()} == {seed}
@@ -75,7 +75,7 @@ def test_every_run_is_trained_at_every_seed():
         SETUP.replace(seeds=0)
 
 
-def test_claims_on_tiny_runs_at_one_seed():
+def test_claims_on_tiny_runs_at_one_seed(monkeypatch):
     setup = SETUP.replace(seeds=1)
     runs = _tiny_runs(setup)
     rd = spike.readings(runs[0][("slow", 0.1)], h=setup.h, d=setup.d, rules=spectra.PHASE_RULES)
@@ -96,6 +96,9 @@ def test_claims_on_tiny_runs_at_one_seed():
     assert by_key["steps-01"].verdict == "not tested"  # slow_budget 6 ends before 10^4 / 3
     assert by_key["steps-1"].threshold == pytest.approx([10 / 3, 30])
     assert all(c.setting.startswith("h x d = 24 x 16") for c in claims if c.kind == "claim")  # the reduced size is named
+    assert not any(c.reduction_check for c in claims)  # a failure at the reduced size may be the size's
+    monkeypatch.setattr(spike.reading, "PAPER", setup)  # these runs at the paper's protocol: a failure is a failure
+    assert all("nothing is reduced" in m.reduction_check for m in spike.measure(runs, setup).values())
 
 
 def test_claims_on_tiny_runs_read_one_value_per_seed():
@@ -110,6 +113,102 @@ def test_claims_on_tiny_runs_read_one_value_per_seed():
                 assert part.runs_text == "3 seeds (0, 1, 2)", key
     assert "too few independent runs" not in " ".join(c.cause for c in claims.values())
     assert all("3 seeds" in c.setting for c in claims.values() if c.kind == "claim" and c.verdict != "not tested")
+
+
+class _Run:
+    """A stand-in trajectory: the recorded steps, test losses and PL_Alpha_Hill per record."""
+
+    def __init__(self, test, hill, steps=None):
+        self.test, self.alpha_hill = np.asarray(test, dtype=float), np.asarray(hill, dtype=float)
+        self.steps = np.arange(len(test)) if steps is None else np.asarray(steps)
+        self.esd = [None] * len(test)
+        self.config = type("C", (), {"steps": int(self.steps[-1])})()
+
+    def metric(self, name):
+        return self.test
+
+
+def _judge(key, m):
+    from htlib.claims import judge
+    return judge(spike.TABLE[key], m).verdict
+
+
+def test_fig1_counted_rows_do_not_agree_on_the_label_alone():
+    """Issue 36: the counted Fig. 1 rows read the label and the authors' PL_Alpha_KS and PL_Alpha_Hill; a label that
+    says heavy-tailed at every seed while both metrics say otherwise is a partial agreement, not an agreement."""
+    one = lambda x: Measurement(list(x))  # noqa: E731
+    for tag in ("gd", "adam"):
+        spec = spike.TABLE[f"fig1-{tag}"]
+        assert spec.statistic == "parts" and spec.revised_because.startswith("criterion changed after the runs")
+        assert {p.key for p in spec.parts} == {f"fig1-{tag}-{k}" for k in ("label", "ks", "hill")}
+        label_only = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([0] * 5),
+                                        f"fig1-{tag}-hill": one([2.15, 2.19, 2.13, 2.17, 2.16])},
+                                 reduction_check="at the paper's sizes")
+        assert _judge(f"fig1-{tag}", label_only) == "partly"
+        every = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([1] * 5),
+                                   f"fig1-{tag}-hill": one([1.8, 1.85, 1.82, 1.79, 1.81])})
+        assert _judge(f"fig1-{tag}", every) == "agrees"
+
+
+@pytest.mark.parametrize(("heavy_slow", "heavy_fast", "slow_part", "fast_part"), [
+    (False, True, "cannot", (1.0,)),   # eta = 0.1 not yet heavy after 10 steps: the review's 10^4 steps decide it
+    (True, True, (1.0,), (1.0,)),      # already heavy: that agrees
+    (False, False, "cannot", (0.0,))]) # eta = 1 not heavy after 10 steps: that can disagree
+def test_review_case_2_reads_each_learning_rate_on_the_reviews_own_time_scale(heavy_slow, heavy_fast, slow_part,
+                                                                               fast_part):
+    s = SETUP.replace(steps=10, etas_review=(0.1, 1.0))
+    runs = {("adam", 0.1): _Run([1.0, 0.99], [2.45, 2.44], [0, 10]), ("adam", 1.0): _Run([1.0, 0.9], [2.45, 1.8], [0, 10]),
+            ("slow", 0.1): _Run([1.0, 0.95], [2.45, 2.4], [0, 6])}
+    rep = lambda e: type("R", (), {"phase": "x", "tail_alpha": float("nan"), "alpha": 9.0})()  # noqa: E731
+    heavy = lambda key: [{0.1: heavy_slow, 1.0: heavy_fast}[key[1]]]  # noqa: E731
+    parts = spike.reading._review(runs, s, rep, heavy)["review-2"].parts
+    assert parts["review-2-ht"].values == fast_part
+    if slow_part == "cannot":
+        assert not parts["review-2-ht-slow"].values and "slow run" in parts["review-2-ht-slow"].cannot_test
+    else:
+        assert parts["review-2-ht-slow"].values == slow_part and not parts["review-2-ht-slow"].cannot_test
+
+
+def _overlaps(top_u, top_v, d=6):
+    U, V = np.full((d, d), 0.01), np.full((d, d), 0.01)
+    U[0, 0], V[0, 0] = top_u, top_v
+    return {"U_after": U, "V_after": V, "U_before": U, "V_before": V}
+
+
+def test_alignment_against_eta_compares_the_smallest_and_largest_traced_learning_rates():
+    s = SETUP.replace(etas_adam_track=(0.5, 0.2, 1.0), etas_gd_track=(50.0, 100.0))
+    known = {("adam", 0.2): _overlaps(0.6, 0.7), ("adam", 0.5): _overlaps(0.95, 0.9), ("adam", 1.0): _overlaps(0.99, 0.8),
+             ("gd", 50.0): _overlaps(0.3, 0.2), ("gd", 100.0): _overlaps(0.9, 0.85)}
+    out = spike.reading._alignment({}, s, known)
+    parts = out["align-eta"].parts
+    assert parts["align-eta-adam"].values == pytest.approx((0.8 - 0.6,))  # the smaller of the U and V tops, 1 vs 0.2
+    assert parts["align-eta-gd"].values == pytest.approx((0.85 - 0.2,))
+    assert out["align-eta-steps"].values == (0.0,)  # 0.9 at eta = 0.5 falls to 0.8 at eta = 1
+    single = spike.reading._alignment({}, s.replace(etas_gd_track=(50.0,)), known)
+    assert single["align-eta"].parts["align-eta-gd"].cannot_test and single["align-eta-steps"].cannot_test
+
+
+def test_review_eta1_reads_the_drop_the_smaller_rates_and_the_share_of_falling_steps():
+    s = SETUP.replace(eta_adam=1.0, etas_review=(0.001, 0.1, 0.5, 1.0))
+    runs = {("adam", 1.0): _Run([1.0, 0.9, 0.95, 0.8], [2.45, 2.1, 1.9, 1.8]),
+            ("adam", 0.001): _Run([1.0, 1.01], [2.45, 2.45], [0, 3]), ("adam", 0.1): _Run([1.0, 0.97], [2.45, 2.44], [0, 3]),
+            ("adam", 0.5): _Run([1.0, 0.5], [2.45, 1.9], [0, 3])}  # heavy-tailed by PL_Alpha_Hill: not a comparison
+    p = spike.reading._review_eta1(runs, s).parts
+    assert p["review-eta1-hill"].values == (1.8,)
+    assert p["review-eta1-drop"].values == pytest.approx((-0.2,))
+    assert p["review-eta1-smaller"].values == pytest.approx((-0.2 + 0.03,))
+    assert p["review-eta1-gradual"].values == pytest.approx((2 / 3,))
+    runs[("adam", 1.0)] = _Run([1.0, 0.9, 0.8], [2.45, 2.0, 1.8], [0, 2, 4])
+    assert spike.reading._review_eta1(runs, s).parts["review-eta1-gradual"].cannot_test
+
+
+def test_the_slow_run_time_is_extrapolated_from_the_measured_rates():
+    t = spike.reading.SLOW_TIMING
+    setup = spike.PAPER.replace(seeds=3, workers=2)  # two rounds of the two workers
+    per_seed = setup.slow_budget * t["s_per_step"] + (setup.slow_budget // setup.slow_record_every + 1) * t["s_per_record"]
+    text = spike.reading.slow_run_time(setup)
+    assert f"{per_seed / 3600:.1f} h per seed" in text and f"{2 * per_seed / 3600:.1f} h for 3 seeds" in text
+    assert f"{1e4 * t['s_per_step'] / 60:.0f} min" in text
 
 
 @pytest.mark.skipif(not FIXTURES.exists(), reason="run tests/fixtures/make_paper003_spectra.py")

@@ -18,7 +18,7 @@ class Setup(SweepSetup):
     >>> Setup().slow_budget < PAPER.slow_budget
     True
     >>> Setup(seed=4).seed_list
-    (4, 5, 6)
+    (4, 5, 6, 7, 8)
     >>> Setup(seeds=21)
     Traceback (most recent call last):
     htlib.params.ParameterError: parameter 'seeds' must be an integer ≥ 1, ≤ 20; got 21
@@ -34,8 +34,8 @@ class Setup(SweepSetup):
     d: int = param(1000, "input dimension, paper §4", ge=MIN_WIDTH)
     h: int = param(1500, "width of the student, paper §4", ge=MIN_WIDTH)
     seed: int = param(0, "first seed of the data and of W0 (the figures show this seed)", ge=0)
-    seeds: int = param(3, "independent runs: every run is trained at seeds seed, seed+1, ... (a verdict needs 3)",
-                       ge=1, le=20)
+    seeds: int = param(5, "independent runs: every run is trained at seeds seed, seed+1, ... (a verdict needs 3, a "
+                       "yes/no sign test 5)", ge=1, le=20)
     steps: int = param(10, "full-batch steps of Figs. 1, 5, 6, 9 and of the phase tracks", ge=2)
     eta_gd: float = param(2000.0, "GD learning rate of Figs. 1 and 4", gt=0)
     eta_adam: float = param(1.0, "FB-Adam learning rate of Figs. 4, 5 and 6", gt=0)

@@ -12,6 +12,7 @@ import numpy as np
 from htlib import dynamics, plotting, spectra
 from htlib.dynamics import tail_shape
 from htlib.claims import Claim, Measurement, judge_table, read_table
+from htlib.experiments.spike.compute import PAPER
 from htlib.two_layer import Trajectory
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
@@ -22,6 +23,16 @@ PAPER_STEPS = {1.0: 10.0, 0.1: 1e4, 0.01: 1e6}  # the review's FB-Adam steps to 
 HILL_HEAVY = 2.0
 """The PL_Alpha_Hill reading of a heavy tail.  The papers give no level: 003 calls "PL_Alpha_Hill = 1.8"
 heavy-tailed (§5.3), and an MP matrix at the §4 sizes reads about 2.45, so 2 lies between the two."""
+SLOW_TIMING = {"s_per_step": 0.251, "s_per_record": 0.990, "threads": 1, "sizes": (2000, 1000, 1500),
+               "measured": "2026-12-03 23:41 UTC, load 1.0-1.6 on two cores"}
+"""Measured wall time of FB-Adam (eta = 0.1) at the paper's sizes ``(n, d, h)`` on one worker thread, as a sweep
+runs it: 50 steps with 2 records and 20 steps with 11 records, solved for the seconds per step and per record
+(ESD and both readouts).  What the slow run's not-run reason extrapolates from; not a level."""
+PAPER_PROTOCOL = ("n", "d", "h", "steps", "eta_gd", "eta_adam", "eta_adam_fig1", "appA_n", "appA_d", "appA_h",
+                  "appA_eta_gd", "appA_eta_adam", "ht_steps", "readout")
+"""The parameters that make the chapter's runs the paper's own protocol (the slow run's budget is read by its own rows:
+not run, or the setting cannot test it): with all of them at :data:`~htlib.experiments.spike.compute.PAPER`'s, a
+failure is not put down to a reduced setting (the records' ``reduction_check``)."""
 DECAY_KS = (4.0, 6.0)
 """Martin & Mahoney's bulk-decay range of PL_Alpha_KS, ``[4, 6)``, set after the runs had been seen (the §6 row's
 revised_because says so)."""
@@ -166,7 +177,11 @@ def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, 
         if (h, d) != (1500, 1000):  # the records name a reduced size
             text = text.replace("the paper's sizes and protocol", f"h x d = {h} x {d} (paper: 1500 x 1000)")
         return text
-    return {k: replace(m, setting=setting(k, m)) for k, m in out.items()}
+    changed = [f for f in PAPER_PROTOCOL if getattr(setup, f, None) != getattr(PAPER, f)]
+    check = "" if changed else (f"the runs are at the paper's own sizes, learning rates and step counts (n, d, h = "
+                                f"{setup.n}, {d}, {h}; App. A {setup.appA_n}, {setup.appA_d}, {setup.appA_h}): "
+                                "nothing is reduced")
+    return {k: replace(m, setting=setting(k, m), reduction_check=check) for k, m in out.items()}
 
 def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurement]:
     s, rules, h, d = setup, setup.rules(), setup.h, setup.d
@@ -186,6 +201,8 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
         "fig4-after": _one(min(float(ov[k][0, 0]) for ov in one.values() for k in ("U_after", "V_after")), "", "; ".join(
             f"{n}: O_U(1,1) {ov['U_after'][0, 0]:.3f}, O_V(1,1) {ov['V_after'][0, 0]:.3f}" for n, ov in one.items())),
         "fig4-before": _one(before, "")})
+    out.update(_alignment(runs, s, {("adam", s.eta_adam): one[_name("adam", s.eta_adam)],
+                                    ("gd", s.eta_gd): one[_name("gd", s.eta_gd)]}))
     # Figs. 5-6: ten steps of FB-Adam, plain and with WN.
     plain, wn, gd = runs[("adam", s.eta_adam)], runs[("adam-wn", s.eta_adam)], runs[("gd", s.eta_gd)]
     late = {"plain": dynamics.step_overlaps(plain, s.steps - 1), "WN": dynamics.step_overlaps(wn, s.steps - 1)}
@@ -222,9 +239,14 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     for tag, tr in (("gd", gd), ("adam", runs[("adam", s.eta_adam_fig1)])):
         r, sh = rep(tr.esd[-1]), tail_shape(tr.esd[-1], h=h, d=d, rules=rules)
         tails.append(r.tail_alpha)
-        out[f"fig1-{tag}"] = _one(sh.heavy, "", f"{r.phase}: tail of {r.tail_size} to {r.tail_reach:.3g} lambda_+, tail "
-                                  f"alpha {_alpha(r.tail_alpha)}; without lambda_1 {sh.label_without_top}, to "
-                                  f"{sh.reach_without_top:.3g} lambda_+, tail alpha {_alpha(sh.alpha_without_top)}")
+        hill = float(tr.alpha_hill[-1])
+        out[f"fig1-{tag}"] = Measurement(parts={
+            f"fig1-{tag}-label": _one(sh.heavy, "", f"{r.phase}: tail of {r.tail_size} to {r.tail_reach:.3g} lambda_+, "
+                                      f"tail alpha {_alpha(r.tail_alpha)}; without lambda_1 {sh.label_without_top}, to "
+                                      f"{sh.reach_without_top:.3g} lambda_+, tail alpha {_alpha(sh.alpha_without_top)}"),
+            f"fig1-{tag}-ks": _one(bool(np.isfinite(r.alpha) and r.alpha < rules.heavy_alpha), "",
+                                   f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} eigenvalues"),
+            f"fig1-{tag}-hill": _one(hill, "PL_Alpha_Hill is undefined", f"PL_Alpha_Hill {hill:.3g}")})
         out[f"fig1-{tag}-shape"] = _one(sh.ratio, "the likelihood ratio is undefined on this tail (tail-shape table)",
                                         f"R = {sh.ratio:.3g}, p = {sh.pvalue:.2g} on {sh.n_tail} eigenvalues: {sh.shape}")
         out[f"fig1-{tag}-strict"] = _one(r.heavy_tailed_strict, "", f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} "
@@ -289,16 +311,87 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     fs, band, every = readings(slow, h=h, d=d, rules=rules)["Hill"], TABLE["steps-01"].level, int(s.slow_record_every)
     if fs.first is None and fs.budget < band[0]:
         out["steps-01"] = replace(Measurement.not_run(
-            f"the default budget of {fs.budget} steps ends before the criterion's lower end {band[0]:.0f}; slow_budget = "
-            "30000 (make paper) runs it, several hours on two cores"),
-            setting=f"the paper's sizes and protocol; one seed; {fs.budget} steps")
+            f"the default budget of {fs.budget} steps ends before the criterion's lower end {band[0]:.0f}; "
+            f"slow_budget = {PAPER.slow_budget} (make paper) runs it: {slow_run_time()}"),
+            setting=f"the paper's sizes and protocol; one seed; {fs.budget} steps; 10^4 steps take about "
+                    f"{1e4 * SLOW_TIMING['s_per_step'] / 60:.0f} min on one thread (measured)")
     else:
         out["steps-01"] = replace(_first(fs, band), setting=f"the paper's sizes and protocol; one seed; {fs.budget} "
                                   f"steps recorded every {every}")
-    out["steps-001"] = Measurement.not_run("10^6 full-batch steps at these sizes take days on two cores (the authors "
-                                           "report more than 24 h); the chapter does not run them")
+    out["steps-001"] = Measurement.not_run(
+        f"10^6 full-batch steps at these sizes take about {1e6 * SLOW_TIMING['s_per_step'] / 86400:.1f} days per seed at "
+        f"the measured {SLOW_TIMING['s_per_step']:.2g} s per step on one thread (the authors report more than 24 h); the "
+        "chapter does not run them")
     out.update(_review(runs, s, rep, heavy))
+    out["review-eta1"] = _review_eta1(runs, s)
     return out
+
+def slow_run_time(setup=PAPER) -> str:
+    """The slow run of ``setup`` (default :data:`~htlib.experiments.spike.compute.PAPER`) timed by
+    :data:`SLOW_TIMING`: the text of its extrapolated wall time per seed and over its seeds and workers."""
+    n, d, h = SLOW_TIMING["sizes"]
+    records = setup.slow_budget // setup.slow_record_every + 1
+    per_seed = setup.slow_budget * SLOW_TIMING["s_per_step"] + records * SLOW_TIMING["s_per_record"]
+    rounds = -(-setup.seeds // setup.workers)
+    return (f"measured {SLOW_TIMING['s_per_step']:.2g} s per FB-Adam step and {SLOW_TIMING['s_per_record']:.2g} s per "
+            f"record on one thread at n, d, h = {n}, {d}, {h} ({SLOW_TIMING['measured']}), so 10^4 steps take about "
+            f"{1e4 * SLOW_TIMING['s_per_step'] / 60:.0f} min and {setup.slow_budget} steps recorded every "
+            f"{setup.slow_record_every} about {per_seed / 3600:.1f} h per seed, {rounds * per_seed / 3600:.1f} h for "
+            f"{setup.seeds} seeds on {setup.workers} workers")
+
+def alignments(runs: Mapping[tuple, Trajectory], s, known: Mapping | None = None) -> dict[str, dict[float, float]]:
+    """§5.1's alignment after one step, ``{"adam" | "gd": {eta: value}}`` over the traced learning rates (ascending):
+    the smaller of the largest entries of O(U_W1, U_M0) and O(V_W1, V_M0) (``known``: overlaps already computed, by
+    run key)."""
+    known = known or {}
+    def align(key) -> float:
+        ov = known[key] if key in known else dynamics.step_overlaps(runs[key], 0)
+        return min(float(np.max(ov["U_after"])), float(np.max(ov["V_after"])))
+    return {opt: {float(e): align((opt, e)) for e in sorted(etas)}
+            for opt, etas in (("adam", s.etas_adam_track), ("gd", s.etas_gd_track))}
+
+def _alignment(runs, s, known: dict) -> dict[str, Measurement]:
+    """§5.1: :func:`alignments` compared between the smallest and the largest traced learning rate, and along the grid."""
+    al = alignments(runs, s, known)
+    text = {opt: ", ".join(f"eta={e:g}: {x:.4f}" for e, x in a.items()) for opt, a in al.items()}
+    one = lambda opt: Measurement(cannot_test=f"one traced {NAMES[opt]} learning rate only (etas_{opt}_track)",  # noqa: E731
+                                  runs_text="1 seed")
+    parts = {f"align-eta-{opt}": _one(list(a.values())[-1] - list(a.values())[0], "", text[opt]) if len(a) > 1
+             else one(opt) for opt, a in al.items()}
+    grows = all(x < y for a in al.values() for x, y in zip(list(a.values()), list(a.values())[1:]))
+    short = [opt for opt, a in al.items() if len(a) < 2]
+    return {"align-eta": Measurement(parts=parts),
+            "align-eta-steps": one(short[0]) if short else _one(grows, "", "; ".join(f"{NAMES[o]}: {x}"
+                                                                                     for o, x in text.items()))}
+
+def _review_eta1(runs, s) -> Measurement:
+    """The review on Figs. 5 and 24: at eta = 1 (``eta_adam``, Fig. 5's run, every step recorded) PL_Alpha_Hill after
+    the steps, the test-loss change, that change against the smaller learning rates without a heavy tail by
+    PL_Alpha_Hill, and the share of steps whose test loss falls."""
+    tr = runs[("adam", s.eta_adam)]
+    test = np.asarray(tr.metric(f"test_loss@{s.readout}"), dtype=float)
+    change, hill = float(test[-1] / test[0] - 1), float(tr.alpha_hill[-1])
+    calm = {}
+    for e in sorted(x for x in s.etas_review if x < s.eta_adam):
+        other = runs[("adam", e)]
+        if float(other.alpha_hill[-1]) >= HILL_HEAVY:
+            t_e = other.metric(f"test_loss@{s.readout}")
+            calm[e] = float(t_e[-1] / t_e[0] - 1)
+    steps = [int(t) for t in tr.steps]
+    falls = np.diff(test) < 0
+    every = steps == list(range(steps[0], steps[-1] + 1))
+    return Measurement(parts={
+        "review-eta1-hill": _one(hill, "PL_Alpha_Hill is undefined", f"eta = {s.eta_adam:g}: PL_Alpha_Hill {hill:.3g}"),
+        "review-eta1-drop": _one(change, "", f"eta = {s.eta_adam:g}: test loss {test[0]:.3g} -> {test[-1]:.3g} "
+                                 f"({change:+.1%})"),
+        "review-eta1-smaller": (
+            _one(change - min(calm.values()), "", "; ".join(f"eta={e:g}: {c:+.1%}" for e, c in calm.items())) if calm
+            else Measurement(cannot_test="every smaller learning rate of etas_review is heavy-tailed by PL_Alpha_Hill "
+                             "after the steps, or there is none", runs_text="1 seed")),
+        "review-eta1-gradual": (
+            _one(float(np.mean(falls)), "", f"{int(falls.sum())} of {falls.size} steps fall; test loss per step "
+                 + " ".join(f"{x:.3g}" for x in test)) if every and falls.size
+            else Measurement(cannot_test="the run does not record every step", runs_text="1 seed"))})
 
 def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
     """The review's three learning-rate cases after ``s.steps`` steps, and its PL alpha below 2 for eta > 10."""
@@ -318,18 +411,30 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
         out["review-1"] = Measurement(parts={"review-1-gen": _one(max(abs(rows[e][0]) for e in low), "", txt(low)),
                                              "review-1-ht": _one(any(rows[e][3] for e in low), "")})
     if mid:
-        miss = [e for e in mid if not rows[e][3]]
         hill0 = float(runs[("adam", mid[0])].alpha_hill[0])
-        # A learning rate the review gives more steps than the chapter runs cannot test it.
-        slow = [e for e in miss if PAPER_STEPS[min(PAPER_STEPS, key=lambda k: abs(np.log(k / e)))] > s.steps]
+        # The review's own time scale at each learning rate (the nearest it names): a learning rate it gives more
+        # steps than the chapter runs can agree (heavy-tailed already) but cannot disagree.
+        scale = {e: PAPER_STEPS[min(PAPER_STEPS, key=lambda k: abs(np.log(k / e)))] for e in mid}
+        fast, slow = [e for e in mid if scale[e] <= s.steps], [e for e in mid if scale[e] > s.steps]
+        miss = [e for e in slow if not rows[e][3]]
+        sl = runs[("slow", s.slow_eta)]
+        etas = ", ".join(f"{e:g}" for e in miss)
+        cannot = (f"eta = {etas} {'is' if len(miss) == 1 else 'are'} not heavy-tailed after {s.steps} steps; "
+                  f"{s.steps} steps show whether the bulk has moved from the MP matrix W0, and cannot show whether a "
+                  "heavy tail comes after the review's " + ", ".join(f"about 10^{np.log10(scale[e]):.0f} steps at eta = "
+                  f"{e:g}" for e in miss) + f"; the chapter's slow run (eta = {s.slow_eta:g}, {int(sl.config.steps)} "
+                  f"steps) is what tests it, at slow_budget = {PAPER.slow_budget} (make paper; steps-01 row)")
+        seen = (f"PL_Alpha_Hill after {s.steps} steps {', '.join(f'{rows[e][2]:.3g}' for e in miss)} (eta = {etas}), "
+                f"{hill0:.3g} for W0; the slow run's {float(sl.alpha_hill[-1]):.3g} at its last record, step "
+                f"{int(sl.steps[-1])} (learning-rate and steps tables)")
+        none = lambda what: Measurement(cannot_test=f"no learning rate in [0.01, 1] of etas_review that the review "  # noqa: E731
+                                        f"expects heavy-tailed {what}", runs_text="1 seed")
         out["review-2"] = Measurement(parts={
             "review-2-gen": _one(max(rows[e][0] for e in mid), "", txt(mid)),
-            "review-2-ht": replace(_one(not miss, ""), cannot_test="" if not miss or slow != miss else
-                                   f"no heavy tail after {s.steps} steps at eta = {', '.join(f'{e:g}' for e in miss)} "
-                                   f"(PL_Alpha_Hill {', '.join(f'{rows[e][2]:.3g}' for e in miss)}; at initialization, "
-                                   f"an MP matrix, {hill0:.3g}), but the review itself expects far more than {s.steps} "
-                                   "steps there (about 10^4 at eta = 0.1): the chapter's steps cannot decide it "
-                                   "(learning-rate table)")})
+            "review-2-ht": _one(all(rows[e][3] for e in fast), "", f"eta = {', '.join(f'{e:g}' for e in fast)}") if fast
+            else none(f"within {s.steps} steps"),
+            "review-2-ht-slow": (none(f"only after more than {s.steps} steps") if not slow else _one(True, "") if not miss
+                                 else Measurement(cannot_test=cannot, runs_text="1 seed", note=seen))})
     if high:
         best = min((rows[e][0] for e in mid), default=0.0)
         out["review-3"] = Measurement(parts={"review-3-gen": _one(min(rows[e][0] for e in high) - best, "", txt(high)),
