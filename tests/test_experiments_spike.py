@@ -134,39 +134,33 @@ def _judge(key, m):
 
 
 def test_fig1_counted_rows_do_not_agree_on_the_label_alone():
-    """Issue 36: the counted Fig. 1 rows read the label and the authors' PL_Alpha_KS and PL_Alpha_Hill; a label that
-    says heavy-tailed at every seed while both metrics say otherwise is a partial agreement, not an agreement."""
+    """Issue 36: the counted Fig. 1 rows read the label and the authors' PL_Alpha_KS; a label that says heavy-tailed
+    at every seed while the authors' metric says otherwise is a partial agreement, not an agreement."""
     one = lambda x: Measurement(list(x))  # noqa: E731
     for tag in ("gd", "adam"):
         spec = spike.TABLE[f"fig1-{tag}"]
         assert spec.statistic == "parts" and spec.revised_because.startswith("criterion changed after the runs")
-        assert {p.key for p in spec.parts} == {f"fig1-{tag}-{k}" for k in ("label", "ks", "hill")}
-        label_only = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([0] * 5),
-                                        f"fig1-{tag}-hill": one([2.15, 2.19, 2.13, 2.17, 2.16])},
+        assert {p.key for p in spec.parts} == {f"fig1-{tag}-{k}" for k in ("label", "ks")}
+        label_only = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([0] * 5)},
                                  reduction_check="at the paper's sizes")
         assert _judge(f"fig1-{tag}", label_only) == "partly"
-        every = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([1] * 5),
-                                   f"fig1-{tag}-hill": one([1.8, 1.85, 1.82, 1.79, 1.81])})
+        every = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([1] * 5)})
         assert _judge(f"fig1-{tag}", every) == "agrees"
 
 
-@pytest.mark.parametrize(("heavy_slow", "heavy_fast", "slow_part", "fast_part"), [
-    (False, True, "cannot", (1.0,)),   # eta = 0.1 not yet heavy after 10 steps: the review's 10^4 steps decide it
-    (True, True, (1.0,), (1.0,)),      # already heavy: that agrees
-    (False, False, "cannot", (0.0,))]) # eta = 1 not heavy after 10 steps: that can disagree
-def test_review_case_2_reads_each_learning_rate_on_the_reviews_own_time_scale(heavy_slow, heavy_fast, slow_part,
-                                                                               fast_part):
+@pytest.mark.parametrize(("heavy_slow", "heavy_fast", "part"), [
+    (False, True, (0.0,)),   # eta = 0.1 not heavy after 10 steps: case (2) as written fails there
+    (True, True, (1.0,)),    # every eta heavy: that agrees
+    (True, False, (0.0,))])  # eta = 1 not heavy
+def test_review_case_2_reads_every_learning_rate_in_its_range_after_the_chapters_steps(heavy_slow, heavy_fast, part):
     s = SETUP.replace(steps=10, etas_review=(0.1, 1.0))
     runs = {("adam", 0.1): _Run([1.0, 0.99], [2.45, 2.44], [0, 10]), ("adam", 1.0): _Run([1.0, 0.9], [2.45, 1.8], [0, 10]),
             ("slow", 0.1): _Run([1.0, 0.95], [2.45, 2.4], [0, 6])}
     rep = lambda e: type("R", (), {"phase": "x", "tail_alpha": float("nan"), "alpha": 9.0})()  # noqa: E731
     heavy = lambda key: [{0.1: heavy_slow, 1.0: heavy_fast}[key[1]]]  # noqa: E731
     parts = spike.reading._review(runs, s, rep, heavy)["review-2"].parts
-    assert parts["review-2-ht"].values == fast_part
-    if slow_part == "cannot":
-        assert not parts["review-2-ht-slow"].values and "slow run" in parts["review-2-ht-slow"].cannot_test
-    else:
-        assert parts["review-2-ht-slow"].values == slow_part and not parts["review-2-ht-slow"].cannot_test
+    assert set(parts) == {"review-2-gen", "review-2-ht"} and parts["review-2-ht"].values == part
+    assert "10^4" in parts["review-2-ht"].note  # the reply's longer time scale is named beside the verdict
 
 
 def _overlaps(top_u, top_v, d=6):
