@@ -116,6 +116,8 @@ def _synthetic_grid(seeds: int = 4) -> RunGrid:
     values["alpha_hill"] = np.where(le >= 0, 2.0 - 0.02 * le, 2.0 - le) + noise()  # nearly flat for eta >= 1
     values["alpha_ks"] = 5.0 - 0.5 * le + noise()  # falls throughout
     values["alpha_weighted"] = values["alpha_ks"] * 2
+    values["sv_median"] = 10.0 ** le  # the scale grows with eta
+    values["alpha_hill_wo_top"] = values["alpha_hill"] * 1.01
     for m in ("train_loss", "test_loss", "kta"):
         values[f"{m}@d"] = values[m]
         values[f"{m}@sqrt_d"] = values[m][:, ::-1]  # the other readout: reversed in eta
@@ -226,7 +228,8 @@ def test_a_disagreement_at_a_reduced_setting_becomes_inconclusive():
 
 def test_the_table_keeps_every_record_key_and_each_is_measured():
     keys = ["gd_contrast", "adam_corr", "benign", "gd_contrast_sqrt_d", "adam_corr_sqrt_d", "benign_sqrt_d",
-            "hill_flat", "gd_contrast_wn", "sample_hill", "sample_loss", "ridge", "noise", "steplr",
+            "hill_flat", "hill_spike", "gd_contrast_wn", "sample_hill", "sample_loss", "ridge", "noise", "noise_esd",
+            "steplr",
             "sample_loss_sqrt_d", "ridge_sqrt_d", "noise_sqrt_d", "steplr_sqrt_d", "wn_schedules"]
     assert list(exp.TABLE) == keys
     for k, spec in exp.TABLE.items():
@@ -238,7 +241,8 @@ def test_setup_validates():
     assert exp.Setup() != exp.PAPER and exp.PAPER.weight_norm_repeat
     assert exp.Setup(lams=[0.001, 0.1]).lams == (0.001, 0.1)
     for bad, name in (({"seeds": 1}, "seeds"), ({"steplr_gammas": [0.0]}, "steplr_gammas"),
-                      ({"ns": [0]}, "ns"), ({"readout": "sqrt"}, "readout"), ({"fig8_seeds": 21}, "fig8_seeds")):
+                      ({"ns": [0]}, "ns"), ({"readout": "sqrt"}, "readout"), ({"fig8_seeds": 21}, "fig8_seeds"),
+                      ({"fig8a_seeds": 0}, "fig8a_seeds")):
         with pytest.raises(ValueError, match=name):
             exp.Setup(**bad)
 
@@ -301,7 +305,7 @@ def test_update_overlap_outlier_against_numpy():
 
 def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, etas=[0.1, 1.0, 10.0, 2000.0], seeds=2, fig8_seeds=2,
-                      ns=[32, 64], lams=[0.1, 0.01, 0.001], rhos=[0.3, 0.7], steplr_gammas=[0.2, 0.4, 0.6, 0.8],
+                      fig8a_seeds=3, ns=[32, 64], lams=[0.1, 0.01, 0.001], rhos=[0.3, 0.7], steplr_gammas=[0.2, 0.4, 0.6, 0.8],
                       n_boot=200, executor="serial")
     fig7, fig8 = exp.run_fig7(setup), exp.run_fig8(setup)
     assert fig7.grid_wn is None and fig8.seeds == 2
@@ -315,11 +319,72 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     # the overlaps do not depend on the readout: both records read the same per-seed ratios
     ou = measured["noise"].parts["noise-ou"].values
     assert len(ou) == 2 and ou == measured["noise_sqrt_d"].parts["noise_sqrt_d-ou"].values
+    # the sample-size losses read fig8a_seeds seeds, the other Fig. 8 rows fig8_seeds
+    ran = [m for m in measured["sample_loss"].parts.values() if m.ran]
+    assert len(ran) == 2 and all(len(m.values) == 3 for m in ran)  # the sizes 500-4000 are not in this setting
+    assert len(measured["noise_esd"].parts["noise_esd-hill"].values) == 2
+    assert len(measured["hill_spike"].parts["hill_spike-scale"].values) == 2
     # two Fig. 8 seeds decide nothing
     assert {by_key[k].verdict for k in ("ridge", "steplr", "wn_schedules", "noise")} <= {"inconclusive", "not tested"}
     assert claim_glue(records, "gen_")["gen_steplr_level"] == "0"
     numbers = {**exp.setting_numbers(setup), **exp.fig7_numbers(fig7, setup), **exp.fig8_numbers(fig8, setup)}
     assert all(isinstance(v, str) and v for v in numbers.values())
+
+
+def test_fig8a_extra_seeds_record_the_ends_and_reuse_fig8s_own_runs(cache_tmp, monkeypatch):
+    setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, fig8_seeds=1, fig8a_seeds=2, ns=[32, 64], rhos=[0.3],
+                      steplr_gammas=[0.5], lams=[0.01], executor="serial")
+    trained = []
+    monkeypatch.setattr(exp.compute, "train", lambda c: trained.append(c) or train(c))
+    res = exp.run_fig8(setup)
+    panel = res.sample_panel()
+    assert set(panel) == {32, 64} and all(len(ts) == 2 for ts in panel.values())
+    extra = [c for c in trained if c.seed == 1]
+    # seed 1 adds only the two sizes, each recording step 0 and the last step, no ESD
+    assert sorted(c.n for c in extra) == [32, 64]
+    assert all(c.recorded_steps() == [0, 3] and not c.record_esd and c.keep_weights == () for c in extra)
+    # seed 0's losses are read off Fig. 8's own runs: the same numbers
+    for n in (32, 64):
+        full = res.panel("by_n")[n][0]
+        np.testing.assert_array_equal(panel[n][0].metric("test_loss@d"), full.metric("test_loss@d")[[0, -1]])
+
+
+def test_fig7_metrics_median_singular_value_and_hill_without_the_top():
+    cfg = dataclasses.replace(exp.fig7_configs(etas=[5.0], optimizers=["adam"], seeds=1, **TINY)[0],
+                              keep_weights=(TINY["steps"],))
+    t = train(cfg)
+    m = exp.fig7_metrics(t)
+    s = np.linalg.svd(t.weights[cfg.steps].astype(np.float64), compute_uv=False)
+    assert m["sv_median"] == pytest.approx(np.median(s), rel=1e-5)
+    e = np.sort(s ** 2)[:-1]
+    i = e.size // 2
+    assert m["alpha_hill_wo_top"] == pytest.approx(1 + (e.size - i) / np.log(e[i:] / e[i]).sum(), rel=1e-4)
+    assert m["alpha_hill_wo_top"] != pytest.approx(m["alpha_hill"], rel=1e-9)
+
+
+def test_hill_spike_reads_the_scale_spread_and_the_spike_influence():
+    grid = _synthetic_grid(seeds=3)
+    m = exp.measure_fig7(exp.Fig7Result(grid=grid, grid_wn=None), exp.Setup(executor="serial"))["hill_spike"]
+    np.testing.assert_allclose(m.parts["hill_spike-scale"].values, 100.0)  # 10^2 over 10^0
+    np.testing.assert_allclose(m.parts["hill_spike-spike"].values, 0.01)
+    assert judge(exp.TABLE["hill_spike"], m).verdict == "partly"  # a 1% change is not a large influence
+    grid.values["alpha_hill_wo_top"] = grid.values["alpha_hill"] * 1.2
+    m = exp.measure_fig7(exp.Fig7Result(grid=grid, grid_wn=None), exp.Setup(executor="serial"))["hill_spike"]
+    assert judge(exp.TABLE["hill_spike"], m).verdict == "agrees"
+
+
+def test_esd_spread_sees_a_moved_esd_and_ignores_an_unmoved_one():
+    from types import SimpleNamespace as NS
+    rng = np.random.default_rng(0)
+    eigs = np.sort(rng.chisquare(3, size=400))
+    def run(e, hill=2.0):
+        return NS(diverged_at=None, alpha_hill=np.array([hill]), esd=(e,))
+    assert exp.esd_spread([run(eigs), run(eigs.copy())]) == (0.0, 0.0)
+    top_moved = eigs.copy()
+    top_moved[-1] *= 2  # only lambda_max moves
+    hill, esd = exp.esd_spread([run(eigs), run(top_moved)])
+    assert hill == 0.0 and esd == pytest.approx(1 / 1.5)
+    assert np.isnan(exp.esd_spread([run(eigs), NS(diverged_at=2, alpha_hill=None, esd=None)])[1])
 
 
 def test_odd_student_floor_against_monte_carlo():

@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from htlib import cache
+from htlib import cache, spectra
 from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING
 from htlib.generalization import final_metrics
@@ -52,6 +52,8 @@ class Setup(SweepSetup):
     weight_norm_repeat: bool = param(False, "also run the Fig. 7 grid with weight normalization (doubles the sweep)")
     fig8_eta: float = param(1.0, "FB-Adam learning rate of Fig. 8", gt=0)
     fig8_seeds: int = param(3, "seeds of every Fig. 8 run (the authors' use 2; a verdict needs 3)", ge=1, le=20)
+    fig8a_seeds: int = param(10, "seeds of the Fig. 8(a) sample-size losses (at least fig8_seeds; the extra ones "
+                             "record step 0 and the last step only)", ge=1, le=20)
     ns: tuple[int, ...] = param([500, 2000, 4000, 8000], "Fig. 8(a) sample sizes", ge=1, le=100_000)
     lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
     rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
@@ -72,7 +74,7 @@ class Setup(SweepSetup):
         out = []
         for name in names:
             mine, theirs = getattr(self, name), getattr(PAPER, name)
-            if name in ("seeds", "fig8_seeds") and mine >= theirs:
+            if name in ("seeds", "fig8_seeds", "fig8a_seeds") and mine >= theirs:
                 continue
             if isinstance(theirs, tuple) and set(theirs) <= set(mine):
                 continue
@@ -193,9 +195,23 @@ def run_trainings(configs: Sequence[TwoLayerConfig], *, executor: cf.Executor | 
 def _recording_size(c: TwoLayerConfig) -> tuple[int, int, bool]:
     return len(c.recorded_steps()), len(c.keep_weights), c.record_esd
 
+def fig7_metrics(traj: Trajectory) -> dict[str, float]:
+    """:func:`~htlib.generalization.final_metrics` and two numbers of the last ESD: ``sv_median``, the median
+    singular value of ``W_T``, and ``alpha_hill_wo_top``, PL_Alpha_Hill of the ESD without its top eigenvalue."""
+    out = final_metrics(traj)
+    out.update(sv_median=float("nan"), alpha_hill_wo_top=float("nan"))
+    if np.isfinite(out["alpha_hill"]):
+        eigs = np.asarray(traj.esd[-1], dtype=np.float64)
+        out["sv_median"] = float(np.median(np.sqrt(np.clip(eigs, 0.0, None))))
+        try:
+            out["alpha_hill_wo_top"] = float(spectra.alpha_hill(eigs[:-1]))
+        except ValueError:  # a degenerate spectrum: left NaN, as a failed fit
+            pass
+    return out
+
 def fig7_grid(trajectories: Sequence[Trajectory]) -> RunGrid:
-    """The finished Fig. 7 runs as a :class:`htlib.two_layer.RunGrid` of :func:`~htlib.generalization.final_metrics`."""
-    return run_grid(trajectories, final_metrics)
+    """The finished Fig. 7 runs as a :class:`htlib.two_layer.RunGrid` of :func:`fig7_metrics`."""
+    return run_grid(trajectories, fig7_metrics)
 
 @dataclass(frozen=True)
 class Fig7Result:
@@ -215,11 +231,13 @@ def run_fig7(setup: Setup) -> Fig7Result:
 
 @dataclass(frozen=True)
 class Fig8Result:
-    """Fig. 8 for every seed: the configs of each seed, every run, and the ridge-constant curves."""
+    """Fig. 8 for every seed: the configs of each seed, every run, and the ridge-constant curves; ``sample``: the
+    Fig. 8(a) runs by size for each of the ``fig8a_seeds`` seeds, recording step 0 and the last step."""
 
     configs: tuple[Fig8Configs, ...]
     runs: dict[TwoLayerConfig, Trajectory]
     ridge: tuple[dict[float, dict[str, np.ndarray]], ...]
+    sample: tuple[dict[int, TwoLayerConfig], ...] = ()
 
     @property
     def seeds(self) -> int:
@@ -234,17 +252,25 @@ class Fig8Result:
     def base(self) -> tuple[Trajectory, ...]:
         return tuple(self.runs[f8.base] for f8 in self.configs)
 
+    def sample_panel(self) -> dict[int, tuple[Trajectory, ...]]:
+        """``{n: (trajectory per seed)}`` of the Fig. 8(a) losses over every ``fig8a_seeds`` seed."""
+        return {n: tuple(self.runs[by_n[n]] for by_n in self.sample) for n in self.sample[0]} if self.sample else {}
+
 def run_fig8(setup: Setup) -> Fig8Result:
-    """Fig. 8 for seeds ``0..fig8_seeds-1`` and the ridge-constant panel from each base run's stored ``W_t``."""
+    """Fig. 8 for seeds ``0..fig8_seeds-1``, the ridge-constant panel from each base run's stored ``W_t``, and the
+    Fig. 8(a) losses over ``max(fig8_seeds, fig8a_seeds)`` seeds (read off Fig. 8's runs for its own seeds)."""
     per_seed = tuple(fig8_configs(ns=setup.ns, rhos=setup.rhos, steplr_gammas=setup.steplr_gammas, eta=setup.fig8_eta,
                                   seed=s, weight_norm_schedules=True, **setup.shape)
                      for s in range(setup.fig8_seeds))
-    configs = [c for f8 in per_seed for c in f8.unique()]
+    sample = tuple({n: dataclasses.replace(c, record_every=setup.steps, record_esd=False)
+                    for n, c in fig8_configs(ns=setup.ns, eta=setup.fig8_eta, seed=s, **setup.shape).by_n.items()}
+                   for s in range(max(setup.fig8_seeds, setup.fig8a_seeds)))
+    configs = [c for f8 in per_seed for c in f8.unique()] + [c for by_n in sample for c in by_n.values()]
     with setup.executor_context() as pool:
         done = run_trainings(configs, executor=pool, desc="Fig. 8")
     runs = dict(zip(configs, done))
     ridge = tuple(readout_curves(f8.base, setup.lams) for f8 in per_seed)
-    return Fig8Result(configs=per_seed, runs=runs, ridge=ridge)
+    return Fig8Result(configs=per_seed, runs=runs, ridge=ridge, sample=sample)
 
 @dataclass(frozen=True)
 class ReadoutConfig:

@@ -23,6 +23,7 @@ READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (th
 
 FIG7_FIELDS = ("n", "d", "h", "n_test", "rho_e", "lam", "steps", "etas", "seeds")
 FIG8_FIELDS = ("d", "h", "n_test", "steps", "fig8_eta", "fig8_seeds")
+ESD_DECILES = tuple(np.round(np.arange(0.1, 1.0, 0.1), 1))  # noise_esd: the deciles of the ESD (and lambda_max)
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
 # What the measurements read (the paper's learning rates, sizes and settings; the levels are in TABLE).
@@ -153,12 +154,55 @@ def measure_fig7(res: Fig7Result, setup: Setup) -> dict[str, Measurement]:
             ka, kb = _at(ks, g.etas, a), _at(ks, g.etas, b)
             parts[k] = _missing(f"eta = {a:g} or {b:g}") if ka is None or kb is None else _runs(kb - ka)
         out["hill_flat"] = _compound("hill_flat", parts, _setting(setup, FIG7_FIELDS))
+    out["hill_spike"] = _hill_spike(g, setup)
     out["gd_contrast_wn"] = (
         Measurement.not_run(f"weight_norm_repeat is off: {2 * len(setup.etas) * setup.seeds} more runs of {setup.steps} "
                             f"steps at n = {setup.n}, as many as the Fig. 7 grid, beyond the chapter's budget; make "
                             "paper runs it") if res.grid_wn is None
         else _gd_contrast("gd_contrast_wn", res.grid_wn, "d", _setting(setup, FIG7_FIELDS)))
     return out
+
+def spike_influence(hill: np.ndarray, hill_wo_top: np.ndarray) -> np.ndarray:
+    """Per seed (last axis): the mean over the etas (first axis) of ``(hill_wo_top - hill) / hill``, the relative
+    change of PL_Alpha_Hill when the top eigenvalue is left out.
+
+    Examples
+    --------
+    >>> spike_influence(np.array([[2.0, 1.0], [2.0, 1.0]]), np.array([[2.2, 1.0], [2.4, 1.1]])).round(3).tolist()
+    [0.15, 0.05]
+    """
+    hill, wo = np.asarray(hill, dtype=float), np.asarray(hill_wo_top, dtype=float)
+    return np.nanmean((wo - hill) / hill, axis=0)
+
+def _hill_spike(g: RunGrid, setup: Setup) -> Measurement:
+    """FB-Adam over ``FLAT_BAND``, per seed: the spread of the median singular value of ``W_T`` (largest over
+    smallest) and :func:`spike_influence`."""
+    keep = (g.etas >= FLAT_BAND[0]) & (g.etas <= FLAT_BAND[1])
+    if keep.sum() < 2:
+        return Measurement.not_run(f"fewer than 2 grid etas in [{FLAT_BAND[0]:g}, {FLAT_BAND[1]:g}]")
+    sv = g.get("sv_median", "adam")[keep]
+    return _compound("hill_spike", {
+        "scale": _runs(np.nanmax(sv, axis=0) / np.nanmin(sv, axis=0)),
+        "spike": _runs(spike_influence(g.get("alpha_hill", "adam")[keep], g.get("alpha_hill_wo_top", "adam")[keep]))},
+        _setting(setup, FIG7_FIELDS))
+
+def esd_spread(trajs_by_level: Sequence[Trajectory]) -> tuple[float, float]:
+    """For one seed's runs at several levels: the range over the levels of PL_Alpha_Hill over its mean, and the
+    largest such relative range of the ESD's deciles and ``lambda_max`` (:data:`ESD_DECILES`) of the last step.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> run = lambda s: NS(diverged_at=None, alpha_hill=np.array([2.0 * s]), esd=(s * np.arange(1.0, 101.0),))
+    >>> [round(x, 3) for x in esd_spread([run(1.0), run(1.1)])]  # everything scaled by 1.1: 0.1 / 1.05
+    [0.095, 0.095]
+    """
+    if any(t.diverged_at is not None for t in trajs_by_level):
+        return float("nan"), float("nan")
+    hill = np.array([float(t.alpha_hill[-1]) for t in trajs_by_level])
+    q = np.array([[*np.quantile(np.asarray(t.esd[-1], dtype=float), ESD_DECILES), float(np.max(t.esd[-1]))]
+                  for t in trajs_by_level])
+    return float(np.ptp(hill) / np.mean(hill)), float(np.max(np.ptp(q, axis=0) / np.mean(q, axis=0)))
 
 def within_seed_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of ``x`` and ``y`` across the cells (first axis) of each seed (last axis), NaN where undefined.
@@ -268,7 +312,7 @@ def _sample_hill(res: Fig8Result, setup: Setup, grid: RunGrid | None) -> Measure
 def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measurement]:
     """The Fig. 8 rows read under the readout ``s``: sample size, ridge constant, label noise, StepLR."""
     x, out = _suffix(s), {}
-    by_n = res.panel("by_n")
+    by_n = res.sample_panel() or res.panel("by_n")
     if setup.n not in by_n:
         out[f"sample_loss{x}"] = Measurement.not_run("ns must contain n")
     else:
@@ -278,7 +322,7 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
                 parts[f"{m}_{n}"] = (_runs(_rel_drop(by_n[n], f"{m}_loss@{s}")) if n in by_n and n < setup.n
                                      else _missing(f"n = {n} below the chapter's n"))
         out[f"sample_loss{x}"] = _compound(f"sample_loss{x}", parts,
-                                           _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lam", "ns"), s))
+                                           _setting(setup, FIG8_FIELDS + ("fig8a_seeds", "n", "rho_e", "lam", "ns"), s))
     ridge = res.ridge
     def last(lam: float, m: str) -> np.ndarray:
         return np.array([c[lam][f"{m}@{s}"][-1] for c in ridge])
@@ -322,6 +366,13 @@ def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None) -> 
     out = {"sample_hill": _sample_hill(res, setup, grid)}
     for s in READOUT_SCALES:
         out.update(_fig8_readout(res, setup, s))
+    by_rho = res.panel("by_rho")
+    if len(by_rho) < 2:
+        out["noise_esd"] = Measurement.not_run("rhos must hold at least 2 noise levels")
+    else:
+        spread = np.array([esd_spread([by_rho[r][i] for r in by_rho]) for i in range(res.seeds)])
+        out["noise_esd"] = _compound("noise_esd", {"hill": _runs(spread[:, 0]), "esd": _runs(spread[:, 1])},
+                                     _setting(setup, FIG8_FIELDS + ("n", "rhos")))
     wn, plain, parts = res.panel("wn_by_steplr_gamma"), res.panel("by_steplr_gamma"), {}
     def q90(g: float) -> np.ndarray:
         return np.array([final_metrics(t)["spike_q90"] for t in wn[g]])
@@ -352,7 +403,8 @@ def setting_numbers(setup: Setup) -> dict[str, str]:
     return {"set_n": str(setup.n), "set_d": str(setup.d), "set_h": str(setup.h), "set_steps": str(setup.steps),
             "set_seeds": str(setup.seeds), "set_n_etas": str(len(setup.etas)),
             "set_n_runs": str(2 * len(setup.etas) * setup.seeds), "set_fig8_seeds": str(setup.fig8_seeds),
-            "set_fig8_eta": f"{setup.fig8_eta:g}", "set_rho_e": f"{setup.rho_e:g}", "set_lam": f"{setup.lam:g}",
+            "set_fig8_eta": f"{setup.fig8_eta:g}",
+            "set_fig8a_seeds": str(max(setup.fig8_seeds, setup.fig8a_seeds)), "set_rho_e": f"{setup.rho_e:g}", "set_lam": f"{setup.lam:g}",
             "set_readout": READOUT_NAMES[setup.readout],
             "set_fig7": ("the paper's" if setup.deviations(FIG7_FIELDS) == PAPER_SETTING
                          else "a reduced one (" + setup.deviations(FIG7_FIELDS) + ")"),
@@ -420,6 +472,10 @@ def fig7_numbers(res: Fig7Result, setup: Setup) -> dict[str, str]:
             out[f"benign_{name}_contrast"] = f"{c.estimate:.3g} [{c.low:.3g}, {c.high:.3g}]"
     else:
         out["benign_hill_contrast"] = out["benign_test_contrast"] = "n/a (the grid lacks eta = 1 or eta <= 0.1)"
+    band = [i for i, e in enumerate(g.etas) if FLAT_BAND[0] <= e <= FLAT_BAND[1]]
+    for key, metric in (("band_sv", "sv_median"), ("band_hill", "alpha_hill"), ("band_hill_wo", "alpha_hill_wo_top")):
+        m = g.mean(metric, "adam")
+        out[key] = ", ".join(f"{m[i]:.3g} at eta = {g.etas[i]:g}" for i in band) or "n/a"
     ks_all = np.concatenate([g.get("alpha_ks", o).ravel() for o in g.optimizers])
     ks_all = ks_all[np.isfinite(ks_all)]
     out.update(ks_outside=str(int(((ks_all < HTSR_BAND[0]) | (ks_all > HTSR_BAND[1])).sum())),
@@ -440,9 +496,14 @@ def fig8_numbers(res: Fig8Result, setup: Setup) -> dict[str, str]:
             out[f"base_{name}0_{s}"] = _g(np.mean([float(t.metric(f"{m}@{s}")[0]) for t in base]))
             out[f"base_{name}_last_{s}"] = _g(np.mean([_last(t, f"{m}@{s}") for t in base]))
             out[f"base_{name}_drop_{s}"] = f"{np.mean(_rel_drop(base, f'{m}@{s}')):.1%}"
-    smaller = {n: t for n, t in res.panel("by_n").items() if n < setup.n}
+    smaller = {n: t for n, t in (res.sample_panel() or res.panel("by_n")).items() if n < setup.n}
     out["test_drops"] = ", ".join(f"{np.mean(_rel_drop(t, 'test_loss@d')):+.1%} at n = {n}" for n, t in smaller.items()) or "n/a"
     out["rises"] = ", ".join(f"{np.mean([loss_rise(t) for t in ts]):.3g} at gamma = {g:g}"
                              for g, ts in res.panel("by_steplr_gamma").items())
     out["min_test"] = _g(min(np.min(t.metric("test_loss@d")) for trajs in res.panel("by_n").values() for t in trajs))
+    by_rho = res.panel("by_rho")
+    hill = {r: np.mean([_last(t, "alpha_hill") for t in ts]) for r, ts in by_rho.items()}
+    test = {r: np.mean([_last(t, "test_loss@d") for t in ts]) for r, ts in by_rho.items()}
+    out["noise_hills"] = ", ".join(f"{v:.3g} at rho_e = {r:g}" for r, v in hill.items())
+    out["noise_tests"] = ", ".join(f"{v:.3g}" for v in test.values())
     return out
