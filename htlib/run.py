@@ -390,15 +390,46 @@ def kernel_manager_class(log: str | Path | None = None):
     return RunKernelManager
 
 
+def _pids_naming(path: str) -> list[int]:
+    """The processes whose command line names ``path`` (Linux's ``/proc``; elsewhere none are found)."""
+    pids, needle = [], os.fsencode(path)
+    for entry in Path("/proc").glob("[0-9]*/cmdline") if os.path.isdir("/proc") else ():
+        try:
+            if needle in entry.read_bytes().split(b"\0"):
+                pids.append(int(entry.parent.name))
+        except OSError:  # the process ended meanwhile
+            continue
+    return [p for p in pids if p != os.getpid()]
+
+
 def stop_kernels(manager_class) -> None:
     """Kill what is left of the kernels of a :func:`kernel_manager_class` and remove their runtime folders
-    (after Ctrl-C while a kernel starts, nbclient never shuts it down and Ctrl-C does not reach it)."""
+    (after Ctrl-C while a kernel starts, nbclient never shuts it down and Ctrl-C does not reach it).
+
+    Ctrl-C can land after the kernel's process started and before its provisioner recorded it; such a kernel is
+    found by its connection file on its command line, else it would go on binding sockets in the folder being
+    removed."""
+    import signal
+    import time
+
     for km in manager_class.launched:
         proc = getattr(getattr(km, "provisioner", None), "process", None)
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        shutil.rmtree(km.__dict__.get("_htlib_runtime", ""), ignore_errors=True)
+        folder = km.__dict__.get("_htlib_runtime", "")
+        if not folder:
+            continue
+        for pid in _pids_naming(os.path.join(folder, "kernel.json")):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for _ in range(50):  # a kernel killed just now may leave a socket file for a moment
+            shutil.rmtree(folder, ignore_errors=True)
+            if not os.path.exists(folder):
+                break
+            time.sleep(0.02)
 
 
 def failure_reason(err: BaseException) -> str:
