@@ -60,6 +60,27 @@ class Table(pd.DataFrame):
             return super().__repr__()
 
 
+def number(value: float, spec: str = ".4g") -> str:
+    """``value`` formatted with ``spec``; an undefined value (NaN) prints as a dash, never ``nan``, and an
+    infinite one as ``∞``.
+
+    Examples
+    --------
+    >>> number(0.123456, ".3g"), number(float("nan")), number(float("-inf"))
+    ('0.123', '–', '−∞')
+    """
+    import numbers
+
+    if isinstance(value, numbers.Integral):  # keeps integer specs ("03d") working
+        return format(int(value), spec)
+    value = float(value)
+    if np.isnan(value):
+        return "–"
+    if np.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    return format(value, spec)
+
+
 def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None, *,
           formats: dict[str, str] | None = None, index: str | None = None, default: str = ".4g"):
     """The book's one table helper: a :class:`pandas.DataFrame` of fixed-precision text.
@@ -72,7 +93,8 @@ def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None,
         Column names, in order (required for sequence rows; default: the first dict's keys).
     formats : dict, optional
         Format spec per column (``".4f"``, ``".3g"``, ``"d"``, ``".0%"``); numbers of other columns
-        get ``default``, integers ``"d"``, booleans ``"yes"``/``"no"``; strings are kept as they are.
+        get ``default``, integers ``"d"``, booleans ``"yes"``/``"no"``; strings are kept as they are; an
+        undefined number prints as a dash (:func:`number`).
     index : str, optional
         Column to use as the row index (e.g. the case name).
     default : str
@@ -107,7 +129,7 @@ def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None,
         if isinstance(value, numbers.Integral) and col not in formats:
             return format(int(value), "d")
         if isinstance(value, numbers.Real):
-            return format(value, formats.get(col, default))
+            return number(value, formats.get(col, default))
         return str(value)
 
     out = []

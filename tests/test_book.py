@@ -354,3 +354,17 @@ def test_a_failing_cell_is_named_with_what_to_do(tmp_path):
            "ZeroDivisionError: division by zero"]
     text = book.failure_advice(path, "CellExecutionError", log, root=tmp_path)
     assert "book/ch.ipynb" in text and "cell 3 (`y = 1 / 0`)" in text and "python -m htlib.run book/ch.ipynb" in text
+
+
+@pytest.mark.parametrize("path", book.chapters(), ids=lambda p: p.stem)
+def test_no_output_prints_an_undefined_number_as_nan(path):
+    """An undefined value reads as a dash (htlib.plotting.number), never as ``nan`` (NaN, the word)."""
+    nb = nbformat.read(str(path), as_version=4)
+    found = []
+    for i, c in enumerate(nb.cells):
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            data = o.get("data", {})
+            text = o.get("text", "") + "".join(str(data.get(k, "")) for k in ("text/plain", "text/html", "text/markdown"))
+            if re.search(r"(?<![\w.])nan(?![\w(])", text, flags=re.IGNORECASE):
+                found.append(i)
+    assert not found, f"{path.name}: cells {sorted(set(found))} print nan"

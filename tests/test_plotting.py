@@ -118,9 +118,16 @@ def test_table_from_dicts_and_explicit_formats_for_integers():
     assert t["k"].tolist() == ["001", "002"] and t["share"].tolist() == ["25%", "50%"]
 
 
-def test_table_keeps_nan_and_strings_readable():
-    t = P.table([(float("nan"), "n/a")], ["v", "s"], default=".3g")
-    assert t.iloc[0].tolist() == ["nan", "n/a"]
+def test_table_prints_an_undefined_value_as_a_dash_and_keeps_strings():
+    t = P.table([(float("nan"), "n/a", np.inf, 2.0)], ["v", "s", "w", "x"], default=".3g")
+    assert t.iloc[0].tolist() == ["–", "n/a", "∞", "2"]
+    assert "nan" not in P.table([(np.float32("nan"), 1)], ["a", "b"]).to_string()
+
+
+def test_number_formats_finite_values_as_format_does():
+    for v in (0.0, -1.5e-9, 123456.0, 7):
+        assert P.number(v, ".3g") == format(float(v), ".3g")
+    assert P.number(np.nan) == "–" and P.number(-np.inf) == "−∞"
 
 
 def test_table_bad_input_names_the_argument():
