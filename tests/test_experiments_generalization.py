@@ -305,7 +305,7 @@ def test_update_overlap_outlier_against_numpy():
 
 def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, etas=[0.1, 1.0, 10.0, 2000.0], seeds=2, fig8_seeds=2,
-                      fig8a_seeds=3, ns=[32, 64], lams=[0.1, 0.01, 0.001], rhos=[0.3, 0.7], steplr_gammas=[0.2, 0.4, 0.6, 0.8],
+                      fig8a_seeds=3, fig8cd_seeds=3, ns=[32, 64], lams=[0.1, 0.01, 0.001], rhos=[0.3, 0.7], steplr_gammas=[0.2, 0.4, 0.6, 0.8],
                       n_boot=200, executor="serial")
     fig7, fig8 = exp.run_fig7(setup), exp.run_fig8(setup)
     assert fig7.grid_wn is None and fig8.seeds == 2
@@ -318,22 +318,23 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     assert by_key["sample_hill"].verdict == "not tested"  # needs n = 8000
     # the overlaps do not depend on the readout: both records read the same per-seed ratios
     ou = measured["noise"].parts["noise-ou"].values
-    assert len(ou) == 2 and ou == measured["noise_sqrt_d"].parts["noise_sqrt_d-ou"].values
-    # the sample-size losses read fig8a_seeds seeds, the other Fig. 8 rows fig8_seeds
+    assert len(ou) == 3 and ou == measured["noise_sqrt_d"].parts["noise_sqrt_d-ou"].values  # fig8cd_seeds
+    # the sample-size losses read fig8a_seeds seeds, the noise and StepLR rows fig8cd_seeds, the others fig8_seeds
     ran = [m for m in measured["sample_loss"].parts.values() if m.ran]
     assert len(ran) == 2 and all(len(m.values) == 3 for m in ran)  # the sizes 500-4000 are not in this setting
-    assert len(measured["noise_esd"].parts["noise_esd-hill"].values) == 2
+    assert len(measured["noise_esd"].parts["noise_esd-hill"].values) == 3
+    assert len(measured["steplr"].values) == 3
     assert len(measured["hill_spike"].parts["hill_spike-scale"].values) == 2
     # two Fig. 8 seeds decide nothing
-    assert {by_key[k].verdict for k in ("ridge", "steplr", "wn_schedules", "noise")} <= {"inconclusive", "not tested"}
+    assert {by_key[k].verdict for k in ("ridge", "wn_schedules")} <= {"inconclusive", "not tested"}
     assert claim_glue(records, "gen_")["gen_steplr_level"] == "0"
     numbers = {**exp.setting_numbers(setup), **exp.fig7_numbers(fig7, setup), **exp.fig8_numbers(fig8, setup)}
     assert all(isinstance(v, str) and v for v in numbers.values())
 
 
 def test_fig8a_extra_seeds_record_the_ends_and_reuse_fig8s_own_runs(cache_tmp, monkeypatch):
-    setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, fig8_seeds=1, fig8a_seeds=2, ns=[32, 64], rhos=[0.3],
-                      steplr_gammas=[0.5], lams=[0.01], executor="serial")
+    setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, fig8_seeds=1, fig8a_seeds=2, fig8a_n_test=32,
+                      fig8cd_seeds=1, ns=[32, 64], rhos=[0.3], steplr_gammas=[0.5], lams=[0.01], executor="serial")
     trained = []
     monkeypatch.setattr(exp.compute, "train", lambda c: trained.append(c) or train(c))
     res = exp.run_fig8(setup)
@@ -356,9 +357,10 @@ def test_fig7_metrics_median_singular_value_and_hill_without_the_top():
     m = exp.fig7_metrics(t)
     s = np.linalg.svd(t.weights[cfg.steps].astype(np.float64), compute_uv=False)
     assert m["sv_median"] == pytest.approx(np.median(s), rel=1e-5)
-    e = np.sort(s ** 2)[:-1]
-    i = e.size // 2
-    assert m["alpha_hill_wo_top"] == pytest.approx(1 + (e.size - i) / np.log(e[i:] / e[i]).sum(), rel=1e-4)
+    e = np.sort(s ** 2)
+    i = e.size // 2  # the threshold of the whole spectrum, kept; only the top term leaves the sum
+    assert m["alpha_hill_wo_top"] == pytest.approx(1 + (e.size - i - 1) / np.log(e[i:-1] / e[i]).sum(), rel=1e-4)
+    assert m["alpha_hill"] == pytest.approx(1 + (e.size - i) / np.log(e[i:] / e[i]).sum(), rel=1e-4)
     assert m["alpha_hill_wo_top"] != pytest.approx(m["alpha_hill"], rel=1e-9)
 
 
@@ -416,3 +418,33 @@ class _NoExecutor(cf.Executor):
     def submit(self, *args, **kwargs):  # pragma: no cover - must never be called
         raise AssertionError("a cached config was recomputed")
 
+
+
+def test_fig8a_reads_a_larger_test_set_on_the_same_training(cache_tmp):
+    """The train set has its own random stream: a larger test set leaves the training (train loss, ESD) as it is
+    and only re-estimates the test loss."""
+    setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, fig8_seeds=1, fig8a_seeds=1, fig8a_n_test=512,
+                      fig8cd_seeds=1, ns=[64], rhos=[0.3], steplr_gammas=[0.5], lams=[0.01], executor="serial")
+    res = exp.run_fig8(setup)
+    big, small = res.sample_panel()[64][0], res.panel("by_n")[64][0]
+    assert big.config.n_test == 512 and small.config.n_test == 32
+    np.testing.assert_allclose(big.metric("train_loss@d"), small.metric("train_loss@d")[[0, -1]], rtol=1e-6)
+    assert not np.allclose(big.metric("test_loss@d"), small.metric("test_loss@d")[[0, -1]])
+
+
+def test_fig8cd_extra_seeds_run_only_the_noise_and_steplr_panels(cache_tmp, monkeypatch):
+    setup = exp.Setup(n=64, d=16, h=24, n_test=32, steps=3, fig8_seeds=1, fig8a_seeds=1, fig8a_n_test=32,
+                      fig8cd_seeds=3, ns=[64], rhos=[0.3, 0.7], steplr_gammas=[0.2, 0.8], lams=[0.01],
+                      executor="serial")
+    trained = []
+    monkeypatch.setattr(exp.compute, "train", lambda c: trained.append(c) or train(c))
+    res = exp.run_fig8(setup)
+    for name, levels in (("by_rho", {0.3, 0.7}), ("by_steplr_gamma", {0.2, 0.8})):
+        panel = res.panel_cd(name)
+        assert set(panel) == levels and all(len(ts) == 3 for ts in panel.values())
+        assert [t.config.seed for t in panel[min(levels)]] == [0, 1, 2]
+        assert all(len(ts) == 1 for ts in res.panel(name).values())  # the figure's panels keep fig8_seeds
+    extra = [c for c in trained if c.seed > 0]
+    assert len(extra) == 2 * 4 and not any(c.weight_norm for c in extra)  # 2 noise levels + 2 decays, 2 seeds
+    with pytest.raises(ValueError, match="name must be one of"):
+        res.panel_cd("by_n")

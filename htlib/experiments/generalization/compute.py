@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from htlib import cache, spectra
+from htlib import cache
 from htlib._checks import check_int
 from htlib.claims import PAPER_SETTING
 from htlib.generalization import final_metrics
@@ -54,6 +54,11 @@ class Setup(SweepSetup):
     fig8_seeds: int = param(3, "seeds of every Fig. 8 run (the authors' use 2; a verdict needs 3)", ge=1, le=20)
     fig8a_seeds: int = param(10, "seeds of the Fig. 8(a) sample-size losses (at least fig8_seeds; the extra ones "
                              "record step 0 and the last step only)", ge=1, le=20)
+    fig8a_n_test: int = param(4000, "test-set size of the Fig. 8(a) loss readings (the figure's own runs keep "
+                              "n_test: a 200-point test loss moves by several percent between draws)", ge=1,
+                              le=100_000)
+    fig8cd_seeds: int = param(6, "seeds of the Fig. 8(c) label-noise and 8(d) StepLR runs (at least fig8_seeds; the "
+                              "extra seeds run these two panels only)", ge=1, le=20)
     ns: tuple[int, ...] = param([500, 2000, 4000, 8000], "Fig. 8(a) sample sizes", ge=1, le=100_000)
     lams: tuple[float, ...] = param([0.1, 0.01, 0.001, 0.0001], "Fig. 8(b) ridge constants", gt=0)
     rhos: tuple[float, ...] = param([0.1, 0.3, 0.5, 0.7], "Fig. 8(c) label-noise levels", ge=0)
@@ -74,7 +79,7 @@ class Setup(SweepSetup):
         out = []
         for name in names:
             mine, theirs = getattr(self, name), getattr(PAPER, name)
-            if name in ("seeds", "fig8_seeds", "fig8a_seeds") and mine >= theirs:
+            if name in ("seeds", "fig8_seeds", "fig8a_seeds", "fig8cd_seeds") and mine >= theirs:
                 continue
             if isinstance(theirs, tuple) and set(theirs) <= set(mine):
                 continue
@@ -197,16 +202,19 @@ def _recording_size(c: TwoLayerConfig) -> tuple[int, int, bool]:
 
 def fig7_metrics(traj: Trajectory) -> dict[str, float]:
     """:func:`~htlib.generalization.final_metrics` and two numbers of the last ESD: ``sv_median``, the median
-    singular value of ``W_T``, and ``alpha_hill_wo_top``, PL_Alpha_Hill of the ESD without its top eigenvalue."""
+    singular value of ``W_T``, and ``alpha_hill_wo_top``, PL_Alpha_Hill (:func:`htlib.spectra.alpha_hill`) at the same threshold with the top
+    eigenvalue's term left out."""
     out = final_metrics(traj)
     out.update(sv_median=float("nan"), alpha_hill_wo_top=float("nan"))
     if np.isfinite(out["alpha_hill"]):
         eigs = np.asarray(traj.esd[-1], dtype=np.float64)
         out["sv_median"] = float(np.median(np.sqrt(np.clip(eigs, 0.0, None))))
-        try:
-            out["alpha_hill_wo_top"] = float(spectra.alpha_hill(eigs[:-1]))
-        except ValueError:  # a degenerate spectrum: left NaN, as a failed fit
-            pass
+        # The same estimator at the same threshold (the median of all eigenvalues) with the top term left out:
+        # dropping eigs[-1] from the input would also move the threshold one index down.
+        i = eigs.size // 2
+        logs = np.log(eigs[i:] / eigs[i])
+        if eigs.size - i > 1 and eigs[i] > 0 and logs[:-1].sum() > 0:
+            out["alpha_hill_wo_top"] = float(1.0 + (eigs.size - i - 1) / logs[:-1].sum())
     return out
 
 def fig7_grid(trajectories: Sequence[Trajectory]) -> RunGrid:
@@ -238,6 +246,7 @@ class Fig8Result:
     runs: dict[TwoLayerConfig, Trajectory]
     ridge: tuple[dict[float, dict[str, np.ndarray]], ...]
     sample: tuple[dict[int, TwoLayerConfig], ...] = ()
+    extra: tuple[Fig8Configs, ...] = ()
 
     @property
     def seeds(self) -> int:
@@ -252,25 +261,37 @@ class Fig8Result:
     def base(self) -> tuple[Trajectory, ...]:
         return tuple(self.runs[f8.base] for f8 in self.configs)
 
+    def panel_cd(self, name: str) -> dict:
+        """:meth:`panel` of ``"by_rho"`` or ``"by_steplr_gamma"`` over every ``fig8cd_seeds`` seed."""
+        if name not in ("by_rho", "by_steplr_gamma"):
+            raise ValueError(f"name must be one of 'by_rho', 'by_steplr_gamma'; got {name!r}")
+        every = self.configs + self.extra
+        return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in every) for k in getattr(self.configs[0], name)}
+
     def sample_panel(self) -> dict[int, tuple[Trajectory, ...]]:
         """``{n: (trajectory per seed)}`` of the Fig. 8(a) losses over every ``fig8a_seeds`` seed."""
         return {n: tuple(self.runs[by_n[n]] for by_n in self.sample) for n in self.sample[0]} if self.sample else {}
 
 def run_fig8(setup: Setup) -> Fig8Result:
-    """Fig. 8 for seeds ``0..fig8_seeds-1``, the ridge-constant panel from each base run's stored ``W_t``, and the
-    Fig. 8(a) losses over ``max(fig8_seeds, fig8a_seeds)`` seeds (read off Fig. 8's runs for its own seeds)."""
+    """Fig. 8 for seeds ``0..fig8_seeds-1``, the ridge-constant panel from each base run's stored ``W_t``, the
+    Fig. 8(a) losses over ``max(fig8_seeds, fig8a_seeds)`` seeds on ``fig8a_n_test`` test points, and the panels
+    (c) and (d) over ``max(fig8_seeds, fig8cd_seeds)`` seeds."""
     per_seed = tuple(fig8_configs(ns=setup.ns, rhos=setup.rhos, steplr_gammas=setup.steplr_gammas, eta=setup.fig8_eta,
                                   seed=s, weight_norm_schedules=True, **setup.shape)
                      for s in range(setup.fig8_seeds))
-    sample = tuple({n: dataclasses.replace(c, record_every=setup.steps, record_esd=False)
+    # The train set does not depend on n_test (its own random stream): the same training, a sharper test loss.
+    sample = tuple({n: dataclasses.replace(c, record_every=setup.steps, record_esd=False, n_test=setup.fig8a_n_test)
                     for n, c in fig8_configs(ns=setup.ns, eta=setup.fig8_eta, seed=s, **setup.shape).by_n.items()}
                    for s in range(max(setup.fig8_seeds, setup.fig8a_seeds)))
-    configs = [c for f8 in per_seed for c in f8.unique()] + [c for by_n in sample for c in by_n.values()]
+    extra = tuple(fig8_configs(ns=(), rhos=setup.rhos, steplr_gammas=setup.steplr_gammas, eta=setup.fig8_eta, seed=s,
+                               **setup.shape) for s in range(setup.fig8_seeds, setup.fig8cd_seeds))
+    configs = ([c for f8 in per_seed for c in f8.unique()] + [c for by_n in sample for c in by_n.values()]
+               + [c for f8 in extra for c in (*f8.by_rho.values(), *f8.by_steplr_gamma.values())])
     with setup.executor_context() as pool:
         done = run_trainings(configs, executor=pool, desc="Fig. 8")
     runs = dict(zip(configs, done))
     ridge = tuple(readout_curves(f8.base, setup.lams) for f8 in per_seed)
-    return Fig8Result(configs=per_seed, runs=runs, ridge=ridge, sample=sample)
+    return Fig8Result(configs=per_seed, runs=runs, ridge=ridge, sample=sample, extra=extra)
 
 @dataclass(frozen=True)
 class ReadoutConfig:

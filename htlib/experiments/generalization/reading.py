@@ -180,10 +180,18 @@ def _hill_spike(g: RunGrid, setup: Setup) -> Measurement:
     keep = (g.etas >= FLAT_BAND[0]) & (g.etas <= FLAT_BAND[1])
     if keep.sum() < 2:
         return Measurement.not_run(f"fewer than 2 grid etas in [{FLAT_BAND[0]:g}, {FLAT_BAND[1]:g}]")
-    sv = g.get("sv_median", "adam")[keep]
+    sv, hill = g.get("sv_median", "adam")[keep], g.get("alpha_hill", "adam")[keep]
+    ratio = np.nanmean(g.get("sv_ratio", "adam")[keep], axis=1) ** 2  # lambda_1 / lambda_2 of W_T^T W_T
+    m = min(setup.h, setup.d) - min(setup.h, setup.d) // 2  # the terms of the Hill sum
+    a = float(np.nanmean(hill))
+    note = ("lambda_1 / lambda_2 of W_T^T W_T (seed means): " + ", ".join(
+        f"{r:.3g} at eta = {e:g}" for r, e in zip(ratio, g.etas[keep])) + f"; leaving one of the {m} terms of the "
+        "Hill sum out moves PL_Alpha_Hill by about (alpha - 1)^2 ln(lambda_1 / lambda_median) / (m alpha) relative, so "
+        f"a {table_level('hill_spike', 'spike'):.0%} change at alpha = {a:.3g} needs ln(lambda_1 / "
+        f"lambda_median) near {table_level('hill_spike', 'spike') * m * a / (a - 1) ** 2:.3g}")
     return _compound("hill_spike", {
         "scale": _runs(np.nanmax(sv, axis=0) / np.nanmin(sv, axis=0)),
-        "spike": _runs(spike_influence(g.get("alpha_hill", "adam")[keep], g.get("alpha_hill_wo_top", "adam")[keep]))},
+        "spike": _runs(spike_influence(hill, g.get("alpha_hill_wo_top", "adam")[keep]), note=note)},
         _setting(setup, FIG7_FIELDS))
 
 def esd_spread(trajs_by_level: Sequence[Trajectory]) -> tuple[float, float]:
@@ -338,7 +346,7 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
             parts.update({f"train_{tag}": _runs(tr - tr0), f"test_{tag}": _runs(te - te0),
                           f"gap_{tag}": _runs((te - tr) - (te0 - tr0))})
         out[f"ridge{x}"] = _compound(f"ridge{x}", parts, _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lams"), s))
-    by_rho, parts = res.panel("by_rho"), {}
+    by_rho, parts = res.panel_cd("by_rho"), {}
     for tag, (a, b) in NOISE_STEPS.items():
         for m in ("train", "test"):
             parts[f"{m}_{tag}"] = (_runs([_last(u, f"{m}_loss@{s}") - _last(v, f"{m}_loss@{s}")
@@ -350,7 +358,7 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
     else:
         parts.update({k: _missing(f"rho_e = {RHO_LOW:g} or {RHO_HIGH:g}") for k in ("ou", "ov")})
     out[f"noise{x}"] = _compound(f"noise{x}", parts, _setting(setup, FIG8_FIELDS + ("n", "rhos"), s))
-    by_g = res.panel("by_steplr_gamma")
+    by_g = res.panel_cd("by_steplr_gamma")
     if not set(STEPLR_FAST + STEPLR_SLOW) <= set(by_g):
         out[f"steplr{x}"] = Measurement.not_run("steplr_gammas must contain 0.2, 0.4, 0.6 and 0.8")
     else:
@@ -366,11 +374,11 @@ def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None) -> 
     out = {"sample_hill": _sample_hill(res, setup, grid)}
     for s in READOUT_SCALES:
         out.update(_fig8_readout(res, setup, s))
-    by_rho = res.panel("by_rho")
+    by_rho = res.panel_cd("by_rho")
     if len(by_rho) < 2:
         out["noise_esd"] = Measurement.not_run("rhos must hold at least 2 noise levels")
     else:
-        spread = np.array([esd_spread([by_rho[r][i] for r in by_rho]) for i in range(res.seeds)])
+        spread = np.array([esd_spread([by_rho[r][i] for r in by_rho]) for i in range(len(next(iter(by_rho.values()))))])
         out["noise_esd"] = _compound("noise_esd", {"hill": _runs(spread[:, 0]), "esd": _runs(spread[:, 1])},
                                      _setting(setup, FIG8_FIELDS + ("n", "rhos")))
     wn, plain, parts = res.panel("wn_by_steplr_gamma"), res.panel("by_steplr_gamma"), {}
@@ -404,7 +412,9 @@ def setting_numbers(setup: Setup) -> dict[str, str]:
             "set_seeds": str(setup.seeds), "set_n_etas": str(len(setup.etas)),
             "set_n_runs": str(2 * len(setup.etas) * setup.seeds), "set_fig8_seeds": str(setup.fig8_seeds),
             "set_fig8_eta": f"{setup.fig8_eta:g}",
-            "set_fig8a_seeds": str(max(setup.fig8_seeds, setup.fig8a_seeds)), "set_rho_e": f"{setup.rho_e:g}", "set_lam": f"{setup.lam:g}",
+            "set_fig8a_seeds": str(max(setup.fig8_seeds, setup.fig8a_seeds)), "set_n_test": str(setup.n_test),
+            "set_fig8a_n_test": str(setup.fig8a_n_test), "set_fig8cd_seeds": str(max(setup.fig8_seeds, setup.fig8cd_seeds)),
+            "set_rho_e": f"{setup.rho_e:g}", "set_lam": f"{setup.lam:g}",
             "set_readout": READOUT_NAMES[setup.readout],
             "set_fig7": ("the paper's" if setup.deviations(FIG7_FIELDS) == PAPER_SETTING
                          else "a reduced one (" + setup.deviations(FIG7_FIELDS) + ")"),
@@ -499,9 +509,12 @@ def fig8_numbers(res: Fig8Result, setup: Setup) -> dict[str, str]:
     smaller = {n: t for n, t in (res.sample_panel() or res.panel("by_n")).items() if n < setup.n}
     out["test_drops"] = ", ".join(f"{np.mean(_rel_drop(t, 'test_loss@d')):+.1%} at n = {n}" for n, t in smaller.items()) or "n/a"
     out["rises"] = ", ".join(f"{np.mean([loss_rise(t) for t in ts]):.3g} at gamma = {g:g}"
-                             for g, ts in res.panel("by_steplr_gamma").items())
+                             for g, ts in res.panel_cd("by_steplr_gamma").items())
+    big = (res.sample_panel() or {}).get(setup.n)
+    out["test_drop_big"] = f"{np.mean(_rel_drop(big, 'test_loss@d')):.1%}" if big else "n/a"
+    out["test_n_big"] = str(big[0].config.n_test) if big else "n/a"
     out["min_test"] = _g(min(np.min(t.metric("test_loss@d")) for trajs in res.panel("by_n").values() for t in trajs))
-    by_rho = res.panel("by_rho")
+    by_rho = res.panel_cd("by_rho")
     hill = {r: np.mean([_last(t, "alpha_hill") for t in ts]) for r, ts in by_rho.items()}
     test = {r: np.mean([_last(t, "test_loss@d") for t in ts]) for r, ts in by_rho.items()}
     out["noise_hills"] = ", ".join(f"{v:.3g} at rho_e = {r:g}" for r, v in hill.items())
