@@ -32,6 +32,18 @@ CONSERVED_DRIFT = 0.05
 MISSING_CAPTURED = 0.5
 """An OLS output mode is *missing* from an end point that captured less than this share of it (:func:`mode_excess`)."""
 
+FRESH_SEED = 1000
+"""The pre-registered draws (Figs. 5 (iii), 6 middle, 8) use seeds from ``seed + FRESH_SEED``; no other run goes above 100."""
+
+PREREG_DRAWS = 6
+"""Draws of each pre-registered claim: a sign test over 6 decides at p = 1/64."""
+
+HELD_CHUNK = 50_000
+"""A run held in reduced coordinates (:func:`run_held_reduced`) checks its excess loss every this many epochs."""
+
+HELD_STOP = 1e-12
+"""...and stops once its excess over the OLS loss is at most this fraction of the zero map's loss (round-off level)."""
+
 _WHITENINGS = ("rank", "rowspace", "none")
 _INITS = ("balanced", "kaiming")
 _ACTIVATIONS = ("linear", "tanh")
@@ -285,7 +297,10 @@ def balanced_minimizer(dataset: str, n: int, majority_share: float | None, *, de
     gram, W = _ols_from_svd(U, np.full(s.size, math.sqrt(n)), V, Y)  # whitened: same U, V, s = sqrt(n)
     Ws = lin.balanced_factorization(W, [W.shape[1]] + [width] * (depth - 1) + [W.shape[0]], seed=seed)
     Yp = U @ (U.T @ Y)
+    gram_raw, W_raw = _ols_from_svd(U, s, V, Y)  # the same subset, raw pixels: the minimizer of Fig. 7 left
+    Ws_raw = lin.balanced_factorization(W_raw, [W_raw.shape[1]] + [width] * (depth - 1) + [W_raw.shape[0]], seed=seed)
     return {"lam": float(lin.ggn_spectrum(Ws, gram, k=1)[0]), "formula": lin.sharpness_isotropic(gram, Y, depth),
+            "lam_raw": float(lin.ggn_spectrum(Ws_raw, gram_raw, k=1)[0]),
             "formula_proj": lin.sharpness_isotropic(gram, Yp, depth),
             "ols_loss": float(0.5 * np.sum((Yp - Y) ** 2) / n), "rank": int(s.size),
             "majority_share": float(np.bincount(labels).max() / labels.size)}
@@ -300,6 +315,159 @@ class _MinimizerConfig:
 
 def _run_minimizer(cfg: _MinimizerConfig) -> dict[str, float]:
     return balanced_minimizer(cfg.dataset, cfg.n, cfg.majority_share, seed=cfg.seed, data_dir=cfg.data_dir)
+
+@dataclass(frozen=True)
+class HeldRun:
+    """A balanced four-layer run on row-space features held at ``lr`` until the OLS loss (:func:`run_held_reduced`)."""
+    n: int
+    dataset: str = "mnist5k"
+    data_dir: str | None = None
+    width: int = 64
+    depth: int = 4
+    lr: float = 1e-2
+    max_epochs: int = 1_000_000
+    k: int = 10
+    seed: int = 0
+
+def reduced_coordinates(Ws: Sequence[np.ndarray], X: np.ndarray, Y: np.ndarray) -> list[np.ndarray]:
+    """Orthonormal bases ``U_0, ..., U_L`` whose span full-batch GD never leaves from a low-rank start on ``C = I``.
+
+    ``U_0`` spans the rows of ``W_1`` and of ``Y^T X`` (the gradient's rows when ``X^T X / n = I``), ``U_l`` the columns
+    of ``W_l`` (``l < L``), ``U_L = I``: every gradient ``A_l^T G B_l^T`` lies in ``U_l U_l^T (.) U_(l-1) U_(l-1)^T``,
+    so GD on ``U_l^T W_l U_(l-1)`` with features ``X U_0`` gives the same iterates.
+
+    Examples
+    --------
+    >>> X = lin.whiten(np.random.default_rng(0).standard_normal((50, 8)))
+    >>> Y = lin.one_hot(np.arange(50) % 3)
+    >>> Ws = lin.balanced_weights([8, 6, 3], [1.0, 0.5], seed=1)
+    >>> [U.shape for U in reduced_coordinates(Ws, X, Y)]
+    [(8, 5), (6, 2), (3, 3)]
+    """
+    def basis(M: np.ndarray) -> np.ndarray:
+        U, sv, _ = np.linalg.svd(M, full_matrices=False)
+        return U[:, :int(np.sum(sv > max(M.shape) * np.finfo(np.float64).eps * sv[0]))]
+    return [basis(np.hstack([Ws[0].T, X.T @ Y]))] + [basis(W) for W in Ws[:-1]] + [np.eye(Ws[-1].shape[0])]
+
+def run_held_reduced(cfg: HeldRun) -> dict[str, np.ndarray | float]:
+    """Fig. 4's balanced start held at ``lr`` in :func:`reduced_coordinates` until the OLS loss (or ``max_epochs``).
+
+    Returns the loss every 100 epochs, the excess at each check, and at the start and the end the exact GGN, the
+    balanced closed form and the balance gaps; LOBPCG on the Hessian at the start (the end is an OLS point, where the
+    Hessian is the GGN: the residual is orthogonal to the columns of ``X``).
+    """
+    X, Y, _ = prepare_data(cfg.dataset, cfg.n, None, whitening="rowspace", seed=cfg.seed, data_dir=cfg.data_dir)
+    gram = lin.feature_gram(X)
+    dims = [X.shape[1]] + [cfg.width] * (cfg.depth - 1) + [Y.shape[1]]
+    init_s = np.random.default_rng(cfg.seed + 1).uniform(0.0, 1.0, min(dims))  # the start of run_fig4's balanced run
+    W0 = lin.balanced_weights(dims, init_s, seed=cfg.seed + 2)
+    Us = reduced_coordinates(W0, X, Y)
+    R = [Us[l + 1].T @ W @ Us[l] for l, W in enumerate(W0)]
+    Xr = X @ Us[0]
+    ols, zero = _ols_loss(gram, X, Y), float(0.5 * np.sum(Y * Y) / Y.shape[0])
+    losses, checks, done = [], [], 0
+    while True:
+        step = min(HELD_CHUNK, cfg.max_epochs - done)
+        res = lin.train_gd(R, Xr, Y, lr=cfg.lr, epochs=step, patience=100, min_rel_improvement=0.0)
+        losses.append(res.losses[:-1] if done + step < cfg.max_epochs else res.losses)
+        R, done = res.weights, done + step
+        checks.append((float(res.losses[-1]) - ols) / zero)
+        if checks[-1] <= HELD_STOP or done >= cfg.max_epochs:
+            break
+    loss = np.concatenate(losses)
+    if loss.size != done + 1:  # the last chunk keeps its end point
+        loss = np.r_[loss, float(res.losses[-1])]
+    W_end = [Us[l + 1] @ Rl @ Us[l].T for l, Rl in enumerate(R)]
+    k = min(cfg.k, dims[0] * dims[-1])
+    Q, loss_fn = lin.eigenbasis_loss(X, Y)
+    params = [torch.as_tensor(W0[0] @ Q)] + [torch.as_tensor(W) for W in W0[1:]]
+    numeric0 = lin.hessian_top_eigenvalues(loss_fn, params, k, method="lobpcg", tol=1e-6, seed=cfg.seed)
+    keep = np.unique(np.r_[np.arange(0, loss.size, 100), loss.size - 1])
+    return {"loss_epochs": keep.astype(np.int64), "loss": loss[keep], "epochs": np.array([0, done], dtype=np.int64),
+            "checks": np.array(checks), "excess": checks[-1], "ols_loss": ols, "zero_loss": zero, "lr_max": cfg.lr,
+            "numeric0": numeric0, "ggn": np.array([lin.ggn_spectrum(W, gram, k=k) for W in (W0, W_end)]),
+            "closed_I": np.array([lin.balanced_prediction(W, None, 1.0, k) for W in (W0, W_end)]),
+            "balance": np.array([lin.balance_gaps(W).max() for W in (W0, W_end)]), "rank": int(gram.c.size)}
+
+def depth_crossover(seed: int, *, n: int = 100, d: int = 20, width: int = 20, low: float = 3.2, high: float = 7.8,
+                    margin: float = 0.2, tol: float = 1e-9) -> dict[str, np.ndarray | float]:
+    """One draw of Fig. 6 middle's crossover test: ``lambda_max`` (``eigsh``) of balanced interpolating minimizers at the
+    three depths at or below the predicted crossover ``2 ln(||X||_2/||Y||_2)`` and the three at or above it.
+
+    ``sigma_x`` is set so that the crossover falls at a random point of ``[low, high]`` at least ``margin`` from an
+    integer.
+    """
+    rng = np.random.default_rng(seed)
+    X0 = rng.standard_normal((n, d))
+    T = rng.standard_normal((d, d)) / math.sqrt(d)
+    Y = X0 @ T.T
+    while True:
+        cross = float(rng.uniform(low, high))
+        if abs(cross - round(cross)) >= margin:
+            break
+    sigma_x = np.linalg.norm(Y, 2) * math.exp(cross / 2.0) / math.sqrt(n)  # ||whiten(X0, s)||_2 = s sqrt(n)
+    X = lin.whiten(X0, sigma_x)
+    below, above = math.floor(cross), math.ceil(cross)
+    depths = np.array([below - 2, below - 1, below, above, above + 1, above + 2])
+    loss_fn = lin.gram_loss_fn(X, Y)
+    lam = np.array([lin.hessian_top_eigenvalues(loss_fn, [torch.as_tensor(W) for W in lin.ols_balanced_weights(
+        X, Y, [d] + [width] * (int(L) - 1) + [d], seed=seed + int(L))], 1, method="eigsh", tol=tol, seed=seed)[0]
+        for L in depths])
+    return {"depths": depths, "lam": lam, "crossover": 2.0 * math.log(np.linalg.norm(X, 2) / np.linalg.norm(Y, 2)),
+            "sigma_x": sigma_x, "theory": np.array([lin.sharpness_isotropic(X, Y, int(L)) for L in depths])}
+
+@dataclass(frozen=True)
+class _CrossoverConfig:
+    seed: int
+
+def _run_crossover(cfg: _CrossoverConfig) -> dict:
+    return depth_crossover(cfg.seed)
+
+PATH_FAMILIES = ("geometric", "arithmetic", "shrinkage")
+"""Fig. 5 (iii)'s pre-registered paths from raw (t = 0) to whitened (t = 1) singular values ``s`` of ``X``."""
+
+def path_singular_values(s: np.ndarray, n: int, t: float, family: str) -> np.ndarray:
+    """Singular values of ``X_t = U diag(s_t) V^T``: ``s^(1-t) sqrt(n)^t``, ``(1-t) s + t sqrt(n)`` or
+    ``sqrt((1-t) s^2 + t n)`` (the covariance shrunk towards ``I``).
+
+    Examples
+    --------
+    >>> s = np.array([4.0, 1.0])
+    >>> [path_singular_values(s, 4, t, f).round(3).tolist() for f in PATH_FAMILIES for t in (0.0, 0.5, 1.0)][:3]
+    [[4.0, 1.0], [2.828, 1.414], [2.0, 2.0]]
+    """
+    check_choice("family", family, PATH_FAMILIES)
+    t = check_float("t", t, low=0.0, high=1.0, strict=False)
+    root = math.sqrt(n)
+    if family == "geometric":
+        return s ** (1.0 - t) * root ** t
+    if family == "arithmetic":
+        return (1.0 - t) * s + t * root
+    return np.sqrt((1.0 - t) * s ** 2 + t * n)
+
+FIG5_FRESH_TS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+FIG5_FRESH_N = 2000
+"""Fig. 5 (iii)'s pre-registered paths: the points ``t`` and the size of each fresh class-balanced subset."""
+
+@dataclass(frozen=True)
+class _PathConfig:
+    dataset: str
+    n: int
+    seed: int
+    ts: tuple
+    data_dir: str | None = None
+
+def _run_paths(cfg: _PathConfig) -> dict[str, np.ndarray]:
+    """Every family of :data:`PATH_FAMILIES` on one class-balanced subset: reading B's position along ``ts``."""
+    X0, Y, _ = prepare_data(cfg.dataset, cfg.n, 0.1, whitening="none", seed=cfg.seed, data_dir=cfg.data_dir)
+    U, s, V = _svd_gram(X0)
+    out = {}
+    for family in PATH_FAMILIES:
+        rows = [_ols_point(*_ols_from_svd(U, path_singular_values(s, cfg.n, t, family), V, Y), Y, 128, 2, cfg.seed)
+                for t in cfg.ts]
+        lam, t1, up = (np.array([r[key] for r in rows]) for key in ("ggn", "t_1", "L_t_1"))
+        out[family] = (lam - t1) / (up - t1)
+    return out
 
 def log_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Least-squares slope of ``log y`` on ``log x`` for each row (seed) of ``y`` (``x`` per row or shared).
@@ -488,9 +656,11 @@ class Setup(SweepSetup):
     n: int = param(5000, "size of the balanced subsets (paper: 5000; 0 for all)", ge=0)
     epochs: int = param(PAPER_EPOCHS, "full-batch GD epochs of the linear runs (paper: 10000)", ge=1)
     tanh_epochs: int = param(1000, "GD epochs of the tanh runs, Fig. 7 right (paper: 10000)", ge=1)
-    converged_epochs: int = param(30_000, "GD epochs of the runs held at their learning rate: Figs. 1-2 are judged on "
-                                          "theirs (0: on the paper-schedule run), Fig. 4's diagnoses the stall (0: epochs)",
+    converged_epochs: int = param(30_000, "GD epochs of the runs of Figs. 1-2 held at their learning rate: Figs. 1-2 "
+                                          "are judged on theirs (0: on the paper-schedule run)",
                                   ge=0)
+    held4_epochs: int = param(1_000_000, "most GD epochs of Fig. 4's runs held at eta_max in exact reduced coordinates, "
+                              "one per seed (each stops once at the OLS loss)", ge=1, le=100_000_000)
     measure_points: int = param(5, "exact-GGN measurements along training, Figs. 1, 2, 4 (at most epochs)", ge=1)
     hessian_at: str = param("ends", 'LOBPCG Hessian measurements in Figs. 1, 2, 4 (paper: "all")',
                             choices=("all", "ends"))
@@ -502,8 +672,8 @@ class Setup(SweepSetup):
                                                ge=0.1, le=1.0)
     sizes: tuple[int, ...] = param((500, 1000, 2000, 5000), "subset sizes of Fig. 8 (those above the data set's left out)",
                                    ge=10, le=60_000)
-    seeds: int = param(3, "subsets and starts per point of Figs. 6-8", ge=1)
-    subsets: int = param(30, "random subsets per size for the exact minimizers of Fig. 8 (at least seeds)", ge=2)
+    seeds: int = param(3, "subsets and starts per point of Figs. 6-8, and the runs of Fig. 4 held to the OLS loss", ge=1)
+    subsets: int = param(10, "uniform random subsets per size for the exact minimizers of Fig. 8 (at least seeds)", ge=2)
     tanh_seeds: int = param(1, "seeds of the tanh runs, Fig. 7 right", ge=1)
     depths: tuple[int, ...] = param((1, 2, 3, 4, 6, 8, 12), "depths of Fig. 6 (middle)", ge=1)
     sigma_xs: tuple[float, ...] = param((1.0, 3.0, 10.0), "feature scales of Fig. 6 (middle)", gt=0)
@@ -515,11 +685,11 @@ class Setup(SweepSetup):
         images, pixels = _DATA_SHAPES[self.dataset]
         n, shares = self.n or images, len(self.majority_shares)
         run_epochs = (self.epochs * (7 + 3 * self.seeds * shares + self.seeds * len(self.sizes))
-                      + 2 * self.converged_epochs + self.tanh_epochs * self.tanh_seeds * shares
+                      + 2 * self.converged_epochs + self.held4_epochs * self.seeds // 5 + self.tanh_epochs * self.tanh_seeds * shares
                       + 8 * self.hutchinson_probes * self.trace_points + 600 * self.measure_points * self.top_k)
         minimizers = self.subsets * len(self.sizes) + self.seeds * shares * 2
         return [Cost("the gradient-descent runs and the exact minimizers",
-                     ("epochs", "converged_epochs", "tanh_epochs", "seeds", "subsets", "top_k", "hutchinson_probes",
+                     ("epochs", "converged_epochs", "held4_epochs", "tanh_epochs", "seeds", "subsets", "top_k", "hutchinson_probes",
                       "trace_points", "measure_points", "tanh_seeds"),
                      memory=self.workers * 8.0 * 3 * n * pixels,
                      seconds=(run_epochs * EPOCH_SECONDS + minimizers * max(self.sizes) * pixels ** 2 / FLOP_RATE) / 2)]
@@ -682,9 +852,11 @@ def run_fig3(setup: Setup) -> Fig3:
 
 @dataclass(frozen=True)
 class Fig4:
-    """Fig. 4: 4-layer width-64 runs by ``(start, whitening)``, and the judged one held at ``eta_max`` (``"held"``)."""
+    """Fig. 4: 4-layer width-64 runs by ``(start, whitening)`` (the paper's schedule), and the judged balanced row-space
+    runs held at ``eta_max`` to the OLS loss in reduced coordinates, one per seed (:func:`run_held_reduced`)."""
     runs: dict
     top_k: int
+    held_runs: tuple = ()
 
     def table(self) -> "pd.DataFrame":
         """Per run and epoch: loss, balance gap, and the closed form and GGN against the exact GGN and LOBPCG."""
@@ -719,11 +891,22 @@ class Fig4:
                              "OLS singular value": sv, "captured": cap, "excess": ex})
         return pd.DataFrame(rows).set_index(["start", "whitening", "schedule", "mode"])
 
-    def held(self) -> dict[str, float]:
-        """The held run: :func:`convergence`, its epochs and the closed form's gap to the exact GGN at its end."""
-        r = self.runs[("balanced", "rowspace", "held")]
-        return {**convergence(r), "epochs": int(r["epochs"][-1]),
-                "gap_ggn_end": float(_gap(r["closed_I"][-1], r["ggn"][-1])[0])}
+    def held(self) -> list[dict[str, float]]:
+        """Per held run: epochs, excess over the OLS loss, the closed form's gap to the Hessian at the start (LOBPCG)
+        and at the end (the exact GGN, the Hessian at an OLS point), and the balance gaps."""
+        out = []
+        for r in self.held_runs:
+            out.append({"epochs": int(r["epochs"][-1]), "excess": float(r["excess"]),
+                        "converged": bool(r["excess"] <= CONVERGED_EXCESS),
+                        "gap0": float(_gap(r["closed_I"][0], r["numeric0"])[0]),
+                        "gap": float(_gap(r["closed_I"][-1], r["ggn"][-1])[0]),
+                        "balance0": float(r["balance"][0]), "balance": float(r["balance"][-1]),
+                        "lam": float(r["ggn"][-1][0])})
+        return out
+
+    def held_table(self) -> "pd.DataFrame":
+        import pandas as pd
+        return pd.DataFrame(self.held(), index=pd.Index(range(len(self.held_runs)), name="seed"))
 
     def end(self, start: str, whitening: str) -> dict[str, float]:
         """What the claims read of one run: gaps, balance, ``s_min``, missing modes and :func:`convergence`."""
@@ -748,16 +931,16 @@ def _missing_modes(r: dict) -> dict:
             "modes_total": float(ex.sum()), "modes_captured": tuple(float(c) for c in cap[miss])}
 
 def run_fig4(setup: Setup) -> Fig4:
-    """Fig. 4: balanced (row-space, rank-whitened) and Kaiming starts, and the balanced row-space run held."""
-    keys = [("balanced", "rowspace"), ("balanced", "rank"), ("kaiming", "rowspace"), ("balanced", "rowspace", "held")]
-    cfgs = []
-    for key in keys:
-        held = len(key) > 2
-        cfgs.append(LinearExperiment(depth=4, width=64, n=setup.n_bal, init=key[0], whitening=key[1], lr=1e-2,
-                                     k=setup.top_k, plateau=0.0 if held else 1e-3, measure_points=setup.measure_points,
-                                     hessian_at=setup.hessian_at if key[1] == "rowspace" and not held else "none",
-                                     **setup.base(seed=setup.seed, **({"epochs": setup.held_epochs} if held else {}))))
-    return Fig4(dict(zip(keys, _sweep(cfgs, setup))), setup.top_k)
+    """Fig. 4: balanced (row-space, rank-whitened) and Kaiming starts under the paper's schedule, and the balanced
+    row-space start held at ``eta_max`` until the OLS loss, one run per seed."""
+    keys = [("balanced", "rowspace"), ("balanced", "rank"), ("kaiming", "rowspace")]
+    cfgs = [LinearExperiment(depth=4, width=64, n=setup.n_bal, init=key[0], whitening=key[1], lr=1e-2, k=setup.top_k,
+                             measure_points=setup.measure_points,
+                             hessian_at=setup.hessian_at if key[1] == "rowspace" else "none", **setup.base(seed=setup.seed))
+            for key in keys]
+    held = [HeldRun(setup.n_bal, setup.dataset, setup.ddir, max_epochs=setup.held4_epochs, k=setup.top_k,
+                    seed=setup.seed + j) for j in range(setup.seeds)]
+    return Fig4(dict(zip(keys, _sweep(cfgs, setup))), setup.top_k, tuple(_sweep(held, setup, run_held_reduced)))
 
 @dataclass(frozen=True)
 class Fig5:
@@ -766,6 +949,14 @@ class Fig5:
     ts: tuple
     ols: dict
     shares: tuple
+    paths: tuple = ()  # per fresh subset: PATH_FAMILIES -> reading B's position along fresh_ts
+    fresh_ts: tuple = ()
+
+    def paths_table(self) -> "pd.DataFrame":
+        """The pre-registered paths: reading B's position per (subset, family) along ``fresh_ts``."""
+        import pandas as pd
+        rows = {(j, fam): pos for j, p in enumerate(self.paths) for fam, pos in p.items()}
+        return pd.DataFrame(rows, index=pd.Index(list(self.fresh_ts), name="t")).T.rename_axis(["subset", "path"])
 
     def table(self) -> "pd.DataFrame":
         """Along the path: ``kappa``, the exact sharpness, and per reading the bounds, tightness and position."""
@@ -791,7 +982,9 @@ def run_fig5(setup: Setup) -> Fig5:
     aniso = anisotropy_sweep(setup.aniso_ts, n=setup.n_bal, dataset=setup.dataset, data_dir=setup.ddir, seed=setup.seed)
     ols = {w: ols_sharpness(setup.majority_shares, whitened=w, n=setup.n_imb, dataset=setup.dataset,
                             data_dir=setup.ddir, seed=setup.seed) for w in (False, True)}
-    return Fig5(aniso, setup.aniso_ts, ols, setup.majority_shares)
+    fresh = [_PathConfig(setup.dataset, min(FIG5_FRESH_N, setup.n_bal), setup.seed + FRESH_SEED + j, FIG5_FRESH_TS,
+                         setup.ddir) for j in range(PREREG_DRAWS)]  # one independent run per subset: six decide a sign test
+    return Fig5(aniso, setup.aniso_ts, ols, setup.majority_shares, tuple(_sweep(fresh, setup, _run_paths)), FIG5_FRESH_TS)
 
 def _grid(values: Sequence, seeds: int, base: int) -> list[tuple]:
     return [(v, base + s) for v in values for s in range(seeds)]
@@ -836,6 +1029,7 @@ class Fig6:
     depths: tuple
     sigma_xs: tuple
     imbalance: ImbalanceSweep
+    crossover: tuple = ()  # the pre-registered draws of depth_crossover
 
     @property
     def err_left(self) -> float:
@@ -876,7 +1070,11 @@ def run_fig6(setup: Setup) -> Fig6:
     minis = _minimizer_grid(setup, lambda v: setup.n_imb, lambda v: v, grid)
     trained = _sweep(_imbalance_configs(setup, setup.seeds), setup)
     sweep = ImbalanceSweep(setup.majority_shares, {"balanced": trained}, minis, {"balanced": setup.seeds})
-    return Fig6(exact, dep, setup.depths, setup.sigma_xs, sweep)
+    cross = _sweep([_CrossoverConfig(setup.seed + FRESH_SEED + j) for j in range(PREREG_DRAWS)], setup, _run_crossover)
+    return Fig6(exact, dep, setup.depths, setup.sigma_xs, sweep, tuple(cross))
+
+FIG7_RAW_SEEDS = 5
+"""Subset series of Fig. 7 left's exact minimizers: a sign test over 5 decides at p = 1/32."""
 
 ABLATIONS = {"no whitening": {"whitening": "none"}, "Kaiming init": {"init": "kaiming"},
              "tanh MLP": {"activation": "tanh"}}
@@ -884,8 +1082,14 @@ ABLATIONS = {"no whitening": {"whitening": "none"}, "Kaiming init": {"init": "ka
 
 @dataclass(frozen=True)
 class Fig7:
-    """Fig. 7: the imbalance sweep under each ablation (trained), with the balanced-start runs of Fig. 6 beside."""
+    """Fig. 7: the imbalance sweep under each ablation (trained), and exact balanced minimizers on raw pixels."""
     imbalance: ImbalanceSweep
+    raw_minimizers: tuple = ()  # share-major, seed-minor, raw_seeds per share
+    raw_seeds: int = 0
+
+    def raw(self, key: str = "lam_raw") -> np.ndarray:
+        """The raw-pixel minimizers' ``key`` as ``(seeds, shares)`` (``"majority_share"``: their m)."""
+        return _reshape(list(self.raw_minimizers), key, len(self.imbalance.shares), self.raw_seeds)
 
     def table(self) -> "pd.DataFrame":
         import pandas as pd
@@ -919,7 +1123,9 @@ def run_fig7(setup: Setup) -> Fig7:
         extra = {"epochs": setup.tanh_epochs} if name == "tanh MLP" else {}
         trained[name] = _sweep(_imbalance_configs(setup, s, **over, **extra), setup)
         seeds[name] = s
-    return Fig7(ImbalanceSweep(setup.majority_shares, trained, [], seeds))
+    raw_seeds = max(FIG7_RAW_SEEDS, setup.seeds)  # the first setup.seeds are Fig. 6's subsets (cached)
+    raw = _minimizer_grid(setup, lambda v: setup.n_imb, lambda v: v, _grid(setup.majority_shares, raw_seeds, setup.seed))
+    return Fig7(ImbalanceSweep(setup.majority_shares, trained, [], seeds), tuple(raw), raw_seeds)
 
 @dataclass(frozen=True)
 class Fig8:
@@ -929,6 +1135,13 @@ class Fig8:
     trained: list
     minimizers: list
     subsets: int = 0  # subsets per size of the minimizers (0: seeds); the trained runs use the first seeds
+    stratified: tuple = ()  # the pre-registered series: class-stratified subsets (m = 0.1), fresh seeds
+
+    def stratified_minimizer(self, key: str = "lam") -> np.ndarray:
+        return _reshape(list(self.stratified), key, len(self.sizes), len(self.stratified) // len(self.sizes))
+
+    def stratified_slopes(self) -> np.ndarray:
+        return log_slopes(np.array(self.sizes, dtype=float), self.stratified_minimizer())
 
     def minimizer(self, key: str = "lam") -> np.ndarray:
         return _reshape(self.minimizers, key, len(self.sizes), self.subsets or self.seeds)
@@ -967,7 +1180,8 @@ def run_fig8(setup: Setup) -> Fig8:
             for m, s in grid]
     trained = _sweep(cfgs, setup)
     minis = _minimizer_grid(setup, lambda v: v, lambda v: None, _grid(sizes, setup.subsets, setup.seed))
-    return Fig8(sizes, setup.seeds, trained, minis, setup.subsets)
+    strat = _minimizer_grid(setup, lambda v: v, lambda v: 0.1, _grid(sizes, PREREG_DRAWS, setup.seed + FRESH_SEED))
+    return Fig8(sizes, setup.seeds, trained, minis, setup.subsets, tuple(strat))
 
 @dataclass(frozen=True)
 class Count:
@@ -983,7 +1197,7 @@ class Count:
 
 def run_count(setup: Setup) -> Count:
     """Nonzero Hessian eigenvalues: small balanced nets (dense) and the paper's Fig. 1 and 4 nets (exact GGN)."""
-    small = {tuple(d): nonzero_eigenvalue_counts(d, seed=setup.seed) for d in ([6, 2, 5], [6, 3, 3, 5])}
+    small = {tuple(d): nonzero_eigenvalue_counts(d, seed=setup.seed) for d in ([6, 2, 5], [6, 3, 3, 5], [4, 7, 3])}
     W1, W2 = lin.kaiming_uniform_weights([784, 256, 10], seed=setup.seed)
     ev2 = lin.two_layer_ntk_spectrum(W1, W2)
     s = np.random.default_rng(setup.seed).uniform(0.5, 1.5, 10)  # as the small nets: no value near round-off

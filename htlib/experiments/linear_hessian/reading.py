@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from htlib.claims import Claim, Measurement, judge, judge_table, read_table
-from htlib.experiments.linear_hessian.compute import (Count, Fig12, Fig3, Fig4, Fig5, Fig6, Fig7, Fig8, PAPER, PAPER_EPOCHS,
-                                                      Setup, convergence, log_slopes)
+from htlib.experiments.linear_hessian.compute import (FIG5_FRESH_N, PATH_FAMILIES, Count, Fig12, Fig3, Fig4, Fig5, Fig6,
+                                                      Fig7, Fig8, PAPER, PAPER_EPOCHS, Setup, convergence, log_slopes)
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))  # every level, criterion and sentence, written once
 
@@ -26,6 +26,35 @@ def position_decreases(positions: Sequence[float], tol: float = 1e-9) -> int:
     if p.ndim != 1 or p.size < 2 or not np.all(np.isfinite(p)):
         raise ValueError(f"positions must be a finite 1-D sequence of at least 2 values, got {p!r}")
     return int(np.sum(np.diff(p) < -tol))
+
+def floats_passes(position: Sequence[float], raw_at_most: float, white_at_least: float) -> int:
+    """Fig. 5 (iii) on one path: 1 when the position never falls, starts ``<= raw_at_most``, ends ``>= white_at_least``.
+
+    Examples
+    --------
+    >>> floats_passes([0.0, 0.3, 0.95], 0.1, 0.9), floats_passes([0.0, 0.5, 0.4, 0.95], 0.1, 0.9)
+    (1, 0)
+    >>> floats_passes([0.2, 0.5, 1.0], 0.1, 0.9), floats_passes([0.0, 0.5, 0.8], 0.1, 0.9)
+    (0, 0)
+    """
+    p = np.asarray(position, dtype=float)
+    if p.ndim != 1 or p.size < 2 or not np.all(np.isfinite(p)):
+        raise ValueError(f"position must be a finite 1-D sequence of at least 2 values, got {p!r}")
+    return int(position_decreases(p) == 0 and p[0] <= raw_at_most and p[-1] >= white_at_least)
+
+def crossover_passes(lam: Sequence[float]) -> int:
+    """Fig. 6 middle on one draw: ``lam`` at three depths at or below the crossover and three at or above it; 1 when
+    ``ln lam`` falls on both steps below and rises on both steps above.
+
+    Examples
+    --------
+    >>> crossover_passes([3.0, 2.0, 1.5, 1.6, 2.0, 2.5]), crossover_passes([3.0, 2.0, 2.1, 1.9, 2.0, 2.5])
+    (1, 0)
+    """
+    steps = np.diff(np.log(np.asarray(lam, dtype=float)))
+    if steps.size != 5 or not np.all(np.isfinite(steps)):
+        raise ValueError(f"lam must hold 6 positive finite values, got {lam!r}")
+    return int(steps[0] < 0 and steps[1] < 0 and steps[3] > 0 and steps[4] > 0)
 
 def distinct_digits(values: Sequence[float], lo: int = 2, hi: int = 6) -> int:
     """The fewest significant digits (at least ``lo``, at most ``hi``) at which unequal ``values`` print unequal.
@@ -122,21 +151,47 @@ def measure_fig3(setup: Setup, fig3: Fig3) -> dict[str, Measurement]:
     return out
 
 def measure_fig4(setup: Setup, fig4: Fig4) -> dict[str, Measurement]:
-    """Fig. 4: the balanced closed form on row-space features (gated on convergence); rank and Kaiming variants."""
+    """Fig. 4 on the balanced row-space runs held to the OLS loss (one per seed); the paper-schedule run, the rank and
+    Kaiming twins are variants."""
+    row = _whitening_settings(setup, int(fig4.runs[("balanced", "rowspace")]["rank"]))[1]
+    held = fig4.held()
+    if not held:
+        return {"fig4": Measurement.not_run("no run was held to the OLS loss; make paper runs them"),
+                **{k: v for k, v in _fig4_variants(setup, fig4).items()}}
+    bad = [h for h in held if not h["converged"]]
+    runs = f"{len(held)} seeds, each held to the OLS loss"
+    out = {"fig4": Measurement(
+        parts={"fig4-end": Measurement([h["gap"] for h in held], runs_text=runs,
+                                       note="excess over the OLS loss at the end " + ", ".join(
+                                           f"{h['excess']:.1g}" for h in held) + " of the zero map's loss after "
+                                       + ", ".join(f"{h['epochs']:,}" for h in held) + " epochs (Fig. 4 held-run table)"),
+               "fig4-falls": Measurement([h["gap"] / h["gap0"] for h in held], runs_text=runs)},
+        setting=setup.deviations(row, f"learning rate held at eta_max until the OLS loss (at most {setup.held4_epochs:,} "
+                                      f"epochs; paper: halved on a plateau, {PAPER_EPOCHS} epochs), trained in exact "
+                                      "reduced coordinates; the Hessian is LOBPCG's at the start and the exact GGN at the "
+                                      "end (an OLS point, where the two are equal)", trained=False),
+        cannot_test=(f"{len(bad)} of {len(held)} held runs have not reached the OLS loss within {setup.held4_epochs:,} "
+                     f"epochs (excess up to {max(h['excess'] for h in bad):.2g} of the zero map's loss; Fig. 4 held-run "
+                     "table)") if bad else "")}
+    return {**out, **_fig4_variants(setup, fig4)}
+
+def _fig4_variants(setup: Setup, fig4: Fig4) -> dict[str, Measurement]:
+    """Fig. 4's variants: the paper's schedule on row-space features, the rank-whitened twin, the Kaiming start."""
     hess, row, rankw = _whitening_settings(setup, int(fig4.runs[("balanced", "rowspace")]["rank"]))
     b, bR, k4 = fig4.end("balanced", "rowspace"), fig4.end("balanced", "rank"), fig4.end("kaiming", "rowspace")
-    one = f"1 run (seed {setup.seed})"
-    return {
-        "fig4": _approach("fig4", b["gap0"], b["gap"], setting=setup.deviations(row, hess), runs_text=one,
-                          cannot_test=_not_minimum([fig4.runs[("balanced", "rowspace")]], "Fig. 4 convergence table"),
-                          note=f"gap {b['gap0']:.2g} at epoch 0, {b['gap']:.2g} at the end; final loss "
-                               f"{b['final loss']:.3g} (OLS {b['OLS loss']:.3g}), learning rate {b['lr_end']:.2g}"),
-        "fig4_rank": _approach("fig4_rank", bR["gap0"], bR["gap"], setting=rankw, note=(
-            f"C = P, not I: at the exactly balanced start the closed form is {bR['closed_ggn0']:.1%} off the exact GGN "
-            "(Fig. 4 table)")),
-        "fig4_kaiming": Measurement([k4["gap"]], runs_text=one, note=(
-            f"balance gap {k4['balance0']:.2f} -> {k4['balance']:.2f}: gradient flow conserves W_(l+1)^T W_(l+1) - W_l "
-            "W_l^T, so GD with a small step keeps the start's imbalance (Fig. 4 table)"))}
+    one, out = f"1 run (seed {setup.seed})", {}
+    out["fig4_paper_schedule"] = _approach(
+        "fig4_paper_schedule", b["gap0"], b["gap"], setting=setup.deviations(row, hess), runs_text=one,
+        cannot_test=_not_minimum([fig4.runs[("balanced", "rowspace")]], "Fig. 4 convergence table"),
+        note=f"gap {b['gap0']:.2g} at epoch 0, {b['gap']:.2g} at the end; final loss {b['final loss']:.3g} (OLS "
+             f"{b['OLS loss']:.3g}), learning rate {b['lr_end']:.2g}")
+    out["fig4_rank"] = _approach("fig4_rank", bR["gap0"], bR["gap"], setting=rankw, note=(
+        f"C = P, not I: at the exactly balanced start the closed form is {bR['closed_ggn0']:.1%} off the exact GGN "
+        "(Fig. 4 table)"))
+    out["fig4_kaiming"] = Measurement([k4["gap"]], runs_text=one, note=(
+        f"balance gap {k4['balance0']:.2f} -> {k4['balance']:.2f}: gradient flow conserves W_(l+1)^T W_(l+1) - W_l "
+        "W_l^T, so GD with a small step keeps the start's imbalance (Fig. 4 table)"))
+    return out
 
 def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
     """Fig. 5 under reading B ``[t_1, L t_1]`` (counted) and reading A ``[max t_l, sum t_l]`` (variants)."""
@@ -148,9 +203,9 @@ def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
     out = {"fig5_lower": Measurement(lower, setting=reading_b, runs_text=f"{lower.size} feature sets (the path on all "
                                                                         f"images, {lower.size - 1} imbalanced subsets)")}
     min_width = TABLE["fig5_lower"].level - 1  # the tolerance of (i): a narrower interval has no readable position
-    for r, tag, setting in (("B", "", reading_b), ("A", "_a", TABLE["fig5_upper_a"].setting)):
+    for r, tag, setting in (("B", "_seen", reading_b), ("A", "_a", TABLE["fig5_upper_a"].setting)):
         up = np.r_[tab[f"{r}: up/lam"].iloc[-1], imb.loc["whitened", f"{r}: up/lam"].to_numpy()]
-        out[f"fig5_upper{tag}"] = Measurement([up.max()], setting=setting)
+        out[f"fig5_upper{'' if tag == '_seen' else tag}"] = Measurement([up.max()], setting=setting)
         pos, width, key = tab[f"{r}: position"].to_numpy(), tab[f"{r}: width/lam"].iloc[0], f"fig5_floats{tag}"
         narrow = (f"on raw pixels the interval is only {width:.1e} lambda wide, narrower than the {min_width:.0%} "
                   f"that the tightness test (i) allows, so the truth's position in it cannot be read (Fig. 5 table)")
@@ -159,6 +214,22 @@ def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
                                            note="positions " + " ".join(f"{p:.3g}" for p in pos) + " (Fig. 5 table)"),
             f"{key}-raw": Measurement([pos[0]], cannot_test=narrow if width < min_width else ""),
             f"{key}-white": Measurement([pos[-1]])})
+    seen = {p.key.rpartition("-")[2]: p.level for p in TABLE["fig5_floats_seen"].parts}  # the same levels, fixed first
+    if not fig5.paths:
+        out["fig5_floats"] = Measurement.not_run("no fresh path was drawn; make paper runs them")
+        return out
+    pt = fig5.paths_table()
+    # One value per fresh subset (every family passes on it): the families share a subset's data, so paths of one
+    # subset are not independent runs.
+    by_subset = {j: all(floats_passes(pos, seen["raw"], seen["white"]) for pos in grp.to_numpy())
+                 for j, grp in pt.groupby(level="subset")}
+    passes = [float(v) for v in by_subset.values()]
+    out["fig5_floats"] = Measurement(passes, runs_text=f"{len(passes)} fresh subsets", setting=setup.deviations(
+        "bounds read as [t_1, L t_1] (the theorem is lost in the text we have)", trained=False, data=(
+            f"{len(fig5.paths)} fresh class-balanced subsets of {setup.data_name}, {min(FIG5_FRESH_N, setup.n_bal)} "
+            f"images each, paths {', '.join(PATH_FAMILIES)} at t in {list(fig5.fresh_ts)}, paths of the book's own")),
+        note="positions at t = 0: " + ", ".join(f"{v:.2g}" for v in pt.iloc[:, 0]) + "; at t = 1: "
+             + ", ".join(f"{v:.3g}" for v in pt.iloc[:, -1]) + " (Fig. 5 fresh-path table)")
     return out
 
 def measure_fig6(setup: Setup, fig6: Fig6) -> dict[str, Measurement]:
@@ -172,6 +243,11 @@ def measure_fig6(setup: Setup, fig6: Fig6) -> dict[str, Measurement]:
         "fig6_middle": Measurement([middle], note=draw, setting=(
             "a setup of the book's own (the caption is lost in the text we have): Gaussian X of 100 x 20 whitened at "
             f"sigma_x in {list(setup.sigma_xs)}, labels of a random linear teacher, width 20, depths {list(setup.depths)}")),
+        "fig6_crossover": Measurement(
+            [crossover_passes(c["lam"]) for c in fig6.crossover], runs_text=f"{len(fig6.crossover)} fresh draws",
+            note="crossovers " + ", ".join(f"{c['crossover']:.2f}" for c in fig6.crossover) + "; depths judged "
+                 + ", ".join(f"{c['depths'][0]}-{c['depths'][-1]}" for c in fig6.crossover) + " (Fig. 6 crossover table)")
+        if fig6.crossover else Measurement.not_run("no crossover draw was run; make paper runs them"),
         "fig6_right": Measurement(mini, runs_text=f"{mini.size} subset series", setting=setup.deviations(
             "exact balanced minimizers (the OLS solution as a balanced net) in place of GD-trained nets, which do not "
             "converge (Fig. 6 convergence table)", imbalanced=True, trained=False)),
@@ -181,7 +257,24 @@ def measure_fig6(setup: Setup, fig6: Fig6) -> dict[str, Measurement]:
 def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None) -> dict[str, Measurement]:
     """Fig. 7: the ablations (trained); the Kaiming panel also against Fig. 6's band where its minimizers meet it."""
     im7, table, raw = fig7.imbalance, "Fig. 7 convergence table", fig7.imbalance.lam("no whitening")
-    out = {"fig7_left": _trained([int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in raw],
+    if fig7.raw_minimizers:
+        lam_raw, stable = fig7.raw(), 2.0 / 1e-2
+        left = Measurement(
+            [int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in lam_raw], runs_text=f"{fig7.raw_seeds} subset series",
+            cannot_test=(f"the sentence is about the learnt solution, and gradient descent at eta = 1e-2 cannot sit at "
+                         f"any of these minimizers (lambda_max {lam_raw.min():.2g} to {lam_raw.max():.2g} against 2/eta "
+                         f"= {stable:g}); their lambda_max is set by the smallest singular values of the raw pixels kept, "
+                         "so its steps over m are not a reading of the learnt solution (Fig. 7 text)")
+            if lam_raw.min() > stable else "",
+            setting=setup.deviations(f"exact balanced minimizers on raw pixels (the OLS solution as a balanced net) in "
+                                     f"place of GD-trained nets: their lambda_max, {lam_raw.min():.2g} to "
+                                     f"{lam_raw.max():.2g}, lies far above 2/eta = {stable:g}, so no such minimizer is "
+                                     "stable for GD at the paper's rate", imbalanced=True, trained=False),
+            note="seed-median lambda_max " + " ".join(f"{v:.3g}" for v in np.median(lam_raw, 0)) + " (Fig. 7 text)")
+    else:
+        left = Measurement.not_run("no exact minimizer on raw pixels was computed; make paper computes them")
+    out = {"fig7_left": left,
+        "fig7_left_trained": _trained([int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in raw],
                                  im7.trained["no whitening"], table, setting=setup.deviations(imbalanced=True),
                                  note="seed-median lambda_max " + " ".join(f"{v:.3g}" for v in np.median(raw, 0)))}
     qualitative = ("qualitative reading: judged only on whether the sharpness increases (fitted exponent > 0), not on "
@@ -222,8 +315,18 @@ def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
     formula = (f"the paper's own formula with each subset's majority share predicts slopes {sl['formula'].min():.2g} to "
                f"{sl['formula'].max():.2g}: small random subsets have a larger majority share "
                f"({mm[:, 0].min():.3f}-{mm[:, 0].max():.3f} at n = {sizes[0]}) (Fig. 8 table)")
+    st = fig8.stratified_slopes() if fig8.stratified else np.zeros(0)
     return {
-        "fig8": Measurement(sl["minimizer"], runs_text=f"{sl['minimizer'].size} subset series", note=formula,
+        "fig8": Measurement.not_run("no stratified series was drawn; make paper draws them") if not st.size else
+        Measurement(st, runs_text=f"{st.size} fresh series", note=(
+            "at each point lambda_max = L (||P_X Y||^2 / n)^(3/4) by algebra, so the slope measures how much label "
+            "energy lies outside the span of the pixels; the smallest subsets interpolate and the largest is the whole "
+            "pool, so both ends are the same in every series; the contrast with trained networks (Cohen et al.) is not "
+            "tested"), setting=setup.deviations(
+            "exact balanced minimizers in place of GD-trained nets, which do not converge (Fig. 8 convergence table)",
+            band, trained=False, data=f"class-stratified subsets of {setup.data_name} (every class 10%, the paper's "
+                                      f"premise m = 0.1), {st.size} series drawn with fresh seeds, {span}")),
+        "fig8_uniform": Measurement(sl["minimizer"], runs_text=f"{sl['minimizer'].size} subset series", note=formula,
                             setting=setup.deviations("exact balanced minimizers in place of GD-trained nets, which do not "
                                                      "converge (Fig. 8 convergence table)", band, trained=False,
                                                      data=f"{setup.subsets} uniform random subsets of {setup.data_name} "
