@@ -252,10 +252,11 @@ class Fig8Result:
     def seeds(self) -> int:
         return len(self.configs)
 
-    def panel(self, name: str) -> dict:
-        """``{value: (trajectory per seed)}`` of the panel ``name`` (a :class:`Fig8Configs` field)."""
-        keys = getattr(self.configs[0], name)
-        return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in self.configs) for k in keys}
+    def panel(self, name: str, seeds: tuple[Fig8Configs, ...] | None = None) -> dict:
+        """``{value: (trajectory per seed)}`` of the panel ``name`` (a :class:`Fig8Configs` field) over ``seeds``
+        (default: Fig. 8's own)."""
+        seeds = self.configs if seeds is None else seeds
+        return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in seeds) for k in getattr(self.configs[0], name)}
 
     @property
     def base(self) -> tuple[Trajectory, ...]:
@@ -265,8 +266,7 @@ class Fig8Result:
         """:meth:`panel` of ``"by_rho"`` or ``"by_steplr_gamma"`` over every ``fig8cd_seeds`` seed."""
         if name not in ("by_rho", "by_steplr_gamma"):
             raise ValueError(f"name must be one of 'by_rho', 'by_steplr_gamma'; got {name!r}")
-        every = self.configs + self.extra
-        return {k: tuple(self.runs[getattr(f8, name)[k]] for f8 in every) for k in getattr(self.configs[0], name)}
+        return self.panel(name, self.configs + self.extra)
 
     def sample_panel(self) -> dict[int, tuple[Trajectory, ...]]:
         """``{n: (trajectory per seed)}`` of the Fig. 8(a) losses over every ``fig8a_seeds`` seed."""
