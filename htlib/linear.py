@@ -690,7 +690,9 @@ def sharpness_isotropic(X: "ArrayLike | FeatureGram", Y: ArrayLike, L: int) -> f
         Xn = check_matrix("X", X)
         n, sx2 = Xn.shape[0], np.linalg.norm(Xn, 2) ** 2
     if n != Yn.shape[0]:
-        raise ValueError(f"X and Y must have the same number of rows (samples), got {n} and {Yn.shape[0]}")
+        hint = (" -- did you pass X transposed?" if not isinstance(X, FeatureGram) and Xn.shape[1] == Yn.shape[0]
+                else "")
+        raise ValueError(f"X and Y must have the same number of rows (samples), got {n} and {Yn.shape[0]}{hint}")
     return float(L / n * sx2 ** (1.0 / L) * np.linalg.norm(Yn, 2) ** (2.0 * (L - 1) / L))
 
 def _balanced_rowspace_spectrum(W: np.ndarray, E: np.ndarray, L: int) -> np.ndarray:

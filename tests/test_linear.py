@@ -713,5 +713,7 @@ def test_transposed_x_is_named():
             fn()
     with pytest.raises(ValueError, match=r"^X and Y must have the same number of rows.*did you pass X transposed\?"):
         lin.train_gd(Ws, X.T, Y, lr=0.1, epochs=1)
+    with pytest.raises(ValueError, match=r"^X and Y must have the same number of rows.*did you pass X transposed\?"):
+        lin.sharpness_isotropic(X.T, Y, 2)
     with pytest.raises(ValueError, match=r"^X must have d0=4 features"):
         lin.ggn_spectrum([rng.standard_normal((3, 4))], lin.feature_gram(X))
