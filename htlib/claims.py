@@ -20,7 +20,8 @@ __all__ = [
     "VERDICTS", "DIFFERENCES", "PAPER_SETTING", "PAPERS", "CLAIMS_GLUE_KEY", "claims_frame", "publish_claims",
     "read_claims", "glue_text", "glue_figure", "verdict_counts", "collect_claims", "paper_counts", "Scoreboard",
     "scoreboard", "glue_counts", "split_counts_table", "differences", "variants", "checks", "revisions",
-    "checks_frame", "robustness_frame", "GluedText",
+    "checks_frame", "robustness_frame", "GluedText", "PAPER_NAMES", "paper_name", "counts",
+    "clip_words", "short_reason", "render_math",
 ]
 
 Verdict = Literal["agrees", "partly", "disagrees", "inconclusive", "not tested"]
@@ -28,14 +29,33 @@ VERDICTS: tuple[str, ...] = ("agrees", "partly", "disagrees", "inconclusive", "n
 DIFFERENCES: tuple[str, ...] = ("disagrees", "partly", "inconclusive")  # listed first on the scoreboard
 PAPER_SETTING = "paper"  # the ``setting`` of a claim measured at the paper's own protocol
 
-PAPERS: dict[str, str] = {
-    "001": "Models of heavy-tailed mechanistic universality (Hodgkinson, Wang, Mahoney)",
-    "003": "From spikes to heavy tails (Kothapalli, Pang, Deng, Liu, Yang)",
-    "004": "How the Hessian spectrum of linear networks depends on data (authors not given in the text we have)",
-    "MM21": "Martin & Mahoney (JMLR 2021): the 5+1 phases",
-    "MP": "Marchenko-Pastur baseline",
-}
 SCOREBOARD_ORDER: tuple[str, ...] = ("003", "001", "004", "MM21", "MP")
+# The papers as the scoreboard and the landing page name them: short title and authors (book/references.bib).
+PAPER_NAMES: dict[str, tuple[str, str]] = {
+    "003": ("Kothapalli et al.", "From spikes to heavy tails"),
+    "001": ("Hodgkinson, Wang & Mahoney", "Heavy-tailed mechanistic universality"),
+    "004": ("HiLD 2026, authors not given", "Hessian spectra of linear networks"),
+    "MM21": ("Martin & Mahoney", "Implicit self-regularization: the 5+1 phases"),
+    "MP": ("Marchenko & Pastur", "Eigenvalues of random matrices"),
+}
+
+def paper_name(paper: str, *, markup: str = "myst") -> str:
+    """The short title and authors of ``paper`` (``markup``: "myst", "html" or "text").
+
+    Examples
+    --------
+    >>> paper_name("003", markup="text")
+    'From spikes to heavy tails (Kothapalli et al.)'
+    """
+    if paper not in PAPER_NAMES: raise ValueError(f"paper must be one of {list(PAPER_NAMES)}, got {paper!r}")
+    if markup not in ("myst", "html", "text"):
+        raise ValueError(f"markup must be 'myst', 'html' or 'text', got {markup!r}")
+    who, title = PAPER_NAMES[paper]
+    title = {"myst": f"*{title}*", "html": f"<em>{_html.escape(title)}</em>", "text": title}[markup]
+    return f"{title} ({_html.escape(who) if markup == 'html' else who})"
+
+# The papers a record may name (the keys), each by its short title and authors.
+PAPERS: dict[str, str] = {paper: paper_name(paper, markup="text") for paper in PAPER_NAMES}
 CLAIMS_MIME = "text/x-htlib-claims+json"  # carries the records (JSON text) in a notebook's outputs
 CLAIMS_GLUE_KEY = "claims_records"
 KINDS: tuple[str, ...] = ("claim", "check", "variant")  # only a "claim" is counted
@@ -433,12 +453,119 @@ _BADGES = {"agrees": "success", "partly": "warning", "disagrees": "danger", "inc
 def _badge(verdict: str) -> str:
     return f"{{bdg-{_BADGES[verdict]}}}`{verdict}`"
 
+def _html_badge(verdict: str) -> str:
+    tone = _BADGES[verdict]
+    return f'<span class="sd-sphinx-override sd-badge sd-bg-{tone} sd-bg-text-{tone}">{verdict}</span>'
+
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
+CLAIM_WORDS = 20  # the most words of a claim in the scoreboard's first section
+REASON_WORDS = 25  # the most words of its reason there
+TITLE_WORDS = 12  # the most words of a claim in a closed record's title
+
+def clip_words(text: str, n: int) -> str:
+    """``text`` cut to its first ``n`` words, with an ellipsis where it was cut.
+
+    Examples
+    --------
+    >>> clip_words("one two three four", 2), clip_words("one two", 2)
+    ('one two…', 'one two')
+    """
+    if n < 1: raise ValueError(f"n must be a positive number of words, got {n!r}")
+    words = str(text).split()
+    return " ".join(words) if len(words) <= n else " ".join(words[:n]) + "…"
+
+def _top_level(text: str, sep: str = "; ") -> list[str]:
+    """``text`` split at ``sep`` outside parentheses and brackets."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+        if depth <= 0 and text.startswith(sep, i):
+            parts.append(text[start:i]); start = i + len(sep); i += len(sep); continue
+        i += 1
+    return [p for p in parts + [text[start:]] if p.strip()]
+
+_AGREEING_PART = re.compile(r":\s*agrees\s*$")
+
+def short_reason(cause: str, n: int = REASON_WORDS) -> str:
+    """The reason of a verdict in at most ``n`` words: of a compound cause ("a: agrees; b: disagrees (...)")
+    the parts that do not agree come first; the full cause stays in the record.
+
+    Examples
+    --------
+    >>> short_reason("x > 0: agrees; y < 1: disagrees (interval [2, 3])", 5)
+    'y < 1: disagrees (interval…'
+    """
+    parts = _top_level(" ".join(str(cause).split()))
+    differing = [p for p in parts if not _AGREEING_PART.search(p)]
+    return clip_words("; ".join(differing if 0 < len(differing) < len(parts) else parts), n)
+
+# ASCII math of the records (lambda_+, s_i^(2(L-1)), sqrt(hd)) as TeX, for the rendered pages.
+_GREEK = ("alpha|beta|gamma|delta|epsilon|zeta|eta|theta|kappa|lambda|mu|rho|sigma|tau|phi|psi|omega")
+_POWER = r"(?:\^\((?:[^()]|\([^()]*\))*\)|\^[A-Za-z0-9]+)?"
+_ASCII_MATH = re.compile(
+    rf"(?<![A-Za-z0-9_])(?:(?P<greek>{_GREEK})(?:_(?P<gsub>[A-Za-z0-9+]+))?(?P<gpow>{_POWER})"
+    rf"|(?P<var>[A-Za-z])(?=[_^][A-Za-z0-9+(])(?:_(?P<vsub>[A-Za-z0-9+]+))?(?P<vpow>{_POWER})"
+    r"|sqrt\((?P<root>[A-Za-z0-9 ]+)\))(?![A-Za-z0-9_])")
+
+_SIGNS = {" >= ": " ≥ ", " <= ": " ≤ ", " != ": " ≠ "}
+
+def _tex(m: re.Match) -> str:
+    def sub(s):
+        if not s: return ""
+        s = {"max": r"\max", "min": r"\min"}.get(s, s if len(s) <= 2 or not s.isalpha() else rf"\mathrm{{{s}}}")
+        return f"_{{{s}}}"
+    def power(p):
+        if not p: return ""
+        body = p[1:]
+        return "^{" + (body[1:-1] if body.startswith("(") else body) + "}"
+    if m.group("root") is not None:
+        return rf"\sqrt{{{m.group('root')}}}"
+    if m.group("greek"):
+        return "\\" + m.group("greek") + sub(m.group("gsub")) + power(m.group("gpow"))
+    return m.group("var") + sub(m.group("vsub")) + power(m.group("vpow"))
+
+def render_math(text: str, markup: str = "myst") -> str:
+    """``text`` with its ASCII math (Greek names, ``x_i^(k)``, ``sqrt(.)``) as TeX: ``$..$`` in MyST, MathJax
+    spans in HTML (the rest escaped); a text that already holds ``$`` is left as it is.
+
+    Examples
+    --------
+    >>> render_math("s_i^(2(L-1)) above lambda_+ at eta = 1")
+    '$s_{i}^{2(L-1)}$ above $\\\\lambda_{+}$ at $\\\\eta$ = 1'
+    """
+    if markup not in ("myst", "html"): raise ValueError(f"markup must be 'myst' or 'html', got {markup!r}")
+    text = " ".join(str(text).split())
+    for ascii_, sign in _SIGNS.items():
+        text = text.replace(ascii_, sign)
+    if markup == "myst":
+        return text if "$" in text else _ASCII_MATH.sub(lambda m: f"${_tex(m)}$", text)
+    out, at = [], 0
+    for m in ([] if "$" in text else _ASCII_MATH.finditer(text)):
+        out += [_html.escape(text[at:m.start()]),
+                f'<span class="math notranslate nohighlight">\\({_html.escape(_tex(m))}\\)</span>']
+        at = m.end()
+    return "".join(out + [_html.escape(text[at:])])
+
+def _anchor(section: str) -> str:
+    from docutils.nodes import make_id
+    return make_id(section)
+
+class _Html(_Plain):
+    """An HTML fragment that displays as HTML (its text form for nbval), for the landing page's glue."""
+    def __init__(self, html: str, text: str) -> None:
+        super().__init__(text)
+        self.html = html
+
+    def _repr_html_(self) -> str:
+        return self.html
+
 class Scoreboard:
-    """The claims of several chapters, as MyST tables that link each claim to its section (``links="ref"``)
-    or to ``<notebook stem>.html#<label>`` (``links="html"``, for standalone reruns in one folder)."""
+    """The claims of several chapters: counts per paper, the differences one line each, and every record in
+    a closed dropdown, linking each claim to its section (``links="ref"``) or to ``<notebook stem>.html#<label>``
+    (``links="html"``, for standalone reruns in one folder)."""
     def __init__(self, claims_by_notebook: dict[Path, list[Claim]], *, links: str = "ref") -> None:
         if links not in ("ref", "html"): raise ValueError(f"links must be 'ref' or 'html', got {links!r}")
         self.claims_by_notebook = claims_by_notebook
@@ -471,62 +598,141 @@ class Scoreboard:
             return f"{{ref}}`{text} <{claim.section}>`"
         return f"{{doc}}`{text} <{notebook.stem}>`"
 
+    def _html_link(self, notebook: Path, claim: Claim) -> str:
+        anchor = f"#{_anchor(claim.section)}" if claim.section else ""
+        return f'<a href="{notebook.stem}.html{anchor}">{_html.escape(" ".join(claim.where.split()))}</a>'
+
     @staticmethod
     def _setting(claim: Claim) -> str:
         return "paper" if claim.at_paper_setting else f"reduced: {_cell(claim.setting)}"
 
-    @staticmethod
-    def _table(header: list[str], rows: list[list[str]], kind: str, empty: str = "") -> str:
-        """A pipe table in a container of class ``htlib-<kind>`` (for the page style and the browser test)."""
-        if not rows:
-            return empty
-        return "\n".join([f":::{{container}} htlib-scoreboard htlib-{kind}", "| " + " | ".join(header) + " |",
-                          "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows), ":::", ""])
+    # -- the first screen: counts per paper, then the differences one line each
+
+    def counts_html(self) -> str:
+        """The counted claims per paper and verdict: a paper's name heads its row of counts (five columns)."""
+        counts = paper_counts(self.claims_by_notebook)
+        head = "".join(f"<th>{v}</th>" for v in VERDICTS)
+        body = []
+        for paper in SCOREBOARD_ORDER:
+            n = sum(counts[paper].values())
+            body.append(f'<tr class="htlib-counts-paper"><th colspan="{len(VERDICTS)}" scope="colgroup">'
+                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"}</th></tr>')
+            body.append("<tr>" + "".join(f"<td>{counts[paper][v]}</td>" for v in VERDICTS) + "</tr>")
+        return (f'<div class="htlib-scoreboard htlib-counts"><table><thead><tr>{head}</tr></thead>'
+                f'<tbody>{"".join(body)}</tbody></table></div>')
+
+    def counts_text(self) -> str:
+        counts = paper_counts(self.claims_by_notebook)
+        return "\n".join(f"{paper}: " + ", ".join(f"{n} {v}" for v, n in counts[paper].items())
+                         for paper in SCOREBOARD_ORDER)
+
+    def difference_line(self, notebook: Path, claim: Claim, markup: str = "myst") -> str:
+        """One line: the verdict, the claim (at most :data:`CLAIM_WORDS` words), the reason (at most
+        :data:`REASON_WORDS`) and the link to the evidence."""
+        text, reason = clip_words(claim.claim, CLAIM_WORDS), short_reason(claim.cause)
+        if markup == "html":
+            return (f"{_html_badge(claim.verdict)} {render_math(text, 'html')} "
+                    f"— <span class=\"htlib-reason\">{render_math(reason, 'html')}</span> "
+                    f"({self._html_link(notebook, claim)})")
+        return (f"{_badge(claim.verdict)} {_cell(render_math(text))} "
+                f"— <span class=\"htlib-reason\">{_cell(render_math(reason))}</span> ({self._link(notebook, claim)})")
+
+    def not_agreeing(self) -> list[tuple[Path, Claim]]:
+        """Every counted record whose verdict is not "agrees" (the differences, then those not tested), paper
+        by paper: the first section of the scoreboard."""
+        return [(nb, c) for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper) if c.verdict != "agrees"]
 
     def differences_markdown(self) -> str:
-        return self._table(
-            ["paper", "where", "claim", "verdict", "cause", "setting"],
-            [[c.paper, self._link(nb, c), _cell(c.claim), _badge(c.verdict), _cell(c.cause), self._setting(c)]
-             for nb, c in self.differences()], "differences", "*Every counted claim agrees or is not tested.*")
+        """The first section: one line per :meth:`not_agreeing` record, paper by paper."""
+        parts: list[str] = []
+        for paper in SCOREBOARD_ORDER:
+            if rows := [(nb, c) for nb, c in self.not_agreeing() if c.paper == paper]:
+                parts.append(f"**{paper_name(paper)}**\n")
+                parts.append("\n".join(f"- {self.difference_line(nb, c)}" for nb, c in rows) + "\n")
+        if not parts:
+            return "*Every counted claim agrees.*"
+        return "\n".join([":::{container} htlib-scoreboard htlib-differences", *parts, ":::", ""])
+
+    def differences_html(self, verdicts: Sequence[str] = ("disagrees",)) -> str:
+        """The differences of ``verdicts`` as an HTML list, paper by paper (for the landing page)."""
+        items = [f"<li><strong>{paper_name(c.paper, markup='html')}.</strong> {self.difference_line(nb, c, 'html')}"
+                 "</li>" for nb, c in self.differences() if c.verdict in verdicts]
+        return f'<ul class="htlib-scoreboard htlib-landing-differences">{"".join(items)}</ul>' if items else ""
+
+    # -- the full records, each in a closed dropdown
+
+    def _fields(self, notebook: Path, c: Claim, base: Claim | None = None) -> list[tuple[str, str]]:
+        first = "none: the criterion was chosen after the numbers were seen"
+        fields_ = [("variant of", base.claim if base else c.variant_of) if c.variant_of else None,
+                   ("identity" if c.kind == "check" else "claim", c.claim),
+                   ("check" if c.kind == "check" else "criterion (fixed in advance)", c.criterion),
+                   ("setting", "paper" if c.at_paper_setting else f"reduced: {c.setting}") if c.kind != "variant"
+                   and not c.variant_of else ("variant", c.setting),
+                   ("measured", c.measured) if str(c.measured).strip() else None,
+                   ("uncertainty", c.uncertainty) if c.uncertainty.strip() else None,
+                   ("result" if c.kind == "check" else "verdict", _CHECK_RESULT[c.verdict] if c.kind == "check"
+                    else c.verdict),
+                   ("why it cannot fail" if c.kind == "check" else "cause", c.cause) if c.cause.strip() else None,
+                   ("level fixed first", first if c.revised_from is None else _fmt(c.revised_from))
+                   if c.revised_because.strip() else None,
+                   ("why it changed", c.revised_because) if c.revised_because.strip() else None]
+        return [f for f in fields_ if f]
+
+    def record_markdown(self, notebook: Path, c: Claim, *, colons: int = 3, base: Claim | None = None) -> str:
+        """One record as a closed dropdown: verdict, where and the claim in its title, every field inside."""
+        fence = ":" * colons
+        verdict = _CHECK_RESULT[c.verdict] if c.kind == "check" else c.verdict
+        title = (f"{{bdg-{_BADGES[c.verdict]}}}`{verdict}` {_cell(c.where)}: "
+                 f"{_cell(clip_words(c.setting if c.variant_of else c.claim, TITLE_WORDS))}")
+        # The record's own text, as the chapter stored it (the first section renders its math).
+        body = [f"{name}\n: {_cell(value)}\n" for name, value in self._fields(notebook, c, base)]
+        body.append(f"evidence\n: {self._link(notebook, c)}\n")
+        return "\n".join([f"{fence}{{dropdown}} {title}", f":class-container: htlib-record", "", *body, fence, ""])
 
     def papers_markdown(self) -> str:
-        """One table per paper, counted claims only, in the paper's order."""
+        """Every counted record, paper by paper in the paper's order, each in a closed dropdown."""
         parts: list[str] = []
         for paper in SCOREBOARD_ORDER:
             if not (rows := self.rows(paper)):
                 continue
             counts = ", ".join(f"{n} {v}" for v, n in verdict_counts(c for _, c in rows).items())
-            parts.append(f"**{paper}: {_cell(PAPERS[paper])}.** {counts}.\n")
-            parts.append(self._table(
-                ["#", "where", "claim", "measured", "uncertainty", "verdict", "setting", "cause"],
-                [[str(i), self._link(nb, c), _cell(c.claim), _cell(c.measured), _cell(c.uncertainty),
-                  _badge(c.verdict), self._setting(c), _cell(c.cause)] for i, (nb, c) in enumerate(rows, 1)],
-                "paper"))
-        return "\n".join(parts) if parts else "*No chapter has published claims yet.*"
+            parts.append(f"**{paper_name(paper)}.** {counts}.\n")
+            parts += [self.record_markdown(nb, c) for nb, c in rows]
+        if not parts:
+            return "*No chapter has published claims yet.*"
+        return "\n".join([":::::{container} htlib-scoreboard htlib-paper", *parts, ":::::", ""])
+
+    def _section(self, title: str, records: list[str], kind: str, empty: str) -> str:
+        if not records:
+            return empty
+        return "\n".join([f"::::{{dropdown}} {title} ({len(records)})", f":class-container: htlib-section htlib-{kind}",
+                          "", *records, "::::", ""])
 
     def variants_markdown(self) -> str:
-        rows = []
+        records = []
         for paper in SCOREBOARD_ORDER:
             for nb, c in self.rows(paper, variants=True):
                 base = next((b for b in self.claims_by_notebook.get(nb, []) if b.key == c.variant_of), None)
-                rows.append([paper, self._link(nb, c), _cell(base.claim if base else c.variant_of),
-                             _cell(c.setting), _cell(c.measured), _badge(c.verdict), _cell(c.cause)])
-        return self._table(["paper", "where", "variant of the claim", "variant", "measured", "verdict", "cause"],
-                           rows, "variants", "*No chapter reports variants.*")
+                records.append(self.record_markdown(nb, c, base=base))
+        return self._section("Variants of the claims, never counted", records, "variants",
+                             "*No chapter reports variants.*")
 
     def checks_markdown(self) -> str:
-        rows = [[paper, self._link(nb, c), _cell(c.claim), _cell(c.criterion), _cell(c.measured),
-                 _CHECK_RESULT[c.verdict]] for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper, kind="check")]
-        return self._table(["paper", "where", "identity", "check", "measured", "result"], rows, "checks",
-                           "*No chapter reports numerical checks.*")
+        records = [self.record_markdown(nb, c)
+                   for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper, kind="check")]
+        return self._section("Numerical checks, never counted", records, "checks",
+                             "*No chapter reports numerical checks.*")
 
     def revisions_markdown(self) -> str:
         first = "none: the criterion was chosen after the numbers were seen"
-        rows = [[c.paper, self._link(nb, c), _cell(c.claim), _cell(c.criterion),
-                 _cell(first if c.revised_from is None else _fmt(c.revised_from)), _cell(c.revised_because),
-                 _badge(c.verdict)] for nb, c in self.revisions()]
-        return self._table(["paper", "where", "claim", "criterion judged", "level fixed first", "why", "verdict"],
-                           rows, "revisions", "*No level was changed after the numbers were seen.*")
+        items = [f"- {_badge(c.verdict)} {self._link(nb, c)}: {_cell(clip_words(c.claim, CLAIM_WORDS))}"
+                 f" — level fixed first: {_cell(first if c.revised_from is None else _fmt(c.revised_from))}; "
+                 f"judged: {_cell(c.criterion)}. Why: {_cell(c.revised_because)}"
+                 for nb, c in self.revisions()]
+        if not items:
+            return "*No level was changed after the numbers were seen.*"
+        return "\n".join([f"::::{{dropdown}} Levels changed after the runs ({len(items)})",
+                          ":class-container: htlib-section htlib-revisions", "", *items, "", "::::", ""])
 
     def _repr_markdown_(self) -> str:
         return self.papers_markdown()
@@ -539,20 +745,24 @@ class Scoreboard:
                 lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}{tag}")
         return "\n".join(lines) if lines else "no claims"
 
+def counts(board: Scoreboard) -> _Html:
+    """The counts per paper and verdict (an HTML table whose columns fit the text column)."""
+    return _Html(board.counts_html(), board.counts_text())
+
 def differences(board: Scoreboard) -> _Markdown:
-    """The table "Where the book and the papers differ", for display in a notebook cell."""
+    """"Where the book and the papers differ": one line per counted claim whose verdict is not "agrees"."""
     return _Markdown(board.differences_markdown())
 
 def variants(board: Scoreboard) -> _Markdown:
-    """The robustness variants of every chapter, for display in a notebook cell."""
+    """The robustness variants of every chapter, in one closed section, for display in a notebook cell."""
     return _Markdown(board.variants_markdown())
 
 def checks(board: Scoreboard) -> _Markdown:
-    """The numerical checks of every chapter, for display in a notebook cell."""
+    """The numerical checks of every chapter, in one closed section, for display in a notebook cell."""
     return _Markdown(board.checks_markdown())
 
 def revisions(board: Scoreboard) -> _Markdown:
-    """The levels changed after the numbers were seen, for display in a notebook cell."""
+    """The levels changed after the numbers were seen, in one closed section, for display in a notebook cell."""
     return _Markdown(board.revisions_markdown())
 
 def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
@@ -562,31 +772,34 @@ def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
     return Scoreboard(collect_claims(sorted(folder.glob("*.ipynb"))), links=links)
 
 def glue_counts(board: Scoreboard) -> dict[str, dict[str, int]]:
-    """Glue ``count_<paper>_<verdict>`` ("a / b": at the paper's / a reduced setting) and ``difference_<i>``
-    (i = 1, 2, 3: the three papers' first differences) for other pages; return the counts over both settings."""
+    """Glue ``count_<paper>_<verdict>`` ("a / b": at the paper's / a reduced setting), and for the landing
+    page ``landing_counts`` (the counts table) and ``landing_differences`` (every counted claim that disagrees,
+    one line each, math rendered); return the counts over both settings."""
+    from myst_nb import glue
     split = {s: paper_counts(board.claims_by_notebook, setting=s) for s in ("paper", "reduced")}
     for paper in SCOREBOARD_ORDER:
         at, off = split["paper"][paper], split["reduced"][paper]
         for verdict in VERDICTS:
             glue_text(f"count_{paper}_{verdict.replace(' ', '_')}", f"{at[verdict]} / {off[verdict]}")
         glue_text(f"count_{paper}_total", f"{sum(at.values())} / {sum(off.values())}")
-    # The landing page names the papers' disagreements first, then the other differences.
-    ranked = sorted((row for row in board.differences() if row[1].paper in ("003", "001", "004")),
-                    key=lambda row: DIFFERENCES.index(row[1].verdict))
-    texts = [f"paper {c.paper}, {c.where}: {c.verdict}. {c.cause}" for _, c in ranked[:3]]
-    for i, text in enumerate(texts + [""] * (3 - len(texts))):
-        glue_text(f"difference_{i + 1}", " ".join(text.split()))
+    glue("landing_counts", counts(board), display=False)
+    rows = [f"{c.paper} | {c.where} | {c.verdict}" for _, c in board.differences() if c.verdict == "disagrees"]
+    glue("landing_differences", _Html(board.differences_html() or "<p><em>No counted claim disagrees.</em></p>",
+                                      "\n".join(rows) or "none"), display=False)
+    n_other = sum(c.verdict != "disagrees" for _, c in board.differences())
+    glue_text("landing_n_other", f"{n_other}")
     return paper_counts(board.claims_by_notebook)
 
-def split_counts_table(board: Scoreboard):
-    """The counts per paper and setting (rows), one column per verdict."""
-    from htlib.plotting import table
-    rows = []
-    for setting, label in (("paper", "paper's setting"), ("reduced", "reduced setting")):
-        counts = paper_counts(board.claims_by_notebook, setting=setting)
-        rows += [(paper, label, *(counts[paper][v] for v in VERDICTS)) for paper in SCOREBOARD_ORDER]
-    rows.sort(key=lambda r: SCOREBOARD_ORDER.index(r[0]))
-    return table(rows, ["paper", "setting", *VERDICTS], index="paper")
+def split_counts_table(board: Scoreboard) -> _Markdown:
+    """The counts per paper, split by setting (the paper's own or a reduced one), in a closed section."""
+    items = []
+    for paper in SCOREBOARD_ORDER:
+        for setting, label in (("paper", "at the paper's setting"), ("reduced", "in a reduced setting")):
+            c = paper_counts(board.claims_by_notebook, setting=setting)[paper]
+            items.append(f"- {paper_name(paper)}, {label}: " + ", ".join(f"{n} {v}" for v, n in c.items()))
+    return _Markdown("\n".join(["::::{dropdown} Counts by setting", ":class-container: htlib-section htlib-split",
+                                "", *items, "", "::::", ""]))
+
 
 # The one judge: Spec rows (each level written once) and a Measurement per key, through one list of gates.
 

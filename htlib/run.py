@@ -474,6 +474,38 @@ def add_banner(path: str | Path, text: str) -> None:
     nbformat.write(nb, str(path))
 
 
+class _ProgressRelay:
+    """Print, every ``every`` seconds, the newest state of the progress bars the kernel writes to ``path`` (one
+    line each, on stderr), until :meth:`stop`."""
+
+    def __init__(self, path: Path, every: float = 10.0) -> None:
+        import threading
+
+        self.path, self.every, self.done = path, every, threading.Event()
+        self.thread = threading.Thread(target=self._run, name="htlib-progress", daemon=True)
+        self.thread.start()
+
+    def _latest(self, seen: str) -> str:
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return seen
+        states = [s.strip() for s in re.split(r"[\r\n]+", text) if s.strip()]
+        if states and states[-1] != seen:
+            print(f"\n  {states[-1]}", file=sys.stderr, flush=True)  # below papermill's cell bar
+            return states[-1]
+        return seen
+
+    def _run(self) -> None:
+        seen = ""
+        while not self.done.wait(self.every):
+            seen = self._latest(seen)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+
 def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: str | Path | None = None,
                 progress: bool = True, html: bool = True) -> Path:
     """Validate ``overrides`` (:func:`preflight`), execute with papermill, render HTML; the executed notebook.
@@ -499,6 +531,11 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
 
     before = os.environ.get("HTLIB_FIGURE_DATA")
     os.environ["HTLIB_FIGURE_DATA"] = str(out.parent.resolve() / FIGURE_DATA_DIR)
+    # The sweeps' progress bars go to a file the kernel inherits by name and this process relays to the terminal:
+    # in the kernel's own stderr they would be written into the page.
+    bars = work.with_suffix(".progress")
+    os.environ["HTLIB_PROGRESS_FILE"] = str(bars) if progress else ""
+    relay = _ProgressRelay(bars) if progress else None
     managers = kernel_manager_class(work_log)
     try:
         pm.execute_notebook(str(notebook), str(work), parameters=clean, cwd=str(notebook.parent), kernel_name="python3",
@@ -517,6 +554,10 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
         raise RunFailed(f"the run of {notebook.name} failed: {failure_reason(err)}; the partial notebook is {out}"
                         + (f" (kernel log: {log})" if has_log else "")) from err
     finally:
+        if relay is not None:
+            relay.stop()
+        bars.unlink(missing_ok=True)
+        os.environ.pop("HTLIB_PROGRESS_FILE", None)
         if before is None:
             os.environ.pop("HTLIB_FIGURE_DATA", None)
         else:
@@ -549,12 +590,16 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     import yaml
 
     from htlib.book import jupyter_book_command, local_mathjax
+    from htlib.plotting import FIGURE_DATA_DIR
 
     notebook = Path(notebook).resolve()
     target = notebook.with_suffix(".html")
     with tempfile.TemporaryDirectory(prefix="htlib-page-") as tmp:
         root = Path(tmp)
         shutil.copy2(notebook, root / notebook.name)
+        data = notebook.parent / FIGURE_DATA_DIR  # the captions' {download} links resolve against the run's CSVs
+        if data.is_dir():
+            shutil.copytree(data, root / FIGURE_DATA_DIR)
         toc: dict[str, Any] = {"format": "jb-book", "root": notebook.stem}
         for extra in ("references.bib", *(f"{page}.md" for page in _PAGES_BESIDE)):
             if (REPO_ROOT / "book" / extra).exists():
@@ -573,10 +618,13 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         for name, folder in local.items():
             local[name] = str((REPO_ROOT / folder).resolve())
         config.pop("bibtex_bibfiles", None)  # set below once the .bib is copied beside the page
+        own_static = REPO_ROOT / "book" / "_static"  # htlib.css, as in the book (htlib.book adds it likewise)
+        statics = [str(own_static.resolve())] if own_static.is_dir() else []
         static = local_mathjax(REPO_ROOT)
         if static is not None:
-            sphinx.setdefault("config", {})["html_static_path"] = [str(static)]
-            sphinx["config"]["mathjax_path"] = "mathjax/tex-chtml.js"
+            statics.append(str(static))
+            sphinx.setdefault("config", {})["mathjax_path"] = "mathjax/tex-chtml.js"
+        sphinx.setdefault("config", {})["html_static_path"] = statics
         if (root / "references.bib").exists():
             config["bibtex_bibfiles"] = ["references.bib"]
         (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -590,10 +638,26 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         for item in html_dir.iterdir():
             if item.is_dir() and item.name.startswith("_"):
                 shutil.copytree(item, target.parent / item.name, dirs_exist_ok=True)
-        for name in (page.name, *(f"{p}.html" for p in pages)):
+        # The search box and the index link these; the one-page build makes them, so they go beside the page too.
+        for name in (page.name, *(f"{p}.html" for p in pages), "search.html", "genindex.html", "searchindex.js"):
             if (html_dir / name).exists():
                 shutil.copy2(html_dir / name, target.parent / name)
+    target.write_text(_unlink_chapters(target.read_text(encoding="utf-8")), encoding="utf-8")
     return target
+
+
+_CHAPTER_LINK = re.compile(r'<a\b[^>]*\bhref="#?[\w-]+\.(?:ipynb|md)(?:#[^"]*)?"[^>]*>(.*?)</a>', re.S)
+
+
+def _unlink_chapters(page: str) -> str:
+    """Links to other chapters as plain text: a rerun's page has no book beside it to point to.
+
+    Examples
+    --------
+    >>> _unlink_chapters('see <a class="reference internal" href="#phases.ipynb"><span>the phases</span></a>.')
+    'see <span>the phases</span>.'
+    """
+    return _CHAPTER_LINK.sub(r"\1", page)
 
 
 def main(argv: list[str] | None = None) -> int:

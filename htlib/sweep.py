@@ -127,8 +127,12 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
     keys = [cache.config_key(name, c) for c in configs] if use_cache else [None] * len(configs)
     results: list[Any] = [cache.MISSING if key is None else cache.load(key) for key in keys]
     todo = [i for i, r in enumerate(results) if r is cache.MISSING]
-    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc,
-               disable=not (progress and progress_enabled()))
+    show = progress and progress_enabled()
+    # A rerun (htlib.run) names a file for the bars: it relays them to its terminal, and the page stays clean.
+    relay = os.environ.get("HTLIB_PROGRESS_FILE", "").strip() if show else ""
+    bar_file = open(relay, "a", encoding="utf-8") if relay else None  # noqa: SIM115 - closed with the bar below
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc=desc, disable=not show,
+               **({"file": bar_file, "ascii": True} if bar_file else {}))
     failures: dict[int, Exception] = {}
 
     def finish(i: int, outcome: Callable[[], Any]) -> None:
@@ -171,6 +175,8 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
                     raise lost(client)
     finally:
         bar.close()
+        if bar_file is not None:
+            bar_file.close()
     if failures:
         first, err = min(failures.items())  # keys are unique: the errors are never compared
         err.add_note(f"run_sweep({name}): config {first} failed: {configs[first]!r} ({len(failures)} of "

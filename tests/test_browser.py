@@ -10,8 +10,10 @@ the CSV of the numbers behind it (and the CSV loads), that MathJax has typeset
 the math, that no internal link is broken, that no page mentions an outside working
 document ("REFERENCE") or shows a broken citation, and that the download button offers
 the page's source; it saves a screenshot of each page under ``_build/screenshots/``.
-No cell shows a bare quoted string.  The scoreboard must show one row per claim stored in the
-chapters, with cells that wrap inside the text column, and the landing page the same counts.
+No cell shows a bare quoted string.  At 1280 x 900 the scoreboard opens with the counts per paper on its
+first screen, then one line per claim that does not agree, and every record in a closed dropdown; it is at most
+15 screens long with the dropdowns closed, and no table on it or on the landing page has a column narrower than
+120 px (each check has a negative control); the landing page shows the same counts and disagreements, math typeset.
 """
 
 from __future__ import annotations
@@ -242,56 +244,113 @@ def test_page(server, browser, page_path):
     assert not errors, f"{page_path}:\n" + "\n".join(errors)
 
 
-def _open(browser, server, path: str):
-    page = browser.new_page(viewport=VIEWPORT)
+READER = {"width": 1280, "height": 900}  # the screen a reader reads the scoreboard on
+MAX_SCREENS = 15  # the scoreboard, every dropdown closed, is at most this many screens at READER
+MIN_COLUMN = 120  # px: no table column narrower (a word of a claim must fit on one line)
+
+
+# the counts table's rows of numbers, one per paper (the paper's name heads each in a row of its own)
+_COUNTS = ("() => Array.from(document.querySelectorAll('.htlib-counts tbody tr:not(.htlib-counts-paper)'))"
+           ".map(r => Array.from(r.cells).map(c => Number(c.innerText)))")
+
+
+def _height(page) -> int:
+    """The page's height in px with every dropdown closed."""
+    return page.evaluate("() => { document.querySelectorAll('main details[open]').forEach(d => d.open = false);"
+                         " return document.documentElement.scrollHeight; }")
+
+
+def _table_faults(page) -> list[str]:
+    """Every visible table wider than its container, or with a column narrower than MIN_COLUMN px."""
+    return page.evaluate(
+        """(least) => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {
+            if (!t.getClientRects().length) return;  // inside a closed dropdown
+            const box = t.parentElement.getBoundingClientRect().width, w = t.getBoundingClientRect().width;
+            if (w > box + 1) out.push(`table ${k + 1} is ${Math.round(w)} px wide in a ${Math.round(box)} px column`);
+            t.querySelectorAll('tr').forEach(r => Array.from(r.cells).forEach(c => {
+                const cw = c.getBoundingClientRect().width;
+                if (c.colSpan === 1 && cw < least) out.push(`table ${k + 1}: a ${Math.round(cw)} px column `
+                    + `(${c.innerText.trim().slice(0, 30)})`); })); });
+            return out; }""", MIN_COLUMN)
+
+
+def _reader(browser, server, path: str):
+    page = browser.new_page(viewport=READER)
     response = page.goto(urllib.parse.urljoin(server, path), wait_until="load")
     assert response is not None and response.ok
     return page
 
 
-def test_scoreboard_has_one_row_per_claim_and_the_landing_page_its_counts(server, browser):
+def test_scoreboard_reads_in_a_minute(server, browser):
     board = claims.scoreboard(ROOT / "book")  # what the chapters stored, read independently of the page
-    stored = {p: len(board.rows(p)) for p in claims.SCOREBOARD_ORDER}
-    page = _open(browser, server, "book/scoreboard.html")
-    # The page opens with the differences: its first section heading, before the per-paper tables.
-    # (inside the article: the theme's print-only table of contents has an h2 "Contents" before it)
+    page = _reader(browser, server, "book/scoreboard.html")
+    # First screen: the counts per paper (one row of counts per paper) and the first verdict-bearing rows.
+    box = page.evaluate("() => { const r = document.querySelector('.htlib-counts table').getBoundingClientRect();"
+                        " return [r.top + window.scrollY, r.bottom + window.scrollY]; }")
+    assert box[1] <= READER["height"], f"the counts table ends at {box[1]:.0f} px, below the first screen"
+    counts = page.evaluate(_COUNTS)
+    expected = claims.paper_counts(board.claims_by_notebook)
+    assert counts == [[expected[p][v] for v in claims.VERDICTS] for p in claims.SCOREBOARD_ORDER]
     first = page.evaluate("() => document.querySelector('article.bd-article h2').innerText")
     assert first.startswith("Where the book and the papers differ"), first
-    n_diff = page.evaluate("() => document.querySelectorAll('.htlib-differences tbody tr').length")
-    assert n_diff == len(board.differences())
-    rows = page.evaluate(
-        "() => Array.from(document.querySelectorAll('.htlib-paper table')).map(t => "
-        "t.querySelectorAll('tbody tr').length)"
-    )
-    shown_papers = [p for p in claims.SCOREBOARD_ORDER if stored[p]]
-    assert rows == [stored[p] for p in shown_papers], f"scoreboard rows {rows}, stored claims {stored}"
-    # Cells wrap: no table is wider than the text column, and no cell clips its text.
-    clipped = page.evaluate(
-        "() => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {"
-        " const box = t.parentElement.getBoundingClientRect().width;"
-        " if (t.getBoundingClientRect().width > box + 1) out.push(`table ${k + 1} wider than its column`);"
-        " t.querySelectorAll('td').forEach(c => { const st = getComputedStyle(c);"
-        " if (c.scrollWidth > c.clientWidth + 1 || ['nowrap', 'pre'].includes(st.whiteSpace))"
-        " out.push(`table ${k + 1}: a cell does not wrap: ${c.innerText.slice(0, 40)}`); }); });"
-        " return out; }"
-    )
-    assert not clipped, f"scoreboard: {clipped[:5]}"
-    links = page.evaluate(
-        "() => Array.from(document.querySelectorAll('.htlib-paper td a')).map(a => a.getAttribute('href'))"
-    )
-    assert len(links) == sum(stored.values()) and all(".html" in h for h in links)
+    # The differences: one line per counted record that does not agree; every record in a closed dropdown.
+    lines = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.htlib-differences li')).map(li => li.innerText)")
+    assert len(lines) == len(board.not_agreeing())
+    assert all(line.count("…") <= 2 for line in lines)
+    records = page.evaluate("() => { const d = document.querySelectorAll('.htlib-paper details.htlib-record');"
+                            " return [d.length, Array.from(d).filter(x => x.open).length]; }")
+    n_counted = sum(len(board.rows(p)) for p in claims.SCOREBOARD_ORDER)
+    assert records == [n_counted, 0], f"{records[0]} dropdowns ({records[1]} open) for {n_counted} records"
+    sections = page.evaluate("() => Array.from(document.querySelectorAll('details.htlib-section')).map(d => d.open)")
+    assert sections and not any(sections), "the variants, checks and revisions sections must start closed"
+    links = page.evaluate("() => Array.from(document.querySelectorAll('.htlib-differences li a')).map(a => a.href)")
+    assert len(links) >= len(lines) and all(".html" in h for h in links)
+    # The length and the tables, with every dropdown closed.
+    height = _height(page)
+    assert height <= MAX_SCREENS * READER["height"], f"scoreboard {height} px: {height / READER['height']:.1f} screens"
+    faults = _table_faults(page)
+    assert not faults, f"scoreboard: {faults[:5]}"
     page.close()
-    split = {s: claims.paper_counts(board.claims_by_notebook, setting=s) for s in ("paper", "reduced")}
-    landing = _open(browser, server, "book/index.html")
-    table = landing.evaluate(
-        "() => { const t = Array.from(document.querySelectorAll('main table')).find("
-        "x => x.innerText.includes('not tested')); return Array.from(t.querySelectorAll('tbody tr')).map("
-        "r => Array.from(r.querySelectorAll('td')).map(c => c.innerText.trim())); }"
-    )
-    # each cell "a / b": counted claims at the paper's setting / at a reduced one
-    assert [row[1:] for row in table] == [
-        [f"{sum(split['paper'][p].values())} / {sum(split['reduced'][p].values())}"]
-        + [f"{split['paper'][p][v]} / {split['reduced'][p][v]}" for v in claims.VERDICTS]
-        for p in claims.SCOREBOARD_ORDER
-    ]
+
+
+def test_the_scoreboard_checks_catch_a_long_page_and_a_squeezed_table(server, browser):
+    """Negative controls: the old way (every record a row of one wide pipe table, cells broken anywhere) injected
+    into the page, and a page longer than the limit, are both caught by the checks above."""
+    page = _reader(browser, server, "book/scoreboard.html")
+    page.evaluate(
+        """() => { const t = document.createElement('table'); t.style.cssText = 'width:100%;table-layout:auto';
+            const head = ['#', 'where', 'claim', 'measured', 'uncertainty', 'verdict', 'setting', 'cause'];
+            t.innerHTML = '<thead><tr>' + head.map(h => `<th>${h}</th>`).join('') + '</tr></thead><tbody>'
+              + Array.from({length: 60}, (_, i) => '<tr>' + head.map((h, j) => `<td style="overflow-wrap:anywhere">`
+                + (j === 2 || j === 7 ? 'a claim with a threshold at which the train and test losses reduce '
+                   .repeat(4) : String(i)) + '</td>').join('') + '</tr>').join('') + '</tbody>';
+            const wrap = document.createElement('div'); wrap.appendChild(t);
+            document.querySelector('article.bd-article').appendChild(wrap); }""")
+    assert any("column" in f for f in _table_faults(page)), "an 8-column table in the text column went unnoticed"
+    page.evaluate("(h) => { const d = document.createElement('div'); d.style.height = h + 'px';"
+                  " document.querySelector('article.bd-article').appendChild(d); }", MAX_SCREENS * READER["height"])
+    assert _height(page) > MAX_SCREENS * READER["height"]
+    page.close()
+
+
+def test_landing_page_has_the_scoreboards_counts_and_disagreements(server, browser):
+    board = claims.scoreboard(ROOT / "book")
+    landing = _reader(browser, server, "book/index.html")
+    counts = landing.evaluate(_COUNTS)
+    expected = claims.paper_counts(board.claims_by_notebook)
+    assert counts == [[expected[p][v] for v in claims.VERDICTS] for p in claims.SCOREBOARD_ORDER]
+    names = landing.evaluate("() => Array.from(document.querySelectorAll('.htlib-counts tr.htlib-counts-paper'))"
+                             ".map(r => r.innerText)")
+    assert all(claims.PAPER_NAMES[p][1] in n for p, n in zip(claims.SCOREBOARD_ORDER, names)), names
+    items = landing.evaluate("() => Array.from(document.querySelectorAll('.htlib-landing-differences li'))"
+                             ".map(li => [li.innerText, li.querySelectorAll('mjx-container').length])")
+    disagree = [c for _, c in board.differences() if c.verdict == "disagrees"]
+    assert len(items) == len(disagree)
+    # the math is typeset, not ASCII: no lambda_x, x_i^(..) or sqrt(..) in the text a reader sees
+    import re
+    ascii_math = re.compile(r"\b(lambda|eta|alpha|kappa|rho|mu)(_\w|\b)|\b[A-Za-z]_\w+\^|\bsqrt\(")
+    shown = [text for text, _ in items if ascii_math.search(text)]
+    assert not shown, shown[:2]
+    assert not _table_faults(landing), _table_faults(landing)
     landing.close()

@@ -54,25 +54,129 @@ def test_read_back_what_was_stored(tmp_path):
     assert cl.read_claims(path) == records
 
 
-def test_scoreboard_one_row_per_claim_grouped_by_paper_with_links(tmp_path):
+def test_scoreboard_one_closed_dropdown_per_record_grouped_by_paper_with_links(tmp_path):
     _stored(tmp_path / "one_step_adam.ipynb",
             [_claim(), _claim(verdict="disagrees", claim="a | pipe", where="§5, Fig. 5")], "one_step_adam")
     _stored(tmp_path / "htmp.ipynb", [_claim(paper="001", verdict="partly", section="htmp-fig5")], "htmp")
     nbformat.write(nbformat.v4.new_notebook(), str(tmp_path / "no_claims.ipynb"))
     board = cl.scoreboard(tmp_path)
     md = board._repr_markdown_()
-    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| #")]
-    assert len(rows) == 3
-    assert md.index("**003:") < md.index("**001:")  # the scoreboard's paper order
+    assert _records_in(md) == 3 and ":open:" not in md
+    # the papers by short title and authors, in the scoreboard's order, never by an id
+    assert md.index(cl.paper_name("003")) < md.index(cl.paper_name("001")) and "**003" not in md
     assert "{ref}`§4, Fig. 3 <one-step-fig3>`" in md and "a \\| pipe" in md
     assert "1 agrees, 0 partly, 1 disagrees, 0 inconclusive, 0 not tested" in md
-    assert md.count(":::{container} htlib-scoreboard htlib-paper") == 2
     html_md = cl.scoreboard(tmp_path, links="html")._repr_markdown_()
     assert '<a href="one_step_adam.html#one-step-fig3">§4, Fig. 3</a>' in html_md
     counts = cl.paper_counts(board.claims_by_notebook)
     assert counts["003"] == {"agrees": 1, "partly": 0, "disagrees": 1, "inconclusive": 0, "not tested": 0}
     assert counts["001"]["partly"] == 1 and sum(counts["004"].values()) == 0
     assert repr(board).splitlines()[0].startswith("003 | one_step_adam | §4, Fig. 3 | agrees")
+    # negative control: the old rendering, one pipe-table row per record, holds no dropdown
+    old = "\n".join(f"| {c.where} | {c.claim} | {c.verdict} |" for _, c in board.rows("003"))
+    assert _records_in(old) == 0
+
+
+def _records_in(md: str) -> int:
+    """The closed dropdowns of single records (``htlib-record``) in a scoreboard's markdown."""
+    lines = md.splitlines()
+    return sum(1 for i, line in enumerate(lines[:-1]) if line.startswith(":::{dropdown}")
+               and lines[i + 1].strip() == ":class-container: htlib-record")
+
+
+def _first_section_lines(md: str) -> list[str]:
+    return [line[2:] for line in md.splitlines() if line.startswith("- ")]
+
+
+def _within_limits(line: str) -> bool:
+    """A first-section line: the verdict badge, the claim in at most 20 words, the reason in at most 25."""
+    import re
+    m = re.fullmatch(r"\{bdg-\w+\}`[a-z ]+` (?P<claim>.*?) — <span class=\"htlib-reason\">(?P<reason>.*)</span> "
+                     r"\((?P<link>.*)\)", line)
+    return bool(m) and len(m["claim"].split()) <= cl.CLAIM_WORDS and len(m["reason"].split()) <= cl.REASON_WORDS
+
+
+def test_first_section_lists_every_non_agreeing_counted_record_within_the_word_limits(tmp_path):
+    long_claim = " ".join(f"w{i}" for i in range(40))
+    long_cause = "x > 0: agrees; " + " ".join(f"r{i}" for i in range(60)) + ": disagrees (interval [1, 2])"
+    records = [_claim(key="a", where="§1"),
+               _claim(key="b", where="§2", verdict="disagrees", claim=long_claim, cause=long_cause),
+               _claim(key="c", where="§3", verdict="partly", cause="short reason"),
+               _claim(key="d", where="§4", verdict="inconclusive", cause="too few runs"),
+               _claim(key="e", where="§5", verdict="not tested", measured="", cause="not run by default"),
+               _claim(key="f", where="§6", verdict="disagrees", variant_of="a", setting="other readout",
+                      cause="a variant"),
+               _claim(key="g", where="§7", verdict="disagrees", kind="check", cause="an identity")]
+    _stored(tmp_path / "ch.ipynb", records, "ch")
+    board = cl.scoreboard(tmp_path)
+    md = board.differences_markdown()
+    lines = _first_section_lines(md)
+    # every counted record that does not agree, and only those (no agreeing claim, variant or check)
+    wanted = [c for c in records if c.counted and c.verdict != "agrees"]
+    assert len(lines) == len(wanted) == 4
+    assert [line.split("<one-step-fig3>")[0].rsplit("`", 1)[-1].strip() for line in lines] == \
+        [c.where for c in wanted]
+    assert all(_within_limits(line) for line in lines), lines
+    # cut at a word boundary with an ellipsis; the reason leads with the part that does not agree
+    assert " ".join(long_claim.split()[:cl.CLAIM_WORDS]) + "…" in lines[0] and "w20" not in lines[0]
+    assert "r0 r1" in lines[0] and "x > 0" not in lines[0]
+    # the full texts are in the records below
+    assert long_claim in board.papers_markdown() and long_cause.split(";")[0] in board.papers_markdown()
+    # negative control: a line with the whole claim and cause breaks the limits
+    full = lines[0].replace(" ".join(long_claim.split()[:cl.CLAIM_WORDS]) + "…", long_claim)
+    assert not _within_limits(full)
+    # the variants and the checks sit in their own closed sections, one record each
+    assert _records_in(board.variants_markdown()) == 1 and _records_in(board.checks_markdown()) == 1
+    assert board.variants_markdown().startswith("::::{dropdown}") and ":open:" not in board.variants_markdown()
+
+
+def test_clip_words_and_the_rendered_math():
+    assert cl.clip_words("a b c", 3) == "a b c" and cl.clip_words("a b c d", 3) == "a b c…"
+    with pytest.raises(ValueError, match="n must be"):
+        cl.clip_words("a", 0)
+    md = cl.render_math("r^2 of lambda_ij and s_i^(2(L-1)) at eta >= 1 with PL_Alpha_KS and sqrt(hd)")
+    assert md == ("$r^{2}$ of $\\lambda_{ij}$ and $s_{i}^{2(L-1)}$ at $\\eta$ ≥ 1 with PL_Alpha_KS and "
+                  "$\\sqrt{hd}$")
+    html = cl.render_math("lambda_max < 4 & eta", "html")
+    assert html == ('<span class="math notranslate nohighlight">\\(\\lambda_{\\max}\\)</span> &lt; 4 &amp; '
+                    '<span class="math notranslate nohighlight">\\(\\eta\\)</span>')
+    assert cl.render_math("already $x_1$ math") == "already $x_1$ math"  # MyST math is left as written
+
+
+def test_papers_named_by_short_title_and_authors_from_one_mapping():
+    import re
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    assert set(cl.PAPER_NAMES) == set(cl.PAPERS) == set(cl.SCOREBOARD_ORDER)
+    # each name's authors and title words are those of the bibliography entry (004 has no authors there)
+    for paper, key in (("003", "kothapalli2025spikes"), ("001", "hodgkinson2025htmp"),
+                       ("004", "linearhessian2026"), ("MM21", "martin2021implicit"), ("MP", "marchenko1967")):
+        entry = bib[bib.index(f"{{{key},"):].split("\n}", 1)[0].lower()
+        who, title = cl.PAPER_NAMES[paper]
+        surnames = [w for w in re.findall(r"[A-Za-z]+", who) if w[0].isupper() and w not in ("HiLD", "et")]
+        assert all(s.lower() in entry for s in surnames), (paper, who)
+        assert sum(w.lower() in entry for w in re.findall(r"[A-Za-z]{4,}", title)) >= 1, (paper, title)
+    assert cl.paper_name("001", markup="html").startswith("<em>") and "&amp;" in cl.paper_name("001", markup="html")
+
+
+def test_landing_page_differences_are_the_disagreements_with_rendered_math(tmp_path):
+    import re
+    _stored(tmp_path / "ch.ipynb", [
+        _claim(where="§1", verdict="disagrees", claim="the r^2 values lambda_ij match s_i^(2(L-1))",
+               cause="measured 3 < 4", section="sec-one"),
+        _claim(where="§2", verdict="inconclusive", cause="few runs"),
+        _claim(where="§3")], "ch")
+    board = cl.scoreboard(tmp_path)
+    html = board.differences_html()
+    assert html.count("<li>") == 1 and "§2" not in html
+    ascii_math = re.compile(r"(?<!\\)\blambda_|\bs_i\^\(|\br\^2")  # TeX's \\lambda_{ij} is not ASCII math
+    assert not ascii_math.search(html), html
+    assert html.count('class="math notranslate nohighlight"') == 3 and "3 &lt; 4" in html
+    assert 'href="ch.html#sec-one"' in html and cl.paper_name("003", markup="html") in html
+    table = board.counts_html()
+    assert table.count('<tr class="htlib-counts-paper">') == len(cl.SCOREBOARD_ORDER)
+    assert "<td>1</td><td>0</td><td>1</td><td>1</td><td>0</td>" in table  # 003: agrees, ..., not tested
+    # negative control: the rendering without the math conversion leaves the ASCII math in
+    assert ascii_math.search(html.replace("\\lambda_{ij}", "lambda_ij"))
 
 
 def test_the_latest_rerun_of_a_chapter_wins(tmp_path):

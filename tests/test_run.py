@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -198,11 +199,15 @@ def test_rerun_html_states_the_new_numbers_not_glue_markup(tmp_path):
 def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
     chapter = Path(__file__).resolve().parent.parent / "book" / "mp_baseline.ipynb"
     overrides = ["-p", "seed", "1", "-p", "sweep_seeds", "1", "-p", "sweep_rows", "[250, 500]"]
+    # Progress bars forced on (pytest's environment turns them off): they must reach the terminal, not the page.
     proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), *overrides, "--output-dir",
                            str(tmp_path)], capture_output=True, text=True,
-                          env={**__import__("os").environ, "TQDM_DISABLE": "1"})
+                          env={**__import__("os").environ, "HTLIB_PROGRESS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (nb_path,) = tmp_path.glob("mp_baseline-*.ipynb")
+    executed = nb_path.read_text(encoding="utf-8")
+    assert "it/s]" not in executed and "%|" not in executed, "a progress bar was written into the page"
+    assert not list(tmp_path.glob("*.progress"))
     text = _page_text(nb_path.with_suffix(".html"))
     assert "{glue" not in text and "glue:text" not in text
     for name, value in _pasted_glue(nb_path).items():  # empty until the chapter glues its prose
@@ -212,6 +217,14 @@ def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
     # Its links to the conventions page resolve to the copy beside it.
     html = nb_path.with_suffix(".html").read_text(encoding="utf-8")
     assert 'href="conventions.html#' in html and (tmp_path / "conventions.html").exists()
+    # It renders like a book page: the book's style sheet, caption CSV links that work, no link to a missing file.
+    assert 'href="_static/htlib.css' in html and (tmp_path / "_static" / "htlib.css").exists()
+    csv = re.findall(r'href="([^"]+\.csv)"', html)
+    assert csv and all((tmp_path / c).exists() for c in csv)
+    local = {h.split("#")[0].split("?")[0] for h in re.findall(r'(?:href|src)="([^"]+)"', html)
+             if not re.match(r"(?:[a-z]+:|#|//)", h)}
+    assert local and not [h for h in local if not (tmp_path / h).exists()]
+    assert not re.search(r'href="#?[\w-]+\.ipynb', html)
 
 
 def test_the_banner_names_only_what_differs_and_says_when_nothing_does():
@@ -560,3 +573,16 @@ def test_a_rerun_under_a_deep_temporary_folder_runs(tmp_path):
                           env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(deep)})
     assert proc.returncode == 0, proc.stderr
     assert not list(deep.iterdir())  # nothing left behind
+
+
+def test_the_progress_relay_prints_the_newest_bar_state_once(tmp_path, capsys):
+    bars = tmp_path / "x.progress"
+    relay = run._ProgressRelay(bars, every=0.05)
+    import time
+
+    time.sleep(0.2)  # no file yet: nothing printed
+    bars.write_text("\rruns:  10%|#  | 1/10\rruns:  20%|## | 2/10", encoding="utf-8")
+    time.sleep(0.3)
+    relay.stop()
+    err = capsys.readouterr().err
+    assert err.count("runs:  20%") == 1 and "10%" not in err
