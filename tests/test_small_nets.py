@@ -161,3 +161,81 @@ def test_ntk_small_eigenvalues_are_float64_accurate():
     ref = np.linalg.eigvalsh(3 * (X @ X.T + 1))
     assert ref.min() < 1e-8 * ref.max()  # the check reaches eigenvalues float32 cannot resolve
     np.testing.assert_allclose(lam, ref, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- device
+def test_device_is_validated_and_auto_resolves_before_keying(monkeypatch):
+    # the rule, on both branches of torch.cuda.is_available (patched, so it runs on any machine); the refused
+    # "cuda" is refused when the config is built, i.e. before any data are loaded or any step is taken
+    import htlib.small_nets as sn
+    from htlib.cache import config_key
+
+    with pytest.raises(ValueError, match="device"):
+        SmallNetConfig(device="gpu")
+    with pytest.raises(ValueError, match="device"):
+        SmallNetConfig(device=None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert SmallNetConfig().device == "cpu" and sn.resolve_device("auto") == "cpu"
+    with pytest.raises(ValueError, match="device='cuda'"):
+        SmallNetConfig(device="cuda")
+    with pytest.raises(ValueError, match="device='cuda'"):
+        sn.empirical_ntk(torch.nn.Linear(3, 2), torch.zeros(2, 3), device="cuda")
+    called = []
+    monkeypatch.setattr(sn, "_load", lambda *a: called.append(a))
+    with pytest.raises(ValueError, match="device='cuda'"):
+        train_small_net(SmallNetConfig(device="cuda"))
+    assert not called
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert sn.resolve_device("auto") == "cuda" and SmallNetConfig().device == "cuda"
+    monkeypatch.undo()
+    # the resolved device is in the config, hence in the result-cache key: "auto" never names two devices
+    cpu = SmallNetConfig(device="cpu")
+    gpu = SmallNetConfig(device="cpu")
+    object.__setattr__(gpu, "device", "cuda")  # a CUDA config, built without a CUDA device
+    assert config_key("htlib.small_nets.train_small_net", cpu) != config_key("htlib.small_nets.train_small_net", gpu)
+    if not torch.cuda.is_available():
+        assert SmallNetConfig() == cpu
+        assert config_key("htlib.small_nets.train_small_net", SmallNetConfig()) == \
+            config_key("htlib.small_nets.train_small_net", cpu)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="'auto' means CUDA on this machine: see the CUDA test")
+def test_auto_is_the_cpu_path_bit_for_bit_without_cuda():
+    from htlib.small_nets import empirical_ntk
+
+    kw = dict(model="lenet", dataset="mnist5k", batch_size=100, epochs=1, n_train=300, n_test=50)
+    a, b = train_small_net(SmallNetConfig(**kw)), train_small_net(SmallNetConfig(**kw, device="cpu"))
+    assert a.config.device == "cpu" and isinstance(a.weights, np.ndarray) and a.weights.dtype == np.float64
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert (a.train_acc, a.test_acc, a.weight_change) == (b.train_acc, b.test_acc, b.weight_change)
+    torch.manual_seed(0)
+    net, X = build_model(SmallNetConfig(model="lenet")), torch.randn(4, 784)
+    np.testing.assert_array_equal(empirical_ntk(net, X), empirical_ntk(net, X, device="cpu"))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
+def test_cuda_path_agrees_with_the_cpu_path():
+    # the same split, initialization and batch order on both devices: a few SGD steps agree to float32 rounding
+    # (TF32 off); the float64 NTK agrees to float64 rounding; the logistic NTK is the closed form 10 (X Xᵀ + 1)
+    from htlib.small_nets import _load, empirical_ntk, ntk_spectrum
+
+    kw = dict(model="lenet", dataset="mnist5k", batch_size=100, epochs=1, n_train=300, n_test=50)
+    cpu, gpu = train_small_net(SmallNetConfig(**kw, device="cpu")), train_small_net(SmallNetConfig(**kw, device="cuda"))
+    assert gpu.config.device == "cuda" and SmallNetConfig(**kw).device == "cuda"  # "auto" picks CUDA here
+    assert isinstance(gpu.weights, np.ndarray) and gpu.weights.dtype == np.float64
+    np.testing.assert_allclose(gpu.weights, cpu.weights, atol=1e-5)
+    assert gpu.weight_change == pytest.approx(cpu.weight_change, rel=1e-2)
+    assert abs(gpu.train_acc - cpu.train_acc) <= 0.02
+    torch.manual_seed(0)
+    net, X = build_model(SmallNetConfig(model="lenet", device="cpu")), torch.randn(6, 784)
+    K = empirical_ntk(net, X, device="cuda", chunk=4)
+    assert isinstance(K, np.ndarray) and K.dtype == np.float64
+    ref = empirical_ntk(net, X, device="cpu")
+    np.testing.assert_allclose(K, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+    cfg = SmallNetConfig(model="logistic", batch_size=64, epochs=2, lr=0.05, schedule="cosine", n_train=120, n_test=50,
+                         device="cuda")
+    sp = ntk_spectrum(cfg)
+    Xtr = _load(cfg, torch.Generator().manual_seed(cfg.seed))[0].double()
+    ref = np.linalg.eigvalsh((10 * (Xtr @ Xtr.T + 1)).numpy())
+    assert sp.eigs.dtype == np.float64
+    np.testing.assert_allclose(sp.eigs, ref, rtol=1e-9, atol=1e-12 * ref.max())
