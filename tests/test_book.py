@@ -357,8 +357,7 @@ def test_a_failing_cell_is_named_with_what_to_do(tmp_path):
     assert "book/ch.ipynb" in text and "cell 3 (`y = 1 / 0`)" in text and "python -m htlib.run book/ch.ipynb" in text
 
 
-@pytest.mark.parametrize("path", _chapter_params({
-    "htmp": "its summary and NTK tables are raw DataFrames; the chapter's rewrite builds them with htlib.plotting.table"}))
+@pytest.mark.parametrize("path", _chapter_params({}))
 def test_no_output_prints_an_undefined_number_as_nan(path):
     """An undefined value reads as a dash (htlib.plotting.number), never as ``nan`` (NaN, the word)."""
     nb = nbformat.read(str(path), as_version=4)

@@ -125,7 +125,7 @@ SMALLEST = {
              "alex_epochs": 1, "alex_n_train": 10, "alex_n_test": 1, "alex_widths": [1, 1, 2], "noise_seeds": 1,
              "init_batch": 1, "init_repeats": 1, "phase_n": 10, "traj_n": 1, "traj_d": 10, "traj_h": 11,
              "traj_steps": 2, "ntk_models": ["logistic"], "ntk_n": 10, "ntk_epochs": 1, "ntk_batch": 1,
-             "ntk_gammas": [0.1], "workers": 1},
+             "ntk_gammas": [0.1], "kappa_boot": 10, "workers": 1},
     "linear_hessian": {"n": 10, "epochs": 2, "tanh_epochs": 1, "held4_epochs": 1, "measure_points": 1, "trace_points": 2, "top_k": 1,
                        "hutchinson_probes": 2, "majority_shares": [0.1], "sizes": [10], "seeds": 1, "subsets": 2,
                        "tanh_seeds": 1, "depths": [1], "sigma_xs": [1.0], "aniso_ts": [0.0, 1.0], "workers": 1},

@@ -1,6 +1,7 @@
 """What the HTMP chapter (paper 001) computes, inside the result-cache key: :class:`Setup` and :data:`PAPER`, the
-batch-size experiment of Fig. 5 (:func:`run_batch`: training runs, pure-noise references and NTK runs, with both fits
-of each layer), the phase model, the training trajectory and the chapter's small tables.
+batch-size experiment of Fig. 5 (:func:`run_batch`: training runs, pure-noise references and NTK runs with their
+goodness-of-fit tests, both fits of each layer, the parametric bootstrap of each kappa and the direct tests of the
+paper's kappa), the phase model, the training trajectory and the chapter's small tables.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd
 from htlib import htmp, plotting, spectra, two_layer
 from htlib._checks import check_int
 from htlib.params import FLOP_RATE, MIN_WIDTH, Cost, ParameterError, SweepSetup, param
-from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, train_small_net
+from htlib.small_nets import SmallNetConfig, SmallNetResult, ntk_spectrum, resolve_device, train_small_net
 from htlib.sweep import run_sweep
 
 PAPER_KAPPA: dict[tuple[str, int], float] = {  # paper 001's fitted kappa per batch size: Fig. 5 and its text (LeNet)
@@ -32,6 +33,10 @@ def _feature_side(dataset: str) -> int:
 
 LENET_IMAGES_PER_SECOND = 1400.0  # LeNet on one one-thread worker, batch 100-1000 (benchmarks/bench_small_nets.py)
 NOISE_FIT_SECONDS = 10.0  # one pure-noise FC1 matrix: its ESD and both fits (benchmarks/bench_htmp.py: 2-11 s a fit)
+GOF_GAMMA_SECONDS = 0.25  # one refit of inverse_htmp_gof's null at one gamma, n = 250-1000 (its docstring)
+KAPPA_REFIT_SECONDS = 0.35  # one bootstrap refit (sample_htmp + fit_htmp) of LeNet's 120 eigenvalues, one thread
+PAPER_TEST_REPS = 60  # draws of the null of paper_kappa_test (beta-Laguerre spectra of the paper's law)
+PAPER_DRAW_SECONDS = 0.005  # one draw of the paper's-kappa null at 120 eigenvalues (sample + KS scale fit)
 
 def _alex_activations(widths, side: int) -> float:
     """MiniAlexNet's conv-block outputs per image (28 x 28, 14 x 14, 7 x 7 maps on MNIST; 32/28 that side on CIFAR)."""
@@ -41,7 +46,8 @@ def _alex_activations(widths, side: int) -> float:
 @dataclass(frozen=True)
 class Setup(SweepSetup):
     """The chapter's parameters (its ``parameters`` cell), validated once: LeNet at the paper's optimizer on ``n_train``
-    MNIST-5k images, MiniAlexNet a short run (``alex_*``); :data:`PAPER` the paper's protocol, :func:`cifar_overrides`.
+    MNIST-5k images, MiniAlexNet only with ``alex_train`` (``alex_*``: hours on two cores); :data:`PAPER` the paper's
+    protocol (MiniAlexNet trained), :func:`cifar_overrides`.  :meth:`costs` states what each part costs.
 
     Examples
     --------
@@ -68,6 +74,10 @@ class Setup(SweepSetup):
     repeats: int = param(3, "LeNet: runs per batch size, as in the paper", ge=1)
     epochs: int = param(200, "LeNet: SGD epochs, as in the paper", ge=1)
     n_train: int = param(4000, "LeNet: training images (MNIST-5k has 4000; the paper does not name LeNet's data)", ge=10)
+    kappa_boot: int = param(40, "parametric-bootstrap refits of each trained layer's KS fit (HTMP spectra of the "
+                                "fitted law at the same size and gamma): the interval beside each kappa", ge=10, le=10_000)
+    alex_train: bool = param(False, "MiniAlexNet: train it (hours on two cores at PAPER; without it its rows read "
+                                    "'not tested')")
     alex_repeats: int = param(1, "MiniAlexNet: runs per batch size (the paper: 3)", ge=1)
     alex_epochs: int = param(1, "MiniAlexNet: SGD epochs (the paper: 200)", ge=1)
     alex_n_train: int = param(1000, "MiniAlexNet: training images (MNIST-5k has 4000)", ge=10)
@@ -87,7 +97,8 @@ class Setup(SweepSetup):
     traj_h: int = param(750, "two-layer run: width (the spike chapter: 1500)", ge=MIN_WIDTH + 1)
     traj_steps: int = param(10, "two-layer run: FB-Adam steps", ge=2)
     traj_eta: float = param(1.0, "two-layer run: FB-Adam learning rate", gt=0)
-    ntk_models: tuple[str, ...] = param(("logistic", "lenet"), "models whose NTK spectrum is fitted",
+    ntk_models: tuple[str, ...] = param(("lenet",), "models whose NTK spectrum is fitted (logistic regression's "
+                                        "kernel does not depend on training: its row is not tested)",
                                         choices=("logistic", "lenet"))
     ntk_n: int = param(1000, "NTK runs: training images, as in the paper", ge=10)
     ntk_epochs: int = param(200, "NTK runs: SGD epochs with cosine annealing, as in the paper", ge=1)
@@ -95,16 +106,22 @@ class Setup(SweepSetup):
     ntk_batch: int = param(64, "NTK runs: batch size, as in the paper", ge=1)
     ntk_gammas: tuple[float, ...] = param((0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99), "aspect ratios tried by the "
                                           "inverse-HTMP and inverse-MP fits", gt=0, lt=1)
-    ntk_rtols: tuple[float, ...] = param((1e-9, 1e-6, 1e-4), "NTK eigenvalues at or below rtol x the largest are left "
-                                         "out as zero; the first is the claim's, the others its variants", gt=0, lt=1)
-    ntk_boot: int = param(100, "NTK fits: parametric-bootstrap replicates of each KS null", ge=10, le=10_000)
+    ntk_rtols: tuple[float, ...] = param((1e-9, 1e-4), "NTK eigenvalues at or below rtol x the largest are left "
+                                         "out as zero; the first is the claim's, the others its variants (first "
+                                         "seed)", gt=0, lt=1)
+    ntk_boot: int = param(19, "NTK fits: parametric-bootstrap refits of each goodness-of-fit test (the smallest p "
+                              "is 1/(ntk_boot + 1): 19 reaches 0.05)", ge=1, le=10_000)
     ntk_seeds: int = param(6, "NTK runs: LeNet's training seeds seed, seed+1, ...", ge=1)
     ntk_logistic_seeds: int = param(4, "NTK runs: logistic regression's training seeds seed, seed+1, ... (a seed "
                                        "redraws the images; its kernel does not depend on its weights)", ge=1)
-    ntk_seed_boot: int = param(100, "NTK fits: bootstrap replicates of the KS nulls for the seeds after the first "
-                                    "(only their spread enters the claim's interval)", ge=10, le=10_000)
+    device: str = param("auto", "where the small nets train and their NTK is computed (auto: cuda where available)",
+                        choices=("auto", "cpu", "cuda"))
 
     def _check(self) -> None:
+        try:
+            resolve_device(self.device)  # "cuda" without a CUDA device is refused here, before any run
+        except ValueError as err:
+            raise ParameterError(f"parameter 'device' {err}") from None
         if self.traj_d >= self.traj_h:  # the HTMP fit of the two-layer run's W needs gamma = d/h < 1
             raise ParameterError(f"parameter 'traj_d' must be < traj_h = {self.traj_h}; got {self.traj_d}")
         side = _feature_side(self.dataset)
@@ -130,11 +147,16 @@ class Setup(SweepSetup):
         side, workers = _feature_side(self.dataset), self.workers
         pixels = 784 if self.dataset == "mnist5k" else 3072
         lenet = (len(self.batch_sizes) * self.repeats + self.init_repeats) * self.epochs * self.n_train
-        alex = len(self.batch_sizes) * self.alex_repeats * self.alex_epochs * self.alex_n_train
+        alex = len(self.batch_sizes) * self.alex_repeats * self.alex_epochs * self.alex_n_train * self.alex_train
+        # the bootstrap refits and the paper's-kappa nulls, per trained layer (FC1: 120 eigenvalues, 1000 MiniAlexNet's)
+        layers = len(self.batch_sizes) * (self.repeats * 120 + self.alex_repeats * 1000 * self.alex_train) / 120
+        refits = layers * (self.kappa_boot * KAPPA_REFIT_SECONDS + PAPER_TEST_REPS * PAPER_DRAW_SECONDS)
         alex_scale = _alex_activations(self.alex_widths, side) / _alex_activations((96, 256, 192), 3)
         batch = max(min(b, max(self.n_train, self.alex_n_train)) for b in self.batch_sizes)
-        seeds = self.ntk_seeds + self.ntk_logistic_seeds
-        boots = (len(self.ntk_models) * self.ntk_boot + (seeds - len(self.ntk_models)) * self.ntk_seed_boot)
+        seeds = self.ntk_seeds * ("lenet" in self.ntk_models) + self.ntk_logistic_seeds * ("logistic" in self.ntk_models)
+        # one goodness-of-fit test per seed at the claim's cut-off, the other cut-offs at the first seed; each
+        # replicate refits at every gamma of the grid (inverse_htmp_gof: about 0.25 s a gamma)
+        boots = (seeds + len(self.ntk_models) * (len(self.ntk_rtols) - 1)) * self.ntk_boot * len(self.ntk_gammas)
         traj_b, traj_f = two_layer.run_cost(two_layer.TwoLayerConfig(n=self.traj_n, d=self.traj_d, h=self.traj_h,
                                                                      steps=self.traj_steps, keep_weights=(0, 1)))
         return [
@@ -143,11 +165,13 @@ class Setup(SweepSetup):
                  memory=workers * 4.0 * (3 * batch * _alex_activations(self.alex_widths, side)
                                          + pixels * (self.n_train + self.alex_n_train + self.alex_n_test)),
                  seconds=(lenet / LENET_IMAGES_PER_SECOND + alex * alex_scale / ALEX_IMAGES_PER_SECOND) / 2),
-            Cost("the NTK runs", ("ntk_n", "ntk_epochs", "ntk_seeds", "ntk_logistic_seeds", "ntk_boot", "ntk_seed_boot"),
+            Cost("the NTK runs", ("ntk_n", "ntk_epochs", "ntk_seeds", "ntk_logistic_seeds", "ntk_boot", "ntk_gammas"),
                  memory=workers * 8.0 * 3 * self.ntk_n ** 2,
                  seconds=seeds * (self.ntk_epochs + 30) * self.ntk_n / LENET_IMAGES_PER_SECOND / 2
-                 + seeds * 10 * self.ntk_n ** 3 / FLOP_RATE + boots * NOISE_FIT_SECONDS * (self.ntk_n / 1000) ** 2 / 2),
-            Cost("the pure-noise references", ("noise_seeds",), seconds=2 * self.noise_seeds * NOISE_FIT_SECONDS / 2),
+                 + seeds * 10 * self.ntk_n ** 3 / FLOP_RATE + boots * GOF_GAMMA_SECONDS / 2),
+            Cost("the pure-noise references", ("noise_seeds",),
+                 seconds=(1 + self.alex_train) * self.noise_seeds * NOISE_FIT_SECONDS / 2),
+            Cost("the bootstrap refits of kappa and the tests of the paper's kappa", ("kappa_boot",), seconds=refits / 2),
             Cost("the two-layer run", ("traj_n", "traj_d", "traj_h", "traj_steps"), memory=traj_b,
                  seconds=traj_f / FLOP_RATE)]
 
@@ -157,14 +181,18 @@ class Setup(SweepSetup):
                   momentum=float(self.momentum), data_dir=self.data_dir or None, seed=int(seed),
                   epochs=self.epochs if lenet else self.alex_epochs,
                   n_train=self.n_train if lenet else self.alex_n_train,
-                  n_test=None if lenet else self.alex_n_test, conv_widths=tuple(int(w) for w in self.alex_widths))
+                  n_test=None if lenet else self.alex_n_test, conv_widths=tuple(int(w) for w in self.alex_widths),
+                  **self._device())
         kw.update(over)
         return SmallNetConfig(**kw)
 
     def run_configs(self) -> list[SmallNetConfig]:
-        """LeNet then MiniAlexNet, batch size x repeat (seed ``seed + r``), then LeNet's initialization variant."""
+        """LeNet then MiniAlexNet (with ``alex_train``), batch size x repeat (seed ``seed + r``), then LeNet's
+        initialization variant."""
         out = [self._config("lenet", b, self.seed + r) for b in self.batch_sizes for r in range(self.repeats)]
-        out += [self._config("minialexnet", b, self.seed + r) for b in self.batch_sizes for r in range(self.alex_repeats)]
+        if self.alex_train:
+            out += [self._config("minialexnet", b, self.seed + r) for b in self.batch_sizes
+                    for r in range(self.alex_repeats)]
         out += [self._config("lenet", self.init_batch, self.seed + r, init="variance") for r in range(self.init_repeats)]
         return out
 
@@ -174,13 +202,18 @@ class Setup(SweepSetup):
         return [self.seed + r for r in range(n)]
 
     def ntk_configs(self) -> list:
-        """The NTK runs: ``ntk_models`` at each seed of :meth:`ntk_seed_list`."""
+        """The NTK runs: ``ntk_models`` at each seed of :meth:`ntk_seed_list`; the goodness-of-fit test at the claim's
+        cut-off on every seed, at the other cut-offs (the variants) on the first."""
         return [NTKConfig(SmallNetConfig(model=m, dataset=self.dataset, batch_size=self.ntk_batch, epochs=self.ntk_epochs,
                                          lr=float(self.ntk_lr), momentum=float(self.momentum), schedule="cosine",
-                                         n_train=self.ntk_n, data_dir=self.data_dir or None, seed=s),
+                                         n_train=self.ntk_n, data_dir=self.data_dir or None, seed=s, **self._device()),
                           tuple(float(g) for g in self.ntk_gammas), tuple(float(r) for r in self.ntk_rtols),
-                          int(self.ntk_boot if i == 0 else self.ntk_seed_boot))
+                          int(self.ntk_boot), len(self.ntk_rtols) if i == 0 else 1)
                 for m in self.ntk_models for i, s in enumerate(self.ntk_seed_list(m))]
+
+    def _device(self) -> dict:
+        """``{"device": ...}`` for :class:`SmallNetConfig`."""
+        return {"device": self.device}
 
     def ntk_reduction(self, model: str) -> str:
         """What keeps ``model``'s NTK runs from the paper's protocol (:data:`PAPER`); ``""`` if nothing."""
@@ -204,8 +237,9 @@ class Setup(SweepSetup):
                     "the batch order)")
         return (f"{data}, {self.ntk_n:,} training images, {self.ntk_epochs} epochs, cosine annealing from "
                 f"{self.ntk_lr:g}, batch {self.ntk_batch}, SGD momentum {self.momentum:g} (unstated in the paper); "
-                "logistic regression on 28x28 digits has 7,850 parameters (the paper's 30K implies 3,072-dimensional "
-                "CIFAR-10/SVHN inputs); LeNet-5 with 61,706; the paper's larger models (ResNet, VGG, DenseNet, "
+                + ("logistic regression on 28x28 digits has 7,850 parameters (the paper's 30K implies 3,072-dimensional "
+                   "CIFAR-10/SVHN inputs); " if model == "logistic" else "LeNet-5 with 61,706 parameters; ")
+                + "the paper's larger models (ResNet, VGG, DenseNet, "
                 "4.8M-11.1M parameters) not run; output-traced n x n NTK, not the full 10n x 10n; the inverse law's "
                 f"gamma chosen by KS from {', '.join(f'{g:g}' for g in self.ntk_gammas)}; eigenvalues at or below "
                 f"{self.ntk_rtols[0]:g} x the largest left out as zero (the paper gives no cut-off)" + seed_txt)
@@ -256,7 +290,8 @@ def alex_paper_hours(setup: "Setup", workers: int = 2) -> float:
     images = PAPER.alex_n_train * PAPER.alex_epochs * PAPER.alex_repeats * len(setup.batch_sizes)
     return images * scale / (workers * ALEX_IMAGES_PER_SECOND) / 3600.0
 
-PAPER = Setup(n_train=4000, alex_repeats=3, alex_epochs=200, alex_n_train=4000, alex_n_test=1000)  # the paper's runs
+PAPER = Setup(n_train=4000, alex_train=True, alex_repeats=3, alex_epochs=200, alex_n_train=4000,
+              alex_n_test=1000)  # the paper's runs
 
 def cifar_overrides(data_dir: str) -> dict:
     """The parameters that move :data:`PAPER` onto all of CIFAR-10 from the folder ``data_dir``."""
@@ -277,16 +312,20 @@ class NoiseConfig:
 
 @dataclass(frozen=True)
 class NTKConfig:
-    """One NTK job: train ``net``, fit the inverse HTMP law at each cut-off of ``rtols``, draw ``boot`` KS nulls."""
+    """One NTK job: train ``net``, fit the inverse HTMP law at each cut-off of ``rtols`` and test the fit against its
+    own parametric null (:func:`htlib.htmp.inverse_htmp_gof`, ``boot`` refits) at the first ``tested`` cut-offs."""
     net: SmallNetConfig
     gammas: tuple
     rtols: tuple = (1e-9,)
-    boot: int = 100
+    boot: int = 19
+    tested: int = 1
     model: str = "ntk"
 
 @dataclass(frozen=True)
 class NTKFit:
-    """One trained net's NTK spectrum and inverse-HTMP fits (``fits``: per cut-off of ``rtols``) with their KS nulls."""
+    """One trained net's NTK spectrum and inverse-HTMP fits (``fits``: per cut-off of ``rtols``) with their
+    goodness-of-fit tests (``gof``: a :class:`htlib.htmp.GoFResult` per cut-off, ``None`` where not tested, with the
+    error in ``gof_errors`` by cut-off index where the test could not be made)."""
     model: str
     eigs: np.ndarray
     train_acc: float
@@ -295,35 +334,10 @@ class NTKFit:
     fit: htmp.InverseFit
     rtols: tuple = ()
     fits: tuple = ()
-    nulls: tuple = ()
-    mp_null: np.ndarray | None = None
+    gof: tuple = ()
     gammas: tuple = ()
     seed: int = 0
-
-def ks_null(kappa: float, gamma: float, n: int, *, reps: int, seed) -> np.ndarray:
-    """The KS distance of a law fitted to a sample drawn from that law: ``reps`` seeded replicates, each refitted as
-    the data were (:func:`htlib.htmp.fit_htmp`, or the KS-fitted MP scale for ``kappa = inf``); KS is invariant under
-    ``y -> 1/y``, so this is also the null of the inverse law's KS.
-
-    Examples
-    --------
-    >>> null = ks_null(math.inf, 0.5, 500, reps=20, seed=0)
-    >>> null.shape, bool(0.005 < np.median(null) < 1.36 / math.sqrt(500))
-    ((20,), True)
-    """
-    check_int("n", n, 10)
-    check_int("reps", reps, 1)
-    rng = np.random.default_rng(seed)
-    if math.isinf(kappa):
-        lo, hi = spectra.mp_edges(gamma)
-        grid = np.linspace(lo, hi, 20_001)
-        cdf = spectra.mp_cdf(grid, gamma)
-        out = []
-        for _ in range(reps):
-            x = np.sort(np.interp(rng.random(n), cdf, grid))
-            out.append(htmp.fit_scale_ks(x, lambda y: spectra.mp_cdf(y, gamma, 1.0), float(x.mean()))[1])
-        return np.asarray(out)
-    return np.asarray([htmp.fit_htmp(htmp.htmp.ppf(rng.random(n), kappa, gamma), gamma).ks for _ in range(reps)])
+    gof_errors: dict = field(default_factory=dict)
 
 @dataclass(frozen=True)
 class LayerFit:
@@ -374,15 +388,20 @@ def train_and_fit(config):
     if isinstance(config, NTKConfig):
         sp = ntk_spectrum(config.net)
         fits = tuple(htmp.fit_inverse_htmp(sp.eigs, config.gammas, rtol=r) for r in config.rtols)
-        nulls, done = [], {}
-        for i, f in enumerate(fits):
-            key = (f.n, f.kappa, f.gamma)  # a cut-off that keeps the same eigenvalues has the same null
-            if key not in done:
-                done[key] = ks_null(f.kappa, f.gamma, f.n, reps=config.boot, seed=(config.net.seed, i))
-            nulls.append(done[key])
-        mp_null = ks_null(math.inf, fits[0].mp_gamma, fits[0].n, reps=config.boot, seed=(config.net.seed, 1000))
+        gof, done, errors = [], {}, {}
+        for i, (f, r) in enumerate(zip(fits, config.rtols)):
+            if i >= config.tested:
+                gof.append(None)
+                continue
+            if f.n not in done:  # a cut-off that keeps the same eigenvalues has the same test
+                try:
+                    done[f.n] = htmp.inverse_htmp_gof(sp.eigs, config.gammas, rtol=r, reps=config.boot,
+                                                      seed=1000 * int(config.net.seed) + i)
+                except ValueError as err:  # a refit the test cannot make: recorded, and its rows not tested
+                    done[f.n], errors[i] = None, str(err)
+            gof.append(done[f.n])
         return NTKFit(config.net.model, sp.eigs, sp.train_acc, sp.test_acc, sp.n_params, fits[0], tuple(config.rtols),
-                      fits, tuple(nulls), mp_null, tuple(config.gammas), int(config.net.seed))
+                      fits, tuple(gof), tuple(config.gammas), int(config.net.seed), errors)
     if isinstance(config, NoiseConfig):
         rng = np.random.default_rng(config.seed)
         W = rng.standard_normal((config.rows, config.cols)) / math.sqrt(config.cols)
@@ -394,16 +413,100 @@ def train_and_fit(config):
                      train_acc=r.train_acc, test_acc=r.test_acc, weight_change=r.weight_change, steps=steps)
 
 @dataclass(frozen=True)
+class KappaBootConfig:
+    """One layer's parametric bootstrap of its KS fit: ``reps`` spectra of size ``n`` drawn from the fitted law
+    (HTMP(``kappa``, ``gamma``) by :func:`htlib.htmp.sample_htmp`; a Gaussian matrix's where ``kappa = inf``, MP),
+    each refitted by :func:`htlib.htmp.fit_htmp` at ``gamma`` exactly as the layer was."""
+    kappa: float
+    gamma: float
+    n: int
+    reps: int
+    seed: tuple
+    model: str = "kappa-boot"
+
+@dataclass(frozen=True)
+class PaperTestConfig:
+    """The null of :func:`paper_kappa_test`: ``reps`` beta-Laguerre spectra of HTMP(``kappa``, ``gamma``) at size
+    ``n``, each with its scale fitted by KS."""
+    kappa: float
+    gamma: float
+    n: int
+    reps: int
+    seed: tuple
+    model: str = "paper-test"
+
+def kappa_boot(config: KappaBootConfig) -> np.ndarray:
+    """The refitted kappas of :class:`KappaBootConfig` (``inf`` where a refit finds MP), one per replicate.
+
+    Examples
+    --------
+    >>> k = kappa_boot(KappaBootConfig(2.0, 0.3, 200, 5, (0, 1)))
+    >>> k.shape, bool(np.all((k > 0.1) & (k < 50)))
+    ((5,), True)
+    """
+    check_int("n", config.n, 10)
+    check_int("reps", config.reps, 1)
+    rng = np.random.default_rng(list(config.seed))
+    out = []
+    for _ in range(config.reps):
+        s = int(rng.integers(2**31))
+        if math.isinf(config.kappa):
+            cols = max(config.n + 1, round(config.n / config.gamma))
+            x = spectra.esd(np.random.default_rng(s).standard_normal((config.n, cols)))
+            g = config.n / cols
+        else:
+            x, g = htmp.sample_htmp(config.n, config.kappa, config.gamma, seed=s), config.gamma
+        out.append(htmp.fit_htmp(x, g).kappa)
+    return np.asarray(out, dtype=np.float64)
+
+def paper_null(config: PaperTestConfig) -> np.ndarray:
+    """The KS distances of :class:`PaperTestConfig`'s ``reps`` spectra to their law, scale fitted (``paper_ks``)."""
+    rng = np.random.default_rng(list(config.seed))
+    return np.array([paper_ks(htmp.sample_htmp(config.n, config.kappa, config.gamma, seed=int(rng.integers(2**31))),
+                              config.kappa, config.gamma) for _ in range(config.reps)])
+
+def percentile_interval(draws, level: float = 0.95) -> tuple[float, float]:
+    """The equal-tailed percentile interval of bootstrap ``draws`` at ``level``: the ``k``-th smallest and ``k``-th
+    largest draw, ``k = max(1, floor(B (1 - level) / 2))`` of ``B`` draws (no interpolation, so a draw at ``inf``
+    gives an upper end at ``inf``).
+
+    Examples
+    --------
+    >>> percentile_interval(np.arange(1.0, 41.0))
+    (1.0, 40.0)
+    >>> percentile_interval(np.arange(1.0, 201.0))
+    (5.0, 196.0)
+    >>> percentile_interval([1.0, 2.0, 3.0, np.inf], 0.5)
+    (1.0, inf)
+    """
+    d = np.sort(np.asarray(draws, dtype=np.float64).ravel())
+    if d.size == 0 or np.isnan(d).any():
+        raise ValueError(f"draws must be a non-empty array without nan, got {d.size} values")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    k = max(1, math.floor(d.size * (1.0 - level) / 2.0 + 1e-9))
+    return float(d[k - 1]), float(d[d.size - k])
+
+@dataclass(frozen=True)
 class BatchResult:
-    """Every fitted layer of the batch-size experiment, the pure-noise references, their summary and the NTK runs."""
+    """Every fitted layer of the batch-size experiment, the pure-noise references, their summary and the NTK runs;
+    ``boot`` the bootstrap kappas per trained layer ``(model, batch, seed)``, ``paper_tests`` the direct tests of
+    the paper's kappa, ``(observed KS, null)`` per layer where the paper gives a finite kappa."""
     setup: Setup
     fits: list
     noise: list
     summary: pd.DataFrame = field(repr=False)
     ntk: list = field(default_factory=list)
+    boot: dict = field(default_factory=dict)
+    paper_tests: dict = field(default_factory=dict)
 
     def of(self, model: str, init: str = "std") -> list:
         return [f for f in self.fits if f.model == model and f.init == init]
+
+    def kappa_interval(self, f: "LayerFit", level: float = 0.95) -> tuple[float, float]:
+        """The percentile interval of layer ``f``'s bootstrap kappas; ``(nan, nan)`` where none were drawn."""
+        d = self.boot.get((f.model, f.batch_size, f.seed))
+        return percentile_interval(d, level) if d is not None and d.size else (math.nan, math.nan)
 
     def noise_of(self, model: str) -> list:
         shape = {f.eigs.size for f in self.of(model)}
@@ -418,25 +521,49 @@ def _fc1_shape(setup: Setup, model: str) -> tuple[int, int]:
     return 1000, int(setup.alex_widths[2]) * s * s
 
 def batch_configs(setup: Setup) -> list:
-    """The jobs of :func:`run_batch`: the training runs, then ``noise_seeds`` pure-noise matrices per FC1 shape."""
-    noise = [NoiseConfig(*_fc1_shape(setup, m), seed=setup.seed + i) for m in ("lenet", "minialexnet")
-             for i in range(setup.noise_seeds)]
+    """The jobs of :func:`run_batch`: the training runs, ``noise_seeds`` pure-noise matrices per FC1 shape trained,
+    then the NTK runs."""
+    models = ("lenet", "minialexnet") if setup.alex_train else ("lenet",)
+    noise = [NoiseConfig(*_fc1_shape(setup, m), seed=setup.seed + i) for m in models for i in range(setup.noise_seeds)]
     return setup.run_configs() + noise + setup.ntk_configs()
 
+def boot_configs(setup: Setup, fits) -> tuple[list, list]:
+    """The second stage of :func:`run_batch`: a :class:`KappaBootConfig` per trained layer (standard initialization)
+    and a :class:`PaperTestConfig` per layer where the paper gives a finite kappa, keyed ``(model, batch, seed)``."""
+    boot, tests = [], []
+    for f in fits:
+        if f.init != "std":
+            continue
+        key = (f.model, f.batch_size, f.seed)
+        boot.append((key, KappaBootConfig(float(f.kappa), float(f.gamma), int(f.eigs.size), int(setup.kappa_boot),
+                                          (int(setup.seed), 4000, int(f.batch_size), int(f.seed)))))
+        kp = PAPER_KAPPA.get((f.model, f.batch_size), math.inf)
+        if math.isfinite(kp):
+            tests.append((key, PaperTestConfig(float(kp), float(f.gamma), int(f.eigs.size), PAPER_TEST_REPS,
+                                               (int(setup.seed), 3000 + int(f.batch_size), int(f.seed)))))
+    return boot, tests
+
 def run_batch(setup: Setup) -> BatchResult:
-    """Train and fit every run of ``setup`` and fit the noise references, on worker processes, through the cache."""
+    """Train and fit every run of ``setup``, fit the noise references and run the NTK jobs, then bootstrap each
+    trained layer's kappa and test the paper's kappa directly: on worker processes, through the cache."""
     jobs = batch_configs(setup)
     # the costliest jobs first, so that the two workers finish together
     order = sorted(range(len(jobs)), key=lambda i: -_cost(jobs[i]))
     with setup.executor_context() as pool:
         done = run_sweep(train_and_fit, [jobs[i] for i in order], executor=pool, progress=False)
-    out = [None] * len(jobs)
-    for i, r in zip(order, done):
-        out[i] = r
-    ntk = [r for r in out if isinstance(r, NTKFit)]
-    fits = [r for r in out if isinstance(r, LayerFit) and r.model != "noise"]
-    noise = [r for r in out if isinstance(r, LayerFit) and r.model == "noise"]
-    return BatchResult(setup, fits, noise, summarize([f for f in fits if f.init == "std"]), ntk)
+        out = [None] * len(jobs)
+        for i, r in zip(order, done):
+            out[i] = r
+        ntk = [r for r in out if isinstance(r, NTKFit)]
+        fits = [r for r in out if isinstance(r, LayerFit) and r.model != "noise"]
+        noise = [r for r in out if isinstance(r, LayerFit) and r.model == "noise"]
+        boot, tests = boot_configs(setup, fits)
+        draws = run_sweep(kappa_boot, [c for _, c in boot], executor=pool, progress=False) if boot else []
+        nulls = run_sweep(paper_null, [c for _, c in tests], executor=pool, progress=False) if tests else []
+    by_key = {(f.model, f.batch_size, f.seed): f for f in fits if f.init == "std"}
+    paper_tests = {k: (paper_ks(by_key[k].eigs, c.kappa, c.gamma), np.asarray(v)) for (k, c), v in zip(tests, nulls)}
+    return BatchResult(setup, fits, noise, summarize([f for f in fits if f.init == "std"]), ntk,
+                       {k: np.asarray(d) for (k, _), d in zip(boot, draws)}, paper_tests)
 
 def _cost(job) -> float:
     if isinstance(job, NoiseConfig):
@@ -557,27 +684,6 @@ def inverse_tail_fit(kappa: float, gamma: float, n: int, seed: int) -> pd.DataFr
            "slope at xmin": slopes[0], "at 10 xmin": slopes[1], "at 1e4 xmin": slopes[2]}
     return pd.DataFrame([row])
 
-@functools.lru_cache(maxsize=8)
-def _mp_null(gamma: float, n: int, reps: int, seed: int) -> np.ndarray:
-    return ks_null(math.inf, gamma, n, reps=reps, seed=(seed, 2000))
-
-def wishart_calibration(res: BatchResult) -> dict | None:
-    """The i.i.d. bootstrap null against pure Wishart spectra of the largest FC1 shape; ``None`` without noise."""
-    if not res.noise or max(f.eigs.size for f in res.noise) < 10:
-        return None
-    n = max(f.eigs.size for f in res.noise)
-    sel = [f for f in res.noise if f.eigs.size == n]
-    g = sel[0].gamma
-    null = _mp_null(round(float(g), 12), int(n), int(res.setup.ntk_boot), int(res.setup.seed))
-    ks = float(np.median([f.mp_ks for f in sel]))
-    return dict(n=int(n), cols=int(round(n / g)), gamma=float(g), matrices=len(sel), ks=ks, null=null,
-                below=bool(ks < null.min()),
-                text=(f"a pure {n:,} x {round(n / g):,} Wishart spectrum has MP KS {ks:.2g} (median of {len(sel)}) "
-                      f"against an i.i.d. null of {np.mean(null):.3g} +- {np.std(null):.2g} (lowest {null.min():.3g}, "
-                      f"{null.size} draws)"))
-
-PAPER_TEST_REPS = 60  # draws of the null of paper_kappa_test (beta-Laguerre spectra of the paper's law)
-
 @functools.lru_cache(maxsize=256)
 def _bulk_fit_cached(eigs: bytes, gamma: float) -> tuple[int, float]:
     lam = np.sort(np.frombuffer(eigs, dtype=np.float64))
@@ -615,13 +721,13 @@ def paper_kappa_test(eigs, kappa: float, gamma: float, *, reps: int = PAPER_TEST
     >>> bool(ks <= null.max()), null.shape
     (True, (20,))
     """
+    seed = tuple(int(v) for v in np.atleast_1d(seed))
+    null = paper_null(PaperTestConfig(float(kappa), float(gamma), int(np.asarray(eigs).size), int(reps), seed))
+    return paper_ks(eigs, kappa, gamma), null
+
+def paper_ks(eigs, kappa: float, gamma: float) -> float:
+    """The KS distance of HTMP(``kappa``, ``gamma``) to the positive ``eigs``, its scale fitted by KS."""
     cdf = functools.partial(htmp.htmp_cdf, kappa=float(kappa), gamma=float(gamma))
-    def ks_of(x) -> float:
-        x = np.sort(np.asarray(x, dtype=np.float64))
-        x = x[x > 0]
-        return htmp.fit_scale_ks(x, cdf, float(x.mean()))[1]
-    rng = np.random.default_rng(seed)
-    n = int(np.asarray(eigs).size)
-    null = np.array([ks_of(htmp.sample_htmp(n, float(kappa), float(gamma), seed=int(rng.integers(2**31))))
-                     for _ in range(int(reps))])
-    return ks_of(eigs), null
+    x = np.sort(np.asarray(eigs, dtype=np.float64))
+    x = x[x > 0]
+    return htmp.fit_scale_ks(x, cdf, float(x.mean()))[1]
