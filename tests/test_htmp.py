@@ -630,8 +630,9 @@ def test_every_record_comes_from_the_table_and_every_level_is_a_value_there():
     assert ch.mp_delta() == pytest.approx(1 / ch.TABLE["minialexnet-1000"].level)
     # the NTK claim: goodness of fit on at least 5 seeds, with the inverse MP law rejected; its level a value here
     fits, mp = ch.TABLE["ntk-lenet"].parts
-    assert (fits.statistic, fits.op, fits.level, fits.min_runs) == ("mean", ">", 0.05, 5)
-    assert (mp.statistic, mp.op, mp.level, mp.min_runs) == ("mean", "<=", 0.05, 5)
+    assert (fits.statistic, fits.op, fits.level, fits.min_runs) == ("sign", ">", 0.5, 5)
+    assert (mp.statistic, mp.op, mp.level, mp.min_runs) == ("sign", ">", 0.5, 5)
+    assert ch.TABLE["ntk-lenet"].revised_because  # the criterion changed after the runs: the record says so
     # the merged rows are gone; the trend reads the whole spectrum, its bulk a variant
     assert not {"ntk-lenet-boot", "ntk-lenet-rtol1e-06", "ntk-logistic-boot"} & set(ch.TABLE)
     assert ch.TABLE["lenet-falls"].statistic == "mean" and ch.TABLE["lenet-falls-bulk"].variant_of == "lenet-falls"
@@ -820,17 +821,28 @@ def test_the_ntk_claim_is_a_goodness_of_fit_test_with_inverse_mp_rejected():
 
 
 def test_more_seeds_only_sharpen_the_ntk_verdict():
-    """For a law the test keeps (p uniform on the 20 values of 19 refits) "agrees" grows more likely with seeds, and
-    for a law every refit rejects (p = 1/20 on every seed) it is "disagrees" at any number of seeds."""
+    """For a law the test keeps (p uniform on the 20 values of 19 refits) "agrees" grows more likely with seeds; for a
+    law the test rejects on half of the seeds it stays unlikely however many seeds are added (the seed mean of p, the
+    first criterion, drifted to "agrees" there); a law every refit rejects is "disagrees" at any number of seeds."""
     from htlib.claims import Measurement, judge
     from htlib.experiments import htmp as ch
 
     spec = ch.TABLE["ntk-lenet"].parts[0]
     rng = np.random.default_rng(0)
-    rate = {n: np.mean([judge(spec, Measurement(rng.integers(1, 21, n) / 20)).verdict == "agrees" for _ in range(200)])
-            for n in (5, 6, 8, 20)}
-    assert rate[5] < rate[6] < rate[8] <= rate[20] and rate[20] > 0.95, rate
-    assert {judge(spec, Measurement(np.full(n, 0.05))).verdict for n in (5, 10, 40)} == {"disagrees"}
+
+    def rate(draw, n):
+        return np.mean([judge(spec, Measurement((draw(n) > ch.reading.GOF_ALPHA).astype(float))).verdict == "agrees"
+                        for _ in range(200)])
+
+    uniform = lambda n: rng.integers(1, 21, n) / 20  # noqa: E731
+    half = lambda n: np.where(rng.random(n) < 0.5, 0.05, uniform(n))  # noqa: E731
+    # (the exact sign test's attainable levels step with n: 5 of 5, 7 of 8, 15 of 20 passes agree; between them the
+    # rate saw-tooths, e.g. 6 seeds need 6 of 6)
+    true = {n: rate(uniform, n) for n in (5, 8, 20)}
+    assert true[5] < true[8] <= true[20] and true[20] > 0.95, true
+    false = {n: rate(half, n) for n in (6, 20, 40)}
+    assert max(false.values()) < 0.1, false  # at most the sign test's size, at every number of seeds
+    assert {judge(spec, Measurement(np.zeros(n))).verdict for n in (5, 10, 40)} == {"disagrees"}
 
 
 def test_logistic_ntk_does_not_depend_on_its_weights():
@@ -850,8 +862,8 @@ def test_the_findings_line_is_read_from_the_records():
     recs = _records(_batch(_lenet(), ntk=ntk))
     line = ch.finding(list(recs.values()), ["ntk-lenet", "ntk-logistic"])
     fits, mp = ch.TABLE["ntk-lenet"].parts
-    mean = f"{np.mean([x.gof[0].p for x in ntk]):.3g}"  # each part's criterion beside its own seed mean
-    assert line.startswith("agrees (") and f"{fits.criterion}: mean {mean}" in line and f"{mp.criterion}: mean 0.05" in line
+    assert line.startswith("agrees (") and fits.criterion in line and mp.criterion in line
+    assert "criterion chosen after the numbers were seen" in line  # its revision is marked on the first screen
     assert "; not tested (logistic regression's NTK is 10 (X X^T + 1)" in line
 
 
