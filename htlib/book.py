@@ -139,13 +139,9 @@ def local_mathjax(root: Path = REPO_ROOT) -> Path | None:
     return static
 
 
-def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
-    """``_config.yml`` with the execution cache at :func:`execution_cache_path` and MathJax served locally."""
-    config = yaml.safe_load((root / "_config.yml").read_text())
-    config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
-    if (timeout := cell_timeout()) is not None:
-        config["execute"]["timeout"] = timeout
-    # The generated file lives in _build/ and Jupyter Book resolves these paths against its folder: absolute.
+def absolute_paths(config: dict, root: Path = REPO_ROOT) -> dict:
+    """Point ``config`` (a loaded ``_config.yml``) at the book's local extensions, its ``_static`` folder (htlib.css)
+    and the local MathJax by absolute paths, for a build whose configuration lives in another folder; returns it."""
     local = config.get("sphinx", {}).get("local_extensions") or {}
     for name, folder in local.items():
         local[name] = str((root / folder).resolve())
@@ -158,6 +154,15 @@ def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -
         sphinx_config["mathjax_path"] = "mathjax/tex-chtml.js"
     if static_paths:
         sphinx_config["html_static_path"] = static_paths
+    return config
+
+def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
+    """``_config.yml`` with the execution cache at :func:`execution_cache_path` and MathJax served locally."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
+    if (timeout := cell_timeout()) is not None:
+        config["execute"]["timeout"] = timeout
+    absolute_paths(config, root)
     config.setdefault("html", {})["extra_footer"] = footer(root)
     out = root / "_build" / "_config.generated.yml"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -589,7 +589,7 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     """
     import yaml
 
-    from htlib.book import jupyter_book_command, local_mathjax
+    from htlib.book import absolute_paths, jupyter_book_command
     from htlib.plotting import FIGURE_DATA_DIR
 
     notebook = Path(notebook).resolve()
@@ -613,18 +613,8 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         config["exclude_patterns"] = ["_build/*"]
         config.setdefault("execute", {})["execute_notebooks"] = "off"  # the run has executed it already
         config["execute"].pop("cache", None)
-        sphinx = config.setdefault("sphinx", {})
-        local = sphinx.get("local_extensions") or {}
-        for name, folder in local.items():
-            local[name] = str((REPO_ROOT / folder).resolve())
+        absolute_paths(config, REPO_ROOT)  # the book's extensions, CSS and MathJax, as `make book` has them
         config.pop("bibtex_bibfiles", None)  # set below once the .bib is copied beside the page
-        own_static = REPO_ROOT / "book" / "_static"  # htlib.css, as in the book (htlib.book adds it likewise)
-        statics = [str(own_static.resolve())] if own_static.is_dir() else []
-        static = local_mathjax(REPO_ROOT)
-        if static is not None:
-            statics.append(str(static))
-            sphinx.setdefault("config", {})["mathjax_path"] = "mathjax/tex-chtml.js"
-        sphinx.setdefault("config", {})["html_static_path"] = statics
         if (root / "references.bib").exists():
             config["bibtex_bibfiles"] = ["references.bib"]
         (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
