@@ -60,6 +60,7 @@ def progress_enabled() -> bool:
 def limit_threads(n_threads: int = 1) -> None:
     """Pin torch and every BLAS/OpenMP pool of this process to ``n_threads`` (a worker process's initializer:
     with one process per core, threaded BLAS would only oversubscribe the machine)."""
+    import scipy.linalg  # noqa: F401 - loads SciPy's own OpenBLAS now: threadpoolctl limits only loaded pools
     import torch
     from threadpoolctl import threadpool_limits
 

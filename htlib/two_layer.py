@@ -25,7 +25,8 @@ from htlib.teacher_student import SingleIndexData, derived_seed, make_single_ind
 
 __all__ = ["TwoLayerConfig", "Trajectory", "AdamState", "make_data", "init_weights", "student_features",
            "student_output", "student_mse", "full_batch_gradient", "adam_direction", "gd_step", "adam_step",
-           "normalize_weights", "first_update", "ridge_readout", "readout_metrics", "readout_features",
+           "normalize_weights", "first_update", "ridge_readout", "readout_metrics", "readout_metrics_all", "gram",
+           "readout_features",
            "READOUT_SCALES", "RECORDING_FIELDS", "training_spec", "run_cost", "recording_covers", "restrict_recording",
            "READOUT_METRICS", "WEIGHT_NORM_ORDERS", "spectral_norm", "top_eigenpair", "train", "RunGrid", "run_grid",
            "last_step_metrics", "ridge_solve", "ridge_losses", "first_eta_above", "ADAM_BETAS", "ADAM_EPS"]
@@ -349,7 +350,47 @@ def ridge_readout(Z: torch.Tensor, y: torch.Tensor, lam: float) -> torch.Tensor:
     check_float("lam", lam, low=0.0)
     n, h = Z.shape
     Z64 = Z.to(torch.float64)
-    return ridge_solve(Z64.T @ Z64, Z64.T @ y.to(torch.float64), lam, n)
+    return ridge_solve(gram(Z64), Z64.T @ y.to(torch.float64), lam, n)
+
+
+def gram(Z: torch.Tensor) -> torch.Tensor:
+    """``ZᵀZ`` in float64 for a float64 ``Z``.
+
+    On the CPU by BLAS ``dsyrk`` (one triangle: half the multiply-adds of the general product, which was most of a
+    recorded training step), then mirrored; elsewhere the plain product.  Agrees with ``Z.T @ Z`` to rounding.
+
+    Examples
+    --------
+    >>> Z = torch.arange(6, dtype=torch.float64).reshape(3, 2)
+    >>> gram(Z)
+    tensor([[20., 26.],
+            [26., 35.]], dtype=torch.float64)
+    """
+    if Z.dtype != torch.float64 or Z.device.type != "cpu" or Z.ndim != 2 or Z.requires_grad:
+        return Z.T @ Z
+    from scipy.linalg.blas import dsyrk
+
+    # Z is n x h, C-ordered: its transpose is an F-ordered h x n array, so syrk reads it without a copy.
+    upper = dsyrk(1.0, Z.numpy().T, trans=0, lower=0)
+    full = np.triu(upper) + np.triu(upper, 1).T
+    return torch.from_numpy(full)
+
+
+def _readout(Pp: torch.Tensor, Pt: torch.Tensor, data: SingleIndexData, lam: float, readout_scale: str, h: int,
+             d: int) -> dict:
+    """:func:`readout_metrics` from the products ``X_probe Wᵀ`` and ``X_test Wᵀ`` (shared by both conventions)."""
+    scale = float(d) if readout_scale == "d" else math.sqrt(d)
+    Zp = (torch.tanh(Pp / scale) / math.sqrt(h)).to(torch.float64)
+    yp = data.y_probe.to(torch.float64)
+    n = Zp.shape[0]
+    G = gram(Zp)
+    Zty = Zp.T @ yp
+    a = ridge_solve(G, Zty, lam, n)
+    train_loss = torch.mean((Zp @ a - yp) ** 2).item()
+    Zt = (torch.tanh(Pt / scale) / math.sqrt(h)).to(torch.float64)
+    test_loss = torch.mean((Zt @ a - data.y_test.to(torch.float64)) ** 2).item()
+    kta = (torch.dot(Zty, Zty) / (torch.linalg.matrix_norm(G) * torch.dot(yp, yp))).item()
+    return {"train_loss": train_loss, "test_loss": test_loss, "kta": kta}
 
 
 def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_scale: str = "d") -> dict:
@@ -359,21 +400,22 @@ def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_
 
     The features are computed in W's dtype, everything after in float64.  The KTA is
     ``||Zᵀy||^2 / (||ZᵀZ||_F ||y||^2)`` (the definition of
-    :func:`htlib.spectra.kernel_target_alignment`), read off the Gram matrix the ridge
+    :func:`htlib.spectra.kernel_target_alignment`), read off the Gram matrix (:func:`gram`) the ridge
     solve needs anyway, so the ``h x h`` Gram is formed once.
     """
+    return readout_metrics_all(W, data, lam, (readout_scale,))[readout_scale]
+
+
+def readout_metrics_all(W: torch.Tensor, data: SingleIndexData, lam: float,
+                        readout_scales=READOUT_SCALES) -> dict[str, dict]:
+    """:func:`readout_metrics` under each convention of ``readout_scales`` (``{scale: metrics}``), with the
+    products ``X Wᵀ`` of the probe and test sets formed once for all of them (the same numbers, bit for bit)."""
     check_float("lam", lam, low=0.0)
-    Zp = readout_features(W, data.X_probe, readout_scale).to(torch.float64)
-    yp = data.y_probe.to(torch.float64)
-    n = Zp.shape[0]
-    gram = Zp.T @ Zp
-    Zty = Zp.T @ yp
-    a = ridge_solve(gram, Zty, lam, n)
-    train_loss = torch.mean((Zp @ a - yp) ** 2).item()
-    Zt = readout_features(W, data.X_test, readout_scale).to(torch.float64)
-    test_loss = torch.mean((Zt @ a - data.y_test.to(torch.float64)) ** 2).item()
-    kta = (torch.dot(Zty, Zty) / (torch.linalg.matrix_norm(gram) * torch.dot(yp, yp))).item()
-    return {"train_loss": train_loss, "test_loss": test_loss, "kta": kta}
+    for s in readout_scales:
+        check_choice("readout_scale", s, READOUT_SCALES)
+    h, d = W.shape
+    Pp, Pt = data.X_probe @ W.T, data.X_test @ W.T
+    return {s: _readout(Pp, Pt, data, lam, s, h, d) for s in readout_scales}
 
 
 def ridge_losses(W: torch.Tensor, data: SingleIndexData, lams, readout_scale: str = "d") -> dict[float, tuple[float, float]]:
@@ -389,11 +431,11 @@ def ridge_losses(W: torch.Tensor, data: SingleIndexData, lams, readout_scale: st
     Zt = readout_features(W, data.X_test, readout_scale).to(torch.float64)
     yp = data.y_probe.to(torch.float64)
     yt = data.y_test.to(torch.float64)
-    gram = Zp.T @ Zp
+    G = gram(Zp)
     Zty = Zp.T @ yp
     out = {}
     for lam in lams:
-        a = ridge_solve(gram, Zty, lam, Zp.shape[0])
+        a = ridge_solve(G, Zty, lam, Zp.shape[0])
         out[lam] = (torch.mean((Zp @ a - yp) ** 2).item(), torch.mean((Zt @ a - yt) ** 2).item())
     return out
 
@@ -439,7 +481,7 @@ def _record(W: torch.Tensor, a: torch.Tensor, data: SingleIndexData, config: Two
     W64 = W.detach().to(device="cpu", dtype=torch.float64)
     if not math.isfinite(float(torch.sum(W64 * W64))):  # finite W whose Gram overflows
         return None
-    readouts = {s: readout_metrics(W, data, config.lam, s) for s in READOUT_SCALES}
+    readouts = readout_metrics_all(W, data, config.lam)
     out = dict(readouts[config.readout_scale])
     out["readouts"] = readouts
     out["update_loss"] = student_mse(W, a, data.X_train, data.y_train).item()

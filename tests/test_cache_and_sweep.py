@@ -657,3 +657,13 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
     except OSError:
         return False
+
+
+def test_limit_threads_reaches_every_blas_pool_scipy_included():
+    # SciPy ships its own OpenBLAS, loaded on first use; a limit set before it was loaded would miss it (a pool
+    # worker's BLAS-3 readout would then run two threads beside the other worker)
+    code = ("from htlib.sweep import limit_threads; limit_threads(1); import scipy.linalg.blas; "
+            "from threadpoolctl import threadpool_info; print(max(i['num_threads'] for i in threadpool_info()))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "1"

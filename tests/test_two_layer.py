@@ -205,6 +205,35 @@ def test_ridge_losses_match_readout_metrics_and_lstsq(scale):
         ridge_losses(W, data, [0.0], scale)
 
 
+@pytest.mark.parametrize("shape", [(7, 3), (3, 7), (200, 150)])
+def test_gram_by_syrk_is_the_plain_product(shape):
+    from htlib.two_layer import gram
+
+    rng = np.random.default_rng(1)
+    Z = torch.from_numpy(rng.standard_normal(shape))
+    G = gram(Z)
+    ref = Z.numpy().T @ Z.numpy()  # NumPy's general product, not the triangle
+    assert G.dtype == torch.float64 and torch.equal(G, G.T)  # mirrored exactly
+    np.testing.assert_allclose(G.numpy(), ref, rtol=1e-13, atol=1e-13 * np.abs(ref).max())
+    # a transposed view (not C-ordered) and float32 take the other paths and agree too
+    np.testing.assert_allclose(gram(Z.T.contiguous().T).numpy(), ref, rtol=1e-13, atol=1e-13 * np.abs(ref).max())
+    np.testing.assert_allclose(gram(Z.float()).numpy(), ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_readout_metrics_all_is_each_convention_bit_for_bit():
+    from htlib.two_layer import readout_metrics_all
+
+    cfg = small()
+    data = make_data(cfg)
+    W, _ = init_weights(cfg)
+    both = readout_metrics_all(W, data, cfg.lam)
+    assert set(both) == {"d", "sqrt_d"}
+    for scale in ("d", "sqrt_d"):
+        assert both[scale] == readout_metrics(W, data, cfg.lam, scale)
+    with pytest.raises(ValueError, match="readout_scale"):
+        readout_metrics_all(W, data, cfg.lam, ("d", "sqrt"))
+
+
 @pytest.mark.parametrize("scale", ["sqrt_d", "d"])
 def test_readout_metrics_against_numpy_and_spectra(scale):
     """Both conventions against features computed here in NumPy: tanh(X Wᵀ/s)/sqrt(h), s = sqrt(d) or d."""
