@@ -21,7 +21,7 @@ __all__ = [
     "read_claims", "glue_text", "glue_figure", "verdict_counts", "collect_claims", "paper_counts", "Scoreboard",
     "scoreboard", "glue_counts", "split_counts_table", "differences", "variants", "checks", "revisions",
     "checks_frame", "robustness_frame", "GluedText", "PAPER_NAMES", "paper_name", "counts",
-    "clip_words", "short_reason", "render_math",
+    "clip_words", "short_reason", "render_math", "findings_markdown", "glue_findings",
 ]
 
 Verdict = Literal["agrees", "partly", "disagrees", "inconclusive", "not tested"]
@@ -300,13 +300,38 @@ _COLUMNS = {"where": "where", "claim": "claim", "criterion": "criterion (fixed i
 _CHECK_RESULT = {"agrees": "holds", "disagrees": "fails", "inconclusive": "undecided", "partly": "partly holds",
                  "not tested": "not run"}  # a check holds or fails, it does not agree with a paper
 
-def _frame(claims: Sequence[Claim], columns: dict[str, str]):
+def _frame(claims: Sequence[Claim], columns: dict[str, str], bases: dict[str, Claim] | None = None):
     import pandas as pd
-    from htlib.plotting import Table
     rows = [{label: getattr(c, key) for key, label in columns.items()} for c in claims]
-    frame = Table(rows, columns=list(columns.values()))
+    frame = _RecordTable(rows, columns=list(columns.values()))
     frame.index = pd.RangeIndex(1, len(frame) + 1, name="#")
+    board = Scoreboard({})
+    frame.attrs["markdown"] = "\n".join(
+        board.record_markdown(Path("."), c, base=(bases or {}).get(c.variant_of), evidence=bool(c.section))
+        for c in claims) or "*None in this run.*"
     return frame
+
+def _record_table():
+    from htlib.plotting import Table
+
+    class RecordTable(Table):
+        """A table of claim records that a page shows as one closed dropdown per record (a wide table of long
+        texts does not fit the text column); the rows stay a DataFrame for code and for its text form."""
+
+        @property
+        def _constructor(self):
+            return Table  # a slice or a computed frame is a plain table again
+
+        def _repr_html_(self) -> None:
+            return None
+
+        def _repr_markdown_(self) -> str:
+            return self.attrs.get("markdown", "")
+
+    return RecordTable
+
+def _RecordTable(*args, **kwargs):
+    return _record_table()(*args, **kwargs)
 
 def claims_frame(claims: Sequence[Claim]):
     """The counted claims, one row each, as a :class:`htlib.plotting.Table` (shown whole, never cut)."""
@@ -317,7 +342,7 @@ def robustness_frame(claims: Sequence[Claim]):
     by_key = {c.key: c for c in claims if c.key}
     variants = [c for c in claims if c.variant_of and c.kind != "check"]
     columns = {"variant_of": "variant of", **{k: v for k, v in _COLUMNS.items() if k != "where"}}
-    frame = _frame(variants, columns)
+    frame = _frame(variants, columns, by_key)
     frame["variant of"] = [f"{by_key[c.variant_of].where}: {by_key[c.variant_of].claim}"
                            if c.variant_of in by_key else c.variant_of for c in variants]
     return frame
@@ -678,15 +703,18 @@ class Scoreboard:
                    ("why it changed", c.revised_because) if c.revised_because.strip() else None]
         return [f for f in fields_ if f]
 
-    def record_markdown(self, notebook: Path, c: Claim, *, colons: int = 3, base: Claim | None = None) -> str:
-        """One record as a closed dropdown: verdict, where and the claim in its title, every field inside."""
+    def record_markdown(self, notebook: Path, c: Claim, *, colons: int = 3, base: Claim | None = None,
+                        evidence: bool = True) -> str:
+        """One record as a closed dropdown: verdict, where and the claim in its title, every field inside (and,
+        with ``evidence``, the link to the section that holds the evidence)."""
         fence = ":" * colons
         verdict = _CHECK_RESULT[c.verdict] if c.kind == "check" else c.verdict
         title = (f"{{bdg-{_BADGES[c.verdict]}}}`{verdict}` {_cell(c.where)}: "
                  f"{_cell(clip_words(c.setting if c.variant_of else c.claim, TITLE_WORDS))}")
         # The record's own text, as the chapter stored it (the first section renders its math).
         body = [f"{name}\n: {_cell(value)}\n" for name, value in self._fields(notebook, c, base)]
-        body.append(f"evidence\n: {self._link(notebook, c)}\n")
+        if evidence:
+            body.append(f"evidence\n: {self._link(notebook, c)}\n")
         return "\n".join([f"{fence}{{dropdown}} {title}", f":class-container: htlib-record", "", *body, fence, ""])
 
     def papers_markdown(self) -> str:
@@ -744,6 +772,69 @@ class Scoreboard:
                 tag = (" | check" if c.kind == "check" else f" | variant of {c.variant_of}" if c.variant_of else "")
                 lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}{tag}")
         return "\n".join(lines) if lines else "no claims"
+
+FINDING_GROUPS = 8  # the most lines of a chapter's findings box
+FINDING_CLAIM_WORDS = 14  # a differing claim in the box, in words
+FINDING_REASON_WORDS = 20  # its reason there
+POSTHOC = "criterion chosen after the numbers were seen"  # how the box marks a revised criterion
+
+def findings_markdown(claims: Sequence[Claim]) -> str:
+    """A chapter's "what the book finds" box, from its records alone: one line per section of evidence (at most
+    :data:`FINDING_GROUPS`) with its counted claims' verdicts, and under it one line per claim that does not agree
+    or whose criterion was chosen after the numbers were seen (the claim and its reason, both clipped; the record
+    itself is in the chapter's claims table).
+
+    Examples
+    --------
+    >>> rows = [Claim("003", "Fig. 1", "a spike appears", "x > 0", "x = 1", "agrees", setting="paper",
+    ...               section="s-fig1"),
+    ...         Claim("003", "Fig. 2", "the tail is heavy", "a < 2", "a = 3", "disagrees", setting="paper",
+    ...               cause="a = 3 > 2", section="s-fig2")]
+    >>> print(findings_markdown(rows))
+    :::{container} htlib-findings
+    - {ref}`s-fig1`: {bdg-success}`agrees` 1
+    - {ref}`s-fig2`: {bdg-danger}`disagrees` 1
+      - {bdg-danger}`disagrees` the tail is heavy — <span class="htlib-reason">a = 3 > 2</span>
+    :::
+    """
+    counted = [c for c in claims if c.counted]
+    if not counted:
+        return "*No counted claim in this run.*"
+    groups: dict[str, list[Claim]] = {}
+    for c in counted:
+        groups.setdefault(c.section, []).append(c)
+    keys = list(groups)
+    if len(keys) > FINDING_GROUPS:  # the last line gathers the sections beyond the box's length
+        keys, rest = keys[:FINDING_GROUPS - 1], keys[FINDING_GROUPS - 1:]
+        groups[rest[0]] = [c for k in rest for c in groups[k]]
+        keys.append(rest[0])
+    lines = []
+    for key in keys:
+        rows = groups[key]
+        tally = ", ".join(f"{_badge(v)} {n}" for v, n in verdict_counts(rows).items() if n)
+        where = f"{{ref}}`{key}`" if key else "elsewhere in the chapter"
+        lines.append(f"- {where}: {tally}")
+        same: dict[tuple[str, str], list[Claim]] = {}  # claims of one verdict and one reason share a line
+        for c in rows:
+            posthoc = bool(c.revised_because.strip())
+            if c.verdict != "agrees" or posthoc:
+                reason = short_reason(c.cause, FINDING_REASON_WORDS) if c.cause.strip() else ""
+                if posthoc and POSTHOC not in reason:
+                    reason = "; ".join(filter(None, (reason, POSTHOC)))
+                same.setdefault((c.verdict, reason), []).append(c)
+        for (verdict, reason), cs in same.items():
+            words = FINDING_CLAIM_WORDS if len(cs) == 1 else max(5, FINDING_CLAIM_WORDS // len(cs))
+            what = "; ".join(clip_words(c.claim, words) for c in cs) + (f" ({len(cs)} claims)" if len(cs) > 1 else "")
+            lines.append(f"  - {_badge(verdict)} {_cell(render_math(what))}"
+                         f" — <span class=\"htlib-reason\">{_cell(render_math(reason))}</span>")
+    return "\n".join([":::{container} htlib-findings", *lines, ":::"])
+
+def glue_findings(claims: Sequence[Claim], name: str = "findings") -> str:
+    """Glue :func:`findings_markdown` under ``name`` (shown by ``{glue:md}`` at the top of the chapter)."""
+    from myst_nb import glue
+    text = findings_markdown(claims)
+    glue(name, _Markdown(text), display=False)
+    return GluedText(text)
 
 def counts(board: Scoreboard) -> _Html:
     """The counts per paper and verdict (an HTML table whose columns fit the text column)."""

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-__all__ = ["PALETTE", "use_book_style", "color", "table", "Table", "esd_hist", "log_bins", "mean_std_plot",
+__all__ = ["PALETTE", "use_book_style", "color", "table", "table_html", "Table", "esd_hist", "log_bins", "mean_std_plot",
            "overlap_heatmap", "power_law_line", "train_test_curves", "alpha_band_scatter", "phase_strip", "mp_overlay",
            "phase_evidence"]
 
@@ -35,6 +35,76 @@ def use_book_style() -> None:
         "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9, "legend.frameon": False,
         "image.cmap": SEQUENTIAL_CMAP, "figure.constrained_layout.use": True,
     })
+    try:  # in a notebook, every DataFrame a cell shows is laid out to fit the text column (table_html)
+        ip = get_ipython()  # type: ignore[name-defined]  # noqa: F821
+    except NameError:
+        return
+    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _html_or_none)
+
+
+def _html_or_none(frame: pd.DataFrame) -> str | None:
+    """The notebook's HTML of a DataFrame: :func:`table_html`, unless the frame shows itself as markdown (the claim
+    records, :func:`htlib.claims.claims_frame`), which then wins."""
+    return None if callable(getattr(frame, "_repr_markdown_", None)) else table_html(frame)
+
+
+TEXT_COLUMN_PX = 660  # what a table may take of the book's text column (688 px at 1280 px)
+CHAR_PX = 7.6  # one character of a table cell at the book's table font (htlib.css: .htlib-data)
+CELL_PAD_PX = 14  # a cell's padding and border
+NOWRAP_CHARS = 30  # a cell of at most this many characters never wraps (a number is never broken)
+
+
+def _text_px(texts, *, wrap: bool) -> float:
+    """Estimated width of a column of ``texts``: a header wraps between words, a long cell (> NOWRAP_CHARS) too."""
+    widest = 0
+    for t in texts:
+        t = str(t)
+        n = max((len(w) for w in t.split()), default=0) if wrap or len(t) > NOWRAP_CHARS else len(t)
+        widest = max(widest, n)
+    return widest * CHAR_PX + CELL_PAD_PX
+
+
+def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
+    """HTML of ``frame`` that fits a text column of ``width_px``: short cells never wrap (no number broken over two
+    lines), and a frame estimated wider than the column is split into consecutive tables of its columns, each
+    repeating the row labels.  Every row, column and character is shown.
+
+    Examples
+    --------
+    >>> wide = pd.DataFrame([[1.5] * 30], columns=[f"column {k}" for k in range(30)])
+    >>> html = table_html(wide)
+    >>> html.count("<table"), "white-space:nowrap" in html
+    (3, True)
+    >>> table_html(wide.iloc[:, :3]).count("<table")
+    1
+    """
+    import re
+
+    index = frame.index.to_frame().astype(str)
+    label_px = sum(_text_px([*index[c], *(n for n in [c] if n is not None)], wrap=False) for c in index.columns)
+    groups: list[list[int]] = [[]]
+    used = label_px
+    for j in range(frame.shape[1]):
+        head = frame.columns[j] if not isinstance(frame.columns, pd.MultiIndex) else " ".join(map(str, frame.columns[j]))
+        px = max(_text_px([head], wrap=True), _text_px(frame.iloc[:, j].astype(str), wrap=False))
+        if groups[-1] and used + px > width_px:
+            groups.append([])
+            used = label_px
+        groups[-1].append(j)
+        used += px
+    with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None):
+        parts = [frame.iloc[:, g].to_html(classes=["htlib-data"], border=0, na_rep="–") for g in groups]
+
+    def cell(m: re.Match) -> str:
+        text = re.sub(r"<[^>]+>", "", m.group(2))
+        style = ' style="white-space:nowrap"' if len(text.strip()) <= NOWRAP_CHARS else ""
+        return f"<td{m.group(1)}{style}>{m.group(2)}</td>"
+
+    def unbroken(m: re.Match) -> str:  # a browser breaks lines after '-' and '/': keep such a token whole
+        return m.group(1) + re.sub(r"(\S*[-/^]\S*)", r'<span style="white-space:nowrap">\1</span>', m.group(2)) + "<"
+
+    html = (re.sub(r"<td([^>]*)>(.*?)</td>", cell, p, flags=re.S) for p in parts)
+    return "\n".join(re.sub(r"(>)([^<>]*[-/^][^<>]*)<", unbroken, h) for h in html)
 
 
 def color(i: int) -> tuple[float, float, float]:
@@ -51,8 +121,7 @@ class Table(pd.DataFrame):
         return Table
 
     def _repr_html_(self) -> str | None:
-        with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None):
-            return super()._repr_html_()
+        return table_html(self)
 
     def __repr__(self) -> str:
         with pd.option_context("display.max_colwidth", None, "display.max_columns", None, "display.max_rows", None,

@@ -14,6 +14,9 @@ No cell shows a bare quoted string.  At 1280 x 900 the scoreboard opens with the
 first screen, then one line per claim that does not agree, and every record in a closed dropdown; it is at most
 15 screens long with the dropdowns closed, and no table on it or on the landing page has a column narrower than
 120 px (each check has a negative control); the landing page shows the same counts and disagreements, math typeset.
+Every chapter, at 1280 px, opens with its findings box on the first screen (one line per section of counted claims,
+as its records say), has no table wider than the text column or with a column narrower than 120 px, and prints no
+``nan`` (a negative control injects each fault into a real chapter page).
 """
 
 from __future__ import annotations
@@ -246,7 +249,7 @@ def test_page(server, browser, page_path):
 
 READER = {"width": 1280, "height": 900}  # the screen a reader reads the scoreboard on
 MAX_SCREENS = 15  # the scoreboard, every dropdown closed, is at most this many screens at READER
-MIN_COLUMN = 120  # px: no table column narrower (a word of a claim must fit on one line)
+MIN_COLUMN = 120  # px: the narrowest column the scoreboard's tables may have (its test); elsewhere no word may break
 
 
 # the counts table's rows of numbers, one per paper (the paper's name heads each in a row of its own)
@@ -261,12 +264,31 @@ def _height(page) -> int:
 
 
 def _table_faults(page) -> list[str]:
-    """Every visible table wider than its container, or with a column narrower than MIN_COLUMN px."""
+    """Every visible table wider than its container, and every word of a table cell broken over two lines (a
+    squeezed column: "thres/hold", "0/0/3", "6.3e-/03"; a header wrapping between its words is no fault)."""
     return page.evaluate(
-        """(least) => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {
+        """() => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {
             if (!t.getClientRects().length) return;  // inside a closed dropdown
             const box = t.parentElement.getBoundingClientRect().width, w = t.getBoundingClientRect().width;
             if (w > box + 1) out.push(`table ${k + 1} is ${Math.round(w)} px wide in a ${Math.round(box)} px column`);
+            t.querySelectorAll('td, th').forEach(c => {
+                const walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+                for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+                    for (const m of n.textContent.matchAll(/\\S+/g)) {
+                        const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+                        const tops = [];
+                        for (const x of r.getClientRects()) if (!tops.some(y => Math.abs(y - x.top) < 4)) tops.push(x.top);
+                        if (tops.length > 1) { out.push(`table ${k + 1}: '${m[0].slice(0, 30)}' broken over `
+                            + `${tops.length} lines in a ${Math.round(c.getBoundingClientRect().width)} px column`); return; }
+                    } } }); });
+            return out; }""")
+
+
+def _narrow_columns(page) -> list[str]:
+    """Every visible table cell narrower than MIN_COLUMN px (the scoreboard's and the landing page's tables)."""
+    return page.evaluate(
+        """(least) => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {
+            if (!t.getClientRects().length) return;
             t.querySelectorAll('tr').forEach(r => Array.from(r.cells).forEach(c => {
                 const cw = c.getBoundingClientRect().width;
                 if (c.colSpan === 1 && cw < least) out.push(`table ${k + 1}: a ${Math.round(cw)} px column `
@@ -309,7 +331,7 @@ def test_scoreboard_reads_in_a_minute(server, browser):
     # The length and the tables, with every dropdown closed.
     height = _height(page)
     assert height <= MAX_SCREENS * READER["height"], f"scoreboard {height} px: {height / READER['height']:.1f} screens"
-    faults = _table_faults(page)
+    faults = _table_faults(page) + _narrow_columns(page)
     assert not faults, f"scoreboard: {faults[:5]}"
     page.close()
 
@@ -319,15 +341,18 @@ def test_the_scoreboard_checks_catch_a_long_page_and_a_squeezed_table(server, br
     into the page, and a page longer than the limit, are both caught by the checks above."""
     page = _reader(browser, server, "book/scoreboard.html")
     page.evaluate(
-        """() => { const t = document.createElement('table'); t.style.cssText = 'width:100%;table-layout:auto';
+        """() => { const t = document.createElement('table'); t.style.cssText = 'width:100%;table-layout:fixed';
             const head = ['#', 'where', 'claim', 'measured', 'uncertainty', 'verdict', 'setting', 'cause'];
-            t.innerHTML = '<thead><tr>' + head.map(h => `<th>${h}</th>`).join('') + '</tr></thead><tbody>'
+            // the claim column squeezed to 40 px, as the old stylesheet's automatic widths left it
+            t.innerHTML = '<colgroup>' + head.map((h, j) => j === 2 ? '<col style="width:40px">' : '<col>').join('')
+              + '</colgroup><thead><tr>' + head.map(h => `<th>${h}</th>`).join('') + '</tr></thead><tbody>'
               + Array.from({length: 60}, (_, i) => '<tr>' + head.map((h, j) => `<td style="overflow-wrap:anywhere">`
                 + (j === 2 || j === 7 ? 'a claim with a threshold at which the train and test losses reduce '
                    .repeat(4) : String(i)) + '</td>').join('') + '</tr>').join('') + '</tbody>';
             const wrap = document.createElement('div'); wrap.appendChild(t);
             document.querySelector('article.bd-article').appendChild(wrap); }""")
-    assert any("column" in f for f in _table_faults(page)), "an 8-column table in the text column went unnoticed"
+    assert any("broken over" in f for f in _table_faults(page)), "an 8-column table in the text column went unnoticed"
+    assert _narrow_columns(page), "its narrow columns went unnoticed"
     page.evaluate("(h) => { const d = document.createElement('div'); d.style.height = h + 'px';"
                   " document.querySelector('article.bd-article').appendChild(d); }", MAX_SCREENS * READER["height"])
     assert _height(page) > MAX_SCREENS * READER["height"]
@@ -352,5 +377,64 @@ def test_landing_page_has_the_scoreboards_counts_and_disagreements(server, brows
     ascii_math = re.compile(r"\b(lambda|eta|alpha|kappa|rho|mu)(_\w|\b)|\b[A-Za-z]_\w+\^|\bsqrt\(")
     shown = [text for text, _ in items if ascii_math.search(text)]
     assert not shown, shown[:2]
-    assert not _table_faults(landing), _table_faults(landing)
+    assert not _table_faults(landing) + _narrow_columns(landing), _table_faults(landing) + _narrow_columns(landing)
     landing.close()
+
+
+
+CHAPTERS = [p for p in _pages() if _source(p).suffix == ".ipynb" and Path(p).stem != "scoreboard"]
+_NAN = r"() => ((document.querySelector('main') || document.body).innerText.match(/\bnan\b/gi) || []).length"
+
+
+def _chapter_faults(page, records) -> list[str]:
+    """What a reader of a chapter should not meet: no findings box on the first screen (or one whose lines are not
+    one per section of counted claims), a table that does not fit, an undefined value printed as ``nan``."""
+    out = []
+    if records:
+        box = page.evaluate("() => { const b = document.querySelector('.htlib-findings'); if (!b) return null;"
+                            " return [b.getBoundingClientRect().top + window.scrollY,"
+                            " b.querySelectorAll(':scope > ul > li').length]; }")
+        if box is None:
+            out.append("no findings box")
+        else:
+            if box[0] >= READER["height"]:
+                out.append(f"the findings box starts at {box[0]:.0f} px, below the first screen")
+            want = min(len({c.section for c in records}), claims.FINDING_GROUPS)
+            if box[1] != want:
+                out.append(f"the findings box has {box[1]} lines for {want} sections of counted claims")
+    out += _table_faults(page)
+    if n := page.evaluate(_NAN):
+        out.append(f"{n} 'nan' in the text")
+    return out
+
+
+@pytest.mark.parametrize("page_path", CHAPTERS)
+def test_a_chapter_opens_with_its_findings_and_its_tables_fit(server, browser, page_path):
+    """At 1280 px: the findings box starts on the first screen with one line per section of counted claims (read
+    from the chapter's records, not from the page), no table overflows the text column or has a column narrower
+    than MIN_COLUMN px, and no undefined value prints as ``nan``."""
+    records = [c for c in claims.read_claims(_source(page_path)) if c.counted]
+    page = _reader(browser, server, page_path)
+    faults = _chapter_faults(page, records)
+    page.close()
+    assert not faults, f"{page_path}: {faults[:6]}"
+
+
+def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browser):
+    """Negative controls on a real chapter page: each injected fault is reported by the check above."""
+    path = CHAPTERS[0]
+    records = [c for c in claims.read_claims(_source(path)) if c.counted]
+    page = _reader(browser, server, path)
+    page.evaluate("() => { const p = document.createElement('p'); p.textContent = 'tail alpha nan';"
+                  " document.querySelector('article.bd-article').appendChild(p); }")
+    assert any("nan" in f for f in _chapter_faults(page, records))
+    page.evaluate("() => { const t = document.createElement('table'); t.innerHTML = '<tr>' +"
+                  " Array.from({length: 12}, () => '<td>a_long_unbreakable_column_value_here</td>').join('') + '</tr>';"
+                  " document.querySelector('article.bd-article').appendChild(t); }")
+    assert any("px wide" in f for f in _chapter_faults(page, records))
+    page.evaluate("() => { const b = document.querySelector('.htlib-findings'); b.parentElement.prepend("
+                  "Object.assign(document.createElement('div'), {style: 'height: 2000px'})); }")
+    assert any("below the first screen" in f for f in _chapter_faults(page, records))
+    page.evaluate("() => document.querySelectorAll('.htlib-findings').forEach(e => e.remove())")
+    assert "no findings box" in _chapter_faults(page, records)
+    page.close()

@@ -257,7 +257,9 @@ def test_claims_table_shows_long_claims_whole():
     long_claim = "the sharpness of a deep linear network floats between the two bounds " * 2
     frame = cl.claims_frame([Claim(paper="004", where="Fig. 5", claim=long_claim, criterion="c" * 90,
                                    measured="1", verdict="agrees", setting="paper", section="x")])
-    assert long_claim.strip() in frame._repr_html_()
+    # a page shows each record as a closed dropdown that holds every field whole (a wide HTML table would not fit)
+    assert frame._repr_html_() is None and long_claim.strip() in frame._repr_markdown_()
+    assert "{dropdown}" in frame._repr_markdown_() and "c" * 90 in frame._repr_markdown_()
     assert "c" * 90 in repr(frame)
 
 
@@ -379,3 +381,31 @@ def test_seed_interval_is_the_student_t_interval_and_covers_with_two_seeds():
     assert np.mean((x.min(1) <= 0) & (0 <= x.max(1))) == pytest.approx(0.5, abs=0.02)
     with pytest.raises(ValueError, match="level"):
         seed_interval([1.0, 2.0], level=1.5)
+
+
+# --- the findings box at the top of a chapter ---------------------------------------------------------------------
+
+def test_the_findings_box_is_read_from_the_records_one_line_per_section():
+    import re
+
+    rows = ([_claim(section=f"s{k}", key=f"a{k}") for k in range(10)]
+            + [_claim(verdict="disagrees", section="s1", key="d1", claim="the tail is heavy", cause="ratio 3 > 2"),
+               _claim(verdict="not tested", section="s2", key="n1", claim="run A", cause="not run: too long"),
+               _claim(verdict="not tested", section="s2", key="n2", claim="run B", cause="not run: too long"),
+               _claim(section="s3", key="p1", claim="a revised one", revised_from=1.0,
+                      revised_because="the level moved after the runs"),
+               _claim(verdict="disagrees", section="s0", key="v1", kind="variant", variant_of="a0", cause="x"),
+               _claim(verdict="disagrees", section="s0", key="c1", kind="check", cause="algebra")])
+    box = cl.findings_markdown(rows)
+    top = [line for line in box.splitlines() if line.startswith("- ")]
+    subs = [line for line in box.splitlines() if line.startswith("  - ")]
+    assert len(top) == cl.FINDING_GROUPS  # 10 sections: the last line gathers the sections beyond the box
+    # every counted record is in exactly one tally; variants and checks are not counted
+    tallies = [int(n) for line in top for n in re.findall(r"`[a-z ]+` (\d+)", line)]
+    assert sum(tallies) == sum(cl.verdict_counts(rows).values()) == 14
+    # the differing claims with their reasons; one line for two claims of one verdict and reason; post-hoc marked
+    assert any("the tail is heavy" in s and "ratio 3 > 2" in s and "disagrees" in s for s in subs)
+    assert [s for s in subs if "run A" in s] == [s for s in subs if "run B" in s] and len(subs) == 3
+    assert any("a revised one" in s and cl.POSTHOC in s for s in subs)
+    assert "variant" not in box and "algebra" not in box
+    assert cl.findings_markdown([_claim(kind="check", key="c")]) == "*No counted claim in this run.*"

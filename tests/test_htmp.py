@@ -855,18 +855,6 @@ def test_logistic_ntk_does_not_depend_on_its_weights():
     np.testing.assert_allclose(sp[0].eigs, sp[1].eigs, rtol=1e-10, atol=1e-12 * sp[0].eigs.max())
 
 
-def test_the_findings_line_is_read_from_the_records():
-    from htlib.experiments import htmp as ch
-
-    ntk = _ntk((0.3, 0.55, 0.8, 0.45, 0.65, 0.35), (0.05,) * 6)
-    recs = _records(_batch(_lenet(), ntk=ntk))
-    line = ch.finding(list(recs.values()), ["ntk-lenet", "ntk-logistic"])
-    fits, mp = ch.TABLE["ntk-lenet"].parts
-    assert line.startswith("agrees (") and fits.criterion in line and mp.criterion in line
-    assert "criterion chosen after the numbers were seen" in line  # its revision is marked on the first screen
-    assert "; not tested (logistic regression's NTK is 10 (X X^T + 1)" in line
-
-
 def test_phase_note_names_the_phase_and_its_label():
     import pandas as pd
 

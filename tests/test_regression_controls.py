@@ -301,12 +301,14 @@ def test_a_flipped_verdict_fails_whatever_the_tolerance(path):
                             o["data"][mime] = json.dumps(payload, ensure_ascii=False, sort_keys=True)
                     assert not _compare(cell.outputs, flipped, ANY).ok
                     found += 1
-                elif mime == "text/html" and (m := re.search(r"<td>(agrees|disagrees)</td>", value)):
-                    swapped = "<td>%s</td>" % flips[m.group(1)]
+                elif mime == "text/markdown" and (m := re.search(r"`(agrees|disagrees)`", "".join(value))):
+                    # the claims table: one dropdown per record, its verdict in the title's badge
+                    value = "".join(value)
+                    swapped = "`%s`" % flips[m.group(1)]
                     flipped = copy.deepcopy(cell.outputs)
                     for o in flipped:
-                        if o.get("data", {}).get("text/html") == value:
-                            o["data"]["text/html"] = value[:m.start()] + swapped + value[m.end():]
+                        if "".join(o.get("data", {}).get("text/markdown", "")) == value:
+                            o["data"]["text/markdown"] = value[:m.start()] + swapped + value[m.end():]
                     assert not _compare(cell.outputs, flipped, ANY).ok
                     found += 1
     assert found >= 2, f"{path.stem}: no claim records and claims table found"

@@ -165,24 +165,6 @@ def alex_not_trained(setup) -> str:
 def _end(v: float, g: float) -> str:
     return f"{_fmt(v)} (bound)" if _at_bound(v, g) == "upper" else _fmt(v)
 
-def finding(records, keys) -> str:
-    """One line of the chapter's findings box: each record of ``keys``, its verdict and what decided it (the
-    criterion and the measured value, or why it was not tested), from the records alone."""
-    by = {c.key: c for c in records}
-    out = []
-    for k in keys:
-        c = by[k]
-        crits, meas = c.criterion.split(" and "), c.measured.split("; ")
-        if c.verdict == "not tested":
-            why = c.cause.removeprefix("not run: ")
-        elif len(crits) == len(meas) > 1:  # a compound claim: each part's criterion with its own value
-            why = "; ".join(f"{cr}: {m.split(': ')[-1]}" for cr, m in zip(crits, meas))
-        else:
-            why = f"{c.criterion}: {c.measured}"
-        posthoc = "; criterion chosen after the numbers were seen" if c.revised_because.strip() else ""
-        out.append(f"{c.verdict} ({why}{posthoc})")
-    return "; ".join(out)
-
 def kappa_with_interval(res: BatchResult, f) -> str:
     """A layer's KS-fitted kappa and its 95% parametric-bootstrap percentile interval, ``"k [lo, hi]"``."""
     lo, hi = res.kappa_interval(f)
