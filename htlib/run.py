@@ -578,7 +578,7 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
     return out
 
 
-_PAGES_BESIDE = ("conventions", "bibliography")  # the book's text pages rendered beside a rerun, for its links
+_PAGES_BESIDE = ("conventions", "execution", "bibliography")  # the book's text pages rendered beside a rerun, for its links
 
 
 def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
