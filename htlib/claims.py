@@ -6,6 +6,7 @@ to :class:`Claim` records; :func:`publish_claims` stores them in the notebook, w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html as _html
 import json
 import math
@@ -311,7 +312,9 @@ def _frame(claims: Sequence[Claim], columns: dict[str, str], bases: dict[str, Cl
         for c in claims) or "*None in this run.*"
     return frame
 
+@functools.cache
 def _record_table():
+    """The class, made once on first use (htlib.plotting, and with it matplotlib, loads only then)."""
     from htlib.plotting import Table
 
     class RecordTable(Table):

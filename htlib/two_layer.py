@@ -230,8 +230,13 @@ def readout_features(W: torch.Tensor, X: torch.Tensor, readout_scale: str = "d")
     """
     check_choice("readout_scale", readout_scale, READOUT_SCALES)
     h, d = W.shape
+    return _features_of(X @ W.T, readout_scale, h, d)
+
+
+def _features_of(P: torch.Tensor, readout_scale: str, h: int, d: int) -> torch.Tensor:
+    """:func:`readout_features` from the product ``P = X Wᵀ`` (which both conventions share)."""
     scale = float(d) if readout_scale == "d" else math.sqrt(d)
-    return torch.tanh((X @ W.T) / scale) / math.sqrt(h)
+    return torch.tanh(P / scale) / math.sqrt(h)
 
 
 def student_output(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
@@ -379,15 +384,14 @@ def gram(Z: torch.Tensor) -> torch.Tensor:
 def _readout(Pp: torch.Tensor, Pt: torch.Tensor, data: SingleIndexData, lam: float, readout_scale: str, h: int,
              d: int) -> dict:
     """:func:`readout_metrics` from the products ``X_probe Wᵀ`` and ``X_test Wᵀ`` (shared by both conventions)."""
-    scale = float(d) if readout_scale == "d" else math.sqrt(d)
-    Zp = (torch.tanh(Pp / scale) / math.sqrt(h)).to(torch.float64)
+    Zp = _features_of(Pp, readout_scale, h, d).to(torch.float64)
     yp = data.y_probe.to(torch.float64)
     n = Zp.shape[0]
     G = gram(Zp)
     Zty = Zp.T @ yp
     a = ridge_solve(G, Zty, lam, n)
     train_loss = torch.mean((Zp @ a - yp) ** 2).item()
-    Zt = (torch.tanh(Pt / scale) / math.sqrt(h)).to(torch.float64)
+    Zt = _features_of(Pt, readout_scale, h, d).to(torch.float64)
     test_loss = torch.mean((Zt @ a - data.y_test.to(torch.float64)) ** 2).item()
     kta = (torch.dot(Zty, Zty) / (torch.linalg.matrix_norm(G) * torch.dot(yp, yp))).item()
     return {"train_loss": train_loss, "test_loss": test_loss, "kta": kta}
