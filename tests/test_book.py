@@ -34,6 +34,19 @@ def test_every_toc_chapter_exists_with_one_parameters_cell():
                 assert not any(k.startswith("image/") or "/image/" in k for k in out.get("data", {})), f"{path.name}: embedded image"
 
 
+def test_every_parameters_cell_is_what_its_setup_generates():
+    # A default changed in a chapter's Setup but not in its committed parameters cell would run (and render) the old
+    # value: the cell is generated, so it must equal the generator's text.
+    for path in book.chapters():
+        setup = run.chapter_setup(path)
+        if setup is None:
+            continue
+        nb = nbformat.read(str(path), as_version=4)
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        assert cell.source.strip() == setup.parameters_cell().strip(), (
+            f"{path.name}: its parameters cell differs from {setup.__qualname__}.parameters_cell(); regenerate it")
+
+
 def test_strip_for_commit_drops_images_keeps_text():
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("plt.show()")
@@ -326,20 +339,23 @@ def test_the_book_allows_each_cell_at_least_the_regressions_time(monkeypatch):
 
 
 def test_a_cell_slower_than_the_timeout_fails_the_build_naming_chapter_and_cell(tmp_path, monkeypatch, capsys):
-    """The tiny fixture chapter with a slow cell, built with a 20 s timeout (set by HTLIB_CELL_TIMEOUT): long
-    enough for the fixture's quick cells on a loaded machine (importing myst_nb took 5 s at load 11)."""
+    """The tiny fixture chapter with a slow cell, built with a 5 s timeout (set by HTLIB_CELL_TIMEOUT).  The slow cell
+    follows the parameters cell, the one quick cell run before it (two assignments: no import), so the short timeout
+    times out only the slow cell even on a loaded machine; it is not the first code cell, so the cell named is
+    counted, not assumed (the build stops at the failure: the cells after it never run)."""
     (tmp_path / "book").mkdir()
     nb = nbformat.read(str(ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"), as_version=4)
-    nb.cells.insert(3, nbformat.v4.new_code_cell("import time; time.sleep(120)  # slower than the timeout"))
+    assert nb.cells[1].source.startswith("scale = 2.0") and nb.cells[1].cell_type == "code"
+    nb.cells.insert(2, nbformat.v4.new_code_cell("import time; time.sleep(120)  # slower than the timeout"))
     nbformat.write(nb, str(tmp_path / "book" / "tiny_chapter.ipynb"))
     (tmp_path / "_config.yml").write_text("title: t\nexecute:\n  execute_notebooks: cache\n  timeout: 3600\n"
                                           "sphinx:\n  config:\n    nb_execution_raise_on_error: true\n")
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/tiny_chapter\n")
-    monkeypatch.setenv("HTLIB_CELL_TIMEOUT", "20")
+    monkeypatch.setenv("HTLIB_CELL_TIMEOUT", "5")
     assert book.build(tmp_path) != 0
     err = capsys.readouterr().err
-    assert "book/tiny_chapter.ipynb" in err and "cell 4 (`import time; time.sleep(120)" in err, err
-    assert "timeout of 20 s" in err and "HTLIB_CELL_TIMEOUT" in err
+    assert "book/tiny_chapter.ipynb" in err and "cell 3 (`import time; time.sleep(120)" in err, err
+    assert "timeout of 5 s" in err and "HTLIB_CELL_TIMEOUT" in err
     assert "python -m htlib.run book/tiny_chapter.ipynb" in err  # how to rerun that chapter alone
 
 

@@ -446,5 +446,15 @@ def test_fig8cd_extra_seeds_run_only_the_noise_and_steplr_panels(cache_tmp, monk
         assert all(len(ts) == 1 for ts in res.panel(name).values())  # the figure's panels keep fig8_seeds
     extra = [c for c in trained if c.seed > 0]
     assert len(extra) == 2 * 4 and not any(c.weight_norm for c in extra)  # 2 noise levels + 2 decays, 2 seeds
+    # the extra label-noise runs record the ends only, and read there what a run recording every step reads
+    noise = [c for c in extra if c.steplr_gamma == 1.0]
+    assert len(noise) == 4 and all(c.recorded_steps() == [0, 3] and c.keep_weights == (2, 3) for c in noise)
+    assert all(c.recorded_steps() == [0, 1, 2, 3] for c in extra if c.steplr_gamma < 1.0)
+    full = train(dataclasses.replace(noise[0], record_every=1))
+    ends = res.panel_cd("by_rho")[noise[0].rho_e][noise[0].seed]
+    for m in ("train_loss@d", "test_loss@sqrt_d", "alpha_hill"):
+        assert full.metric(m)[-1] == ends.metric(m)[-1] and full.metric(m)[0] == ends.metric(m)[0]
+    np.testing.assert_array_equal(full.esd[-1], ends.esd[-1])
+    np.testing.assert_array_equal(full.update(2), ends.update(2))
     with pytest.raises(ValueError, match="name must be one of"):
         res.panel_cd("by_n")
