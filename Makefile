@@ -1,4 +1,5 @@
 # Two commands do everything on a machine that has only Python 3.10+:
+#   make html   set up .venv, render _build/html from the committed outputs (about a minute)
 #   make book   set up .venv, execute every chapter, render _build/html
 #   make test   set up .venv, run the unit tests and the nbval regression of every chapter
 # See README.md for the other targets (lab, run, paper, refresh, test-book, bench).
@@ -12,7 +13,13 @@ CHAPTERS := $(shell ls book/*.ipynb 2>/dev/null)
 # Progress bars vary run to run; they stay out of executed reference outputs.
 QUIET := TQDM_DISABLE=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: venv book test unit nbval nbval-cold test-book browser refresh run lab paper paper-dry-run bench bench-build clean
+# The arithmetic that can be pinned, pinned: torch's own kernels, oneDNN and MKL at their AVX2 branches, which
+# every AVX2 x86 processor runs (MKL takes its AUTO branch in reproducible mode on a non-Intel one); the cost,
+# measured as ratios: benchmarks/README.md.  tests/portability.py reads this line.  Empty it to run unpinned:
+# make nbval ARITH=
+ARITH := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2
+
+.PHONY: venv book html test unit nbval nbval-cold test-book browser refresh run lab paper paper-dry-run bench bench-build clean
 
 venv: $(STAMP)
 
@@ -26,6 +33,11 @@ $(STAMP): pyproject.toml
 
 book: venv
 	$(QUIET) $(PY) -m htlib.book build
+
+# The book from the committed outputs (or this source's executions, where the execution cache holds them), executing
+# nothing: about a minute.
+html: venv
+	$(QUIET) $(PY) -m htlib.book html
 
 test: unit nbval
 
@@ -43,7 +55,7 @@ unit: venv
 # One process: chapters with their own worker pools (htmp, generalization) run one at a time; beside each other
 # on two pytest workers, htmp's training cell passed nbval's 30-min cell limit (2026-12-03).
 nbval: venv
-	$(QUIET) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
+	$(QUIET) $(ARITH) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
 
 # One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) on one
@@ -65,7 +77,7 @@ browser: venv
 
 # The one deliberate way to update committed reference outputs: NB=book/x.ipynb, or all chapters.
 refresh: venv
-	$(QUIET) $(PY) -m htlib.book refresh $(NB)
+	$(QUIET) $(ARITH) $(PY) -m htlib.book refresh $(NB)
 
 # Rerun a chapter with your own parameters: make run NB=book/one_step_adam.ipynb ARGS='-p seeds 2'
 run: venv

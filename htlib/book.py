@@ -1,18 +1,20 @@
-"""Book build helpers: reference-output refresh and the execution-cache key.
+"""Book build helpers: reference-output refresh, the execution cache, and the build that always renders a book.
 
 :func:`refresh` is the one deliberate way to update a chapter's committed reference outputs (written back only
-if every cell succeeded, without images and run-specific metadata).  :func:`build` renders the book with an
-execution cache named after :func:`htlib.cache.source_hash` of *all* of htlib (:func:`execution_cache_path`:
-Jupyter Book keys its cache on code cells only) and names a failing chapter and cell (:func:`failure_advice`).
+if every cell succeeded, without images and run-specific metadata).  :func:`build` executes, one at a time and
+with a progress line for each, the chapters that the execution cache (:func:`execution_cache_path`, named after
+all of htlib's files, its claims tables included: Jupyter Book keys its cache on code cells only) lacks, then
+renders the book.  A chapter that fails is rendered from its committed outputs under a banner, the build ends
+non-zero naming it and its cell (:func:`failure_advice`).  ``build(execute=False)`` (``make html``) executes
+nothing.
 
-Command line: ``python -m htlib.book refresh book/mp_baseline.ipynb [...]``, ``python -m htlib.book build``.
+Command line: ``python -m htlib.book refresh book/mp_baseline.ipynb [...]``, ``python -m htlib.book build``,
+``python -m htlib.book html``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
 import copy
 import datetime
 import importlib.util
@@ -30,7 +32,7 @@ import yaml
 from htlib.cache import source_hash
 
 __all__ = ["strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters", "pages",
-           "cell_timeout", "failure_advice"]
+           "cell_timeout", "failure_advice", "execute_chapters", "store_execution", "is_cached", "BuildInputError"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,13 +158,20 @@ def absolute_paths(config: dict, root: Path = REPO_ROOT) -> dict:
         sphinx_config["html_static_path"] = static_paths
     return config
 
-def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None) -> Path:
-    """``_config.yml`` with the execution cache at :func:`execution_cache_path` and MathJax served locally."""
+def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None,
+                       not_executed: dict[str, str] | None = None) -> Path:
+    """``_config.yml`` with the execution cache at :func:`execution_cache_path`, MathJax served locally, and the
+    pages ``not_executed`` (docname -> banner text) rendered from their committed outputs under a banner."""
     config = yaml.safe_load((root / "_config.yml").read_text())
-    config.setdefault("execute", {})["cache"] = str(execution_cache_path(root, package_dir))
-    if (timeout := cell_timeout()) is not None:
-        config["execute"]["timeout"] = timeout
+    execute = config.setdefault("execute", {})
+    execute["cache"] = str(execution_cache_path(root, package_dir))
+    execute["timeout"] = cell_timeout()
     absolute_paths(config, root)
+    if not_executed:
+        execute["exclude_patterns"] = sorted(f"{doc}.ipynb" for doc in not_executed)
+        sphinx = config.setdefault("sphinx", {})
+        sphinx.setdefault("local_extensions", {})["not_executed"] = str(REPO_ROOT / "book" / "_ext")
+        sphinx.setdefault("config", {})["htlib_not_executed"] = dict(not_executed)
     config.setdefault("html", {})["extra_footer"] = footer(root)
     out = root / "_build" / "_config.generated.yml"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -193,83 +202,249 @@ def jupyter_book_command() -> str:
     return str(beside) if beside.exists() else "jupyter-book"
 
 
-def cell_timeout() -> int | None:
-    """``HTLIB_CELL_TIMEOUT`` as the book build's per-cell timeout in seconds (-1: none), ``None`` if unset."""
+class BuildInputError(ValueError):
+    """A setting of the book build that is refused before anything runs (its message is one line)."""
+
+
+def cell_timeout() -> int:
+    """``HTLIB_CELL_TIMEOUT``, the book build's per-cell timeout in whole seconds; -1 (no limit) when unset.
+
+    No limit is the default: a per-cell timeout cannot tell a slow or busy machine from a hung cell.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["HTLIB_CELL_TIMEOUT"] = "600"; cell_timeout()
+    600
+    >>> os.environ["HTLIB_CELL_TIMEOUT"] = "inf"; cell_timeout()
+    Traceback (most recent call last):
+    ...
+    htlib.book.BuildInputError: HTLIB_CELL_TIMEOUT must be a whole number of seconds from 1 to 604800 (unset: no limit), got 'inf'
+    >>> del os.environ["HTLIB_CELL_TIMEOUT"]; cell_timeout()
+    -1
+    """
     text = os.environ.get("HTLIB_CELL_TIMEOUT", "").strip()
     if not text:
-        return None
-    try:
-        seconds = int(float(text))
-    except ValueError:
-        raise ValueError(f"HTLIB_CELL_TIMEOUT must be a number of seconds (0: no limit), got {text!r}") from None
-    return seconds if seconds > 0 else -1  # nbclient reads -1 as "no timeout"
+        return -1  # nbclient and myst-nb read -1 as "no timeout"
+    if not re.fullmatch(r"\d{1,6}", text) or not 1 <= int(text) <= _MAX_TIMEOUT:
+        raise BuildInputError(f"HTLIB_CELL_TIMEOUT must be a whole number of seconds from 1 to {_MAX_TIMEOUT} "
+                              f"(unset: no limit), got {text!r}")
+    return int(text)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# myst-nb's one line per failed notebook; the traceback it shows follows it.
-_EXEC_FAILED = re.compile(r"^(\S+\.ipynb): WARNING: Executing notebook failed: (\w+)")
-_RULE = re.compile(r"^-{10,}\s*$")  # nbclient frames the failing cell's source between such rules
+_MAX_TIMEOUT = 7 * 24 * 3600
 
 
-def _failing_cell(notebook: Path, log: list[str]) -> str:
-    """``cell N (`first line`)`` of the cell whose source nbclient quotes in ``log``, or "a cell"."""
-    first = next((log[i + 1].strip() for i, line in enumerate(log[:-1]) if _RULE.match(line)), "")
-    if first.startswith("['"):  # a long cell is previewed as the list of its lines
-        with contextlib.suppress(ValueError, SyntaxError, IndexError):
-            first = str(ast.literal_eval(first)[0]).strip()
-    try:
-        cells = nbformat.read(str(notebook), as_version=4).cells
-    except Exception:  # the message must not fail on an unreadable notebook
-        cells = []
-    for n, cell in enumerate(cells, 1):
-        lines = cell.source.strip().splitlines()
-        if cell.cell_type == "code" and first and lines and lines[0].strip() == first:
-            return f"cell {n} (`{first}`)"
-    return f"the cell starting `{first}`" if first else "a cell"
+def _shown(path: Path, root: Path) -> str:
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def failure_advice(notebook: Path, error: str, log: list[str], root: Path = REPO_ROOT) -> str:
-    """What the build says when executing ``notebook`` failed with ``error`` (nbclient's class name), given
-    the log lines myst-nb printed after its failure line: the chapter, the cell, and what to do."""
-    notebook, root = Path(notebook).resolve(), Path(root).resolve()
-    shown = notebook.relative_to(root) if notebook.is_relative_to(root) else notebook
-    cell = _failing_cell(notebook, log)
+def _cell_named(cells: list, index: int | None) -> str:
+    """``cell N (`first line`)``, N counting every cell from 1 as the notebook shows them, or "a cell"."""
+    if index is None or not 0 <= index < len(cells):
+        return "a cell"
+    first = next((line.strip() for line in cells[index].source.splitlines() if line.strip()), "")
+    return f"cell {index + 1} (`{first}`)" if first else f"cell {index + 1}"
+
+
+def failure_advice(notebook: Path, error: str, cell: str, root: Path = REPO_ROOT, *, detail: str = "",
+                   limit: int | None = None) -> str:
+    """What the build says when executing ``notebook`` failed in ``cell`` (:func:`_cell_named`) with ``error``
+    (nbclient's class name, or the cell's exception): the chapter, the cell, and what to do."""
+    shown = _shown(notebook, root)
     rerun = f"`python -m htlib.run {shown} --no-html` reruns this chapter alone, keeping its partial notebook"
     if error == "CellTimeoutError":
-        limit = next((m.group(1) for line in log if (m := re.search(r"after (\d+) seconds", line))), "?")
-        return (f"book build failed: chapter {shown}, {cell}, ran past the per-cell timeout of {limit} s, which "
-                "this machine is too slow or busy for: raise it with `HTLIB_CELL_TIMEOUT=<seconds> make book` "
-                f"(0: no limit); {rerun}, with no timeout.")
-    return f"book build failed: chapter {shown}, {cell}, raised an error ({error}; its traceback is above); {rerun}."
+        return (f"chapter {shown}, {cell}, ran past the per-cell timeout of {limit} s (HTLIB_CELL_TIMEOUT): unset it "
+                f"for no limit, or raise it; {rerun}.")
+    what = f"{error}: {detail}" if detail else error
+    return f"chapter {shown}, {cell}, raised {what}; {rerun}."
 
 
-def build(root: Path = REPO_ROOT, package_dir: str | None = None) -> int:
-    """Execute every chapter (or reuse the cache for this htlib source) and render HTML; any cell error fails
-    the build.  The log is echoed and read for myst-nb's execution failures, so that a failed build ends by
-    naming the chapter and the cell and saying what to do (:func:`failure_advice`)."""
-    config = write_build_config(root, package_dir)
+def _banner(advice: str) -> str:
+    """The text of the banner on a chapter that failed in this build."""
+    return (f"This build did not execute this chapter: {advice}\n\nThe page shows the outputs committed with the "
+            "book instead: its tables, numbers and verdicts are the ones the book's regression checks against the "
+            "code, and its figures are not drawn.")
+
+
+def html_banner(path: Path, root: Path = REPO_ROOT) -> str:
+    """The text of the banner on a chapter that ``make html`` rendered from its committed outputs."""
+    return ("This page shows the outputs committed with the book; this build executed nothing. Its tables, numbers "
+            "and verdicts are the ones the book's regression checks against the code; its figures are drawn when "
+            f"the chapter is executed: `make book` executes every chapter, `make run NB={_shown(path, root)}` "
+            "this one.")
+
+
+def cold_minutes(chapter: Path, root: Path = REPO_ROOT) -> float:
+    """The chapter's measured wall time at its defaults with an empty result cache (minutes, two idle cores)."""
+    from htlib.paper import DEFAULT_MINUTES, _benchmark_minutes
+
+    return _benchmark_minutes(root).get(chapter.stem, DEFAULT_MINUTES.get(chapter.stem, 1.0))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _cache(root: Path, package_dir: str | None):
+    from jupyter_cache import get_cache
+
+    return get_cache(str(execution_cache_path(root, package_dir)))
+
+
+def is_cached(path: Path, root: Path = REPO_ROOT, package_dir: str | None = None) -> bool:
+    """Whether the book's execution cache holds an execution of ``path``'s code cells for this source."""
+    nb = nbformat.read(str(path), as_version=4)
+    try:
+        _cache(root, package_dir).match_cache_notebook(nb)
+    except KeyError:
+        return False
+    return True
+
+
+def store_execution(path: Path, outputs: list[list], seconds: float, root: Path = REPO_ROOT,
+                    package_dir: str | None = None) -> bool:
+    """Store ``outputs`` (one list per code cell of the chapter at ``path``) in the book's execution cache, as
+    myst-nb would after executing it itself: the chapter's own cells, so the same jupyter-cache hash.  The build
+    then renders them and executes nothing.  False (nothing stored) unless every code cell has its outputs."""
+    import time
+
+    from jupyter_cache.base import CacheBundleIn
+
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if len(outputs) != len(code):
+        return False
+    for i, (cell, outs) in enumerate(zip(code, outputs), 1):
+        cell.outputs = [nbformat.from_dict(dict(o)) for o in outs]
+        cell.execution_count = i
+        for out in cell.outputs:
+            if out.get("output_type") == "execute_result":
+                out["execution_count"] = i
+    nbformat.validate(nb)
+    cache = _cache(root, package_dir)
+    for attempt in range(5):  # two processes may store a chapter at the same moment (one SQLite file)
+        try:
+            cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            return True
+        except Exception as err:  # sqlite3.OperationalError ("database is locked") through SQLAlchemy
+            if "locked" not in str(err) or attempt == 4:
+                raise
+            time.sleep(1 + attempt)
+    return False
+
+
+def execute_chapter(path: Path, timeout: int, root: Path = REPO_ROOT) -> tuple[list[list] | None, str]:
+    """Execute the chapter at ``path`` as myst-nb would (its folder as working directory, one kernel, no
+    parameters): its code cells' outputs and "", or ``None`` and the advice naming the failing cell."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    from htlib.run import kernel_manager_class, stop_kernels
+
+    nb = nbformat.read(str(path), as_version=4)
+    current: list[int] = []
+    managers = kernel_manager_class()
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(path.parent)}}, kernel_manager_class=managers,
+                            on_cell_start=lambda cell, cell_index: current.append(cell_index))
+    try:
+        client.execute()
+    except CellTimeoutError:
+        return None, failure_advice(path, "CellTimeoutError", _cell_named(nb.cells, current[-1] if current else None),
+                                    root, limit=timeout)
+    except CellExecutionError as err:
+        return None, failure_advice(path, err.ename or "an error", _cell_named(nb.cells, current[-1] if current else
+                                                                               None), root,
+                                    detail=(err.evalue or "").strip().splitlines()[0][:300] if err.evalue else "")
+    except DeadKernelError as err:
+        return None, failure_advice(path, "DeadKernelError", _cell_named(nb.cells, current[-1] if current else None),
+                                    root, detail=f"the kernel died ({str(err).strip()[:200]})")
+    except KeyboardInterrupt:
+        stop_kernels(managers)
+        raise
+    return [c.outputs for c in nb.cells if c.cell_type == "code"], ""
+
+
+def execute_chapters(root: Path = REPO_ROOT, package_dir: str | None = None, *,
+                     timeout: int = -1) -> dict[Path, str]:
+    """Execute every chapter the execution cache lacks, one at a time, printing a line as each starts and ends;
+    store each success in the cache.  The chapters that failed, each with the advice naming its cell."""
+    import time
+
+    todo = [p for p in chapters(root) if not is_cached(p, root, package_dir)]
+    every = len(chapters(root))
+    total = sum(cold_minutes(p, root) for p in todo)
+    print(f"make book: {every} chapters, {every - len(todo)} already executed for this source (served from the "
+          f"execution cache), {len(todo)} to execute: about {total:.0f} min with an empty result cache on two idle "
+          "cores, less where results are cached, more on a busy machine"
+          + ("" if timeout == -1 else f"; each cell may run {timeout} s"), flush=True)
+    failed: dict[Path, str] = {}
+    start = time.monotonic()
+    for n, path in enumerate(todo, 1):
+        name = f"[{n}/{len(todo)}] {_shown(path, root)}"
+        print(f"{name}: executing (about {cold_minutes(path, root):.1f} min cold)", flush=True)
+        t0 = time.monotonic()
+        outputs, advice = execute_chapter(path, timeout, root)
+        seconds = time.monotonic() - t0
+        if outputs is not None and store_execution(path, outputs, seconds, root, package_dir):
+            print(f"{name}: done in {_minutes(seconds)} (build so far {_minutes(time.monotonic() - start)})",
+                  flush=True)
+        else:
+            failed[path] = advice or "its outputs could not be stored in the execution cache"
+            print(f"{name}: FAILED after {_minutes(seconds)}: {failed[path]}", flush=True)
+    return failed
+
+
+def _docname(path: Path, root: Path) -> str:
+    return Path(path).resolve().relative_to(Path(root).resolve()).with_suffix("").as_posix()
+
+
+def render(root: Path, config: Path) -> int:
+    """Run ``jupyter-book build`` with ``config`` (warnings are errors); its exit code."""
     cmd = [jupyter_book_command(), "build", str(root), "--config", str(config), "--toc", str(root / "_toc.yml"),
            "-W", "--keep-going"]
-    failed: list[tuple[Path, str, list[str]]] = []  # (notebook, nbclient's error, the log lines after it)
-    with subprocess.Popen(cmd, cwd=root, env=dict(os.environ, TQDM_DISABLE="1"), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            plain = _ANSI.sub("", line).rstrip("\n")
-            m = _EXEC_FAILED.match(plain)
-            if m:
-                failed.append((Path(m.group(1)), m.group(2), []))
-            elif failed and len(failed[-1][2]) < 2000:
-                failed[-1][2].append(plain)
-    code = proc.returncode
-    if code == 0:
-        print(f"\nThe book is at {root / '_build' / 'html' / 'index.html'}")
+    return subprocess.run(cmd, cwd=root, env=dict(os.environ, TQDM_DISABLE="1")).returncode
+
+
+def build(root: Path = REPO_ROOT, package_dir: str | None = None, *, execute: bool = True) -> int:
+    """Render the book into ``_build/html``; 0 when every chapter was executed (or served from the cache) and the
+    render succeeded.
+
+    With ``execute``, every chapter the execution cache lacks is executed first, one at a time, with no per-cell
+    limit unless ``HTLIB_CELL_TIMEOUT`` sets one; a chapter that fails is rendered from its committed outputs under
+    a banner saying so, the others as executed, and the build ends non-zero naming it.  Without ``execute``
+    (``make html``) nothing runs: each chapter is rendered from the cache where it holds an execution for this
+    source, else from its committed outputs under a banner.
+
+    Raises
+    ------
+    BuildInputError
+        Before anything runs, for an ``HTLIB_CELL_TIMEOUT`` that is not a whole number of seconds.
+    """
+    timeout = cell_timeout()
+    if execute:
+        failed = execute_chapters(root, package_dir, timeout=timeout)
+        banners = {_docname(p, root): _banner(advice) for p, advice in failed.items()}
     else:
-        sys.stdout.flush()
-        for notebook, error, log in failed:
-            print(f"\n{failure_advice(notebook, error, log, root)}", file=sys.stderr)
-        print(f"\nbook build failed (exit {code}); see the log above", file=sys.stderr)
+        failed = {}
+        banners = {_docname(p, root): html_banner(p, root) for p in chapters(root) if not is_cached(p, root, package_dir)}
+    print(f"rendering the book ({len(banners)} chapter(s) from their committed outputs)" if banners
+          else "rendering the book", flush=True)
+    code = render(root, write_build_config(root, package_dir, not_executed=banners))
+    index = root / "_build" / "html" / "index.html"
+    if code != 0:
+        print(f"\nbook build failed: the render exited {code}; see the log above", file=sys.stderr)
+    elif index.exists():
+        print(f"\nThe book is at {index}")
+    for path, advice in failed.items():
+        print(f"\nbook build: {advice} The page shows its committed outputs under a banner.", file=sys.stderr)
+    if failed:
+        print(f"\nbook build failed: {len(failed)} chapter(s) not executed: "
+              + ", ".join(_shown(p, root) for p in failed), file=sys.stderr)
+        return code or 2
     return code
 
 
@@ -279,14 +454,23 @@ def main(argv: list[str] | None = None) -> int:
     p_refresh = sub.add_parser("refresh", help="re-execute chapters and write back their reference outputs")
     p_refresh.add_argument("notebooks", nargs="*", help="chapters to refresh (default: all in _toc.yml)")
     sub.add_parser("build", help="execute and render the whole book into _build/html")
+    sub.add_parser("html", help="render the book into _build/html, executing nothing")
     sub.add_parser("cache-path", help="print the execution-cache folder for the current htlib source")
     args = parser.parse_args(argv)
     if args.command == "refresh":
         for nb in args.notebooks or chapters():
             refresh(nb)
         return 0
-    if args.command == "build":
-        return build()
+    if args.command in ("build", "html"):
+        try:
+            return build(execute=args.command == "build")
+        except BuildInputError as err:
+            print(f"make book: {err}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("make book: interrupted; the chapters that finished are kept in the execution cache",
+                  file=sys.stderr)
+            return 130
     print(execution_cache_path())
     return 0
 

@@ -165,8 +165,8 @@ def source_hash(package_dir: str | None = None, scope: str = "results", module: 
         The package to hash (default: this htlib).
     scope
         ``"results"`` (the result cache): the syntax trees, without docstrings, of ``module`` and of every htlib
-        module it imports, transitively (tooling left out); ``"all"`` (the book's execution cache): every file's
-        bytes.
+        module it imports, transitively (tooling left out); ``"all"`` (the book's execution cache): the bytes of every
+        file of the package, its claims tables and other data included (compiled ``__pycache__`` left out).
     module
         The dotted name of the module whose function computes the result; ``None``: the numerics alone.
 
@@ -181,7 +181,8 @@ def source_hash(package_dir: str | None = None, scope: str = "results", module: 
     root = Path(package_dir) if package_dir else _PACKAGE_DIR
     digest = hashlib.sha256()
     if scope == "all":
-        for path in sorted(root.rglob("*.py")):
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                           and p.suffix not in (".pyc", ".pyo")):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     else:
         for path in _result_files(root, module):

@@ -58,31 +58,8 @@ def keep(path: Path, outputs: dict[int, list], seconds: float, root: Path) -> bo
 
     Returns False (and stores nothing) unless every code cell has its outputs.
     """
-    import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
+    from htlib.book import store_execution
 
-    from htlib.book import execution_cache_path
-
-    nb = nbformat.read(str(path), as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    if sorted(outputs) != list(range(len(code))):
+    if sorted(outputs) != list(range(len(outputs))):
         return False
-    for i, cell in enumerate(code):
-        cell.outputs = [nbformat.from_dict(dict(o)) for o in outputs[i]]
-        cell.execution_count = i + 1
-        for out in cell.outputs:
-            if out.get("output_type") == "execute_result":
-                out["execution_count"] = i + 1
-    nbformat.validate(nb)
-    cache = get_cache(str(execution_cache_path(root)))
-    for attempt in range(5):  # two nbval workers may finish a chapter at the same moment (one SQLite file)
-        try:
-            cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
-                                        check_validity=False, overwrite=True)
-            return True
-        except Exception as err:  # sqlite3.OperationalError ("database is locked") through SQLAlchemy
-            if "locked" not in str(err) or attempt == 4:
-                raise
-            time.sleep(1 + attempt)
-    return False
+    return store_execution(path, [outputs[i] for i in range(len(outputs))], seconds, root)
