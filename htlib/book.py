@@ -97,8 +97,14 @@ def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     """Re-execute chapter ``path`` and write it back as the new reference; if any cell fails, nothing is
-    written and the partial run is kept in a temporary file whose location is printed."""
+    written and the partial run is kept in a temporary file whose location is printed.
+
+    The write-back is atomic (:func:`htlib.cache.atomic_write`): a kill, a full disk or a file-size limit leaves
+    the committed chapter as it was.  On Ctrl-C the kernel is stopped and :class:`htlib.run.Interrupted` names the
+    partial notebook."""
     import papermill as pm
+
+    from htlib.cache import atomic_write
 
     path = Path(path).resolve()
     if not path.exists():
@@ -106,15 +112,21 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     fd, tmp = tempfile.mkstemp(suffix=f"-{path.name}")
     os.close(fd)
     os.environ.setdefault("TQDM_DISABLE", "1")
-    from htlib.run import kernel_manager_class
+    from htlib.run import Interrupted, kernel_manager_class, stop_kernels
 
+    managers = kernel_manager_class()
     try:
         pm.execute_notebook(str(path), tmp, cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-                            execution_timeout=timeout, kernel_manager_class=kernel_manager_class())  # IPC
+                            execution_timeout=timeout, kernel_manager_class=managers)  # IPC
+    except KeyboardInterrupt:
+        stop_kernels(managers)
+        raise Interrupted(f"refresh of {path.name} interrupted; nothing written back, the partial notebook is "
+                          f"{tmp}") from None
     except Exception:
         print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)
         raise
-    nbformat.write(strip_for_commit(nbformat.read(tmp, as_version=4)), str(path))
+    text = nbformat.writes(strip_for_commit(nbformat.read(tmp, as_version=4)))
+    atomic_write(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends it
     os.unlink(tmp)
     print(f"refreshed {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
 
@@ -458,8 +470,15 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("cache-path", help="print the execution-cache folder for the current htlib source")
     args = parser.parse_args(argv)
     if args.command == "refresh":
-        for nb in args.notebooks or chapters():
-            refresh(nb)
+        from htlib.run import Interrupted, on_sigterm_interrupt
+
+        on_sigterm_interrupt()
+        try:
+            for nb in args.notebooks or chapters():
+                refresh(nb)
+        except KeyboardInterrupt as err:  # one line naming the partial notebook, not the traceback
+            print(f"\n{err}" if isinstance(err, Interrupted) else "\nrefresh interrupted", file=sys.stderr)
+            return 130
         return 0
     if args.command in ("build", "html"):
         try:

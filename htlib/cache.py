@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["TOOLING_MODULES", "CacheWarning", "CacheDirError", "cache_dir", "source_hash", "config_key", "load",
-           "store", "cached_call", "MISSING"]
+           "store", "cached_call", "MISSING", "atomic_write"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -388,6 +388,42 @@ def _remove_stale_temps(root: Path) -> None:
         with contextlib.suppress(OSError):  # another process removed or still owns it
             if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
                 tmp.unlink()
+
+
+def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` whole or not at all: into a temporary file beside it, then ``os.replace``.
+
+    A kill, a full disk or a file-size limit mid-write leaves the previous file as it was (the temporary file is
+    removed where the process lives on).  The file keeps the previous file's mode (else the umask's).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> atomic_write(target, "whole").read_text()
+    'whole'
+    """
+    path = Path(path)
+    blob = data.encode(encoding) if isinstance(data, str) else bytes(data)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def store(key: str, value: Any) -> bool:

@@ -425,12 +425,13 @@ def glue_text(name: str, value, fmt: str = ".3g") -> str:
 def glue_figure(name: str, fig) -> None:
     """Glue ``fig`` under ``name`` without showing it; write its numbers to :func:`htlib.plotting.figure_data_path`."""
     from myst_nb import glue
+    from htlib.cache import atomic_write
     from htlib.plotting import figure_data, figure_data_path
     if not isinstance(name, str) or not name: raise ValueError(f"name must be a non-empty figure name, got {name!r}")
     glue(name, fig, display=False)
     path = figure_data_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure_data(fig).to_csv(path, index=False, float_format="%.10g")
+    atomic_write(path, figure_data(fig).to_csv(index=False, float_format="%.10g"))  # a reader never sees half
 
 class GluedText(str):
     """The string :func:`glue_text` returns: usable as text, silent when it ends a notebook cell."""

@@ -432,6 +432,16 @@ def stop_kernels(manager_class) -> None:
             time.sleep(0.02)
 
 
+def on_sigterm_interrupt() -> None:
+    """Treat SIGTERM like Ctrl-C (a ``KeyboardInterrupt``) in this process: a killed run or refresh stops its
+    kernel, keeps and names its partial notebook, instead of dying silently with its kernel left behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
 def failure_reason(err: BaseException) -> str:
     """One line saying why a run failed: the failing cell's exception for papermill, else the error."""
     ename, evalue = getattr(err, "ename", None), getattr(err, "evalue", None)
@@ -466,12 +476,22 @@ def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any =
             "show as plain text.\n```")
 
 
-def add_banner(path: str | Path, text: str) -> None:
-    """Insert ``text`` as a markdown cell after the executed notebook's title cell (in place)."""
+_FIGURE_DATA_LINK = re.compile(r"(?<=<)_figure-data/(?=[^/<>]+>)")
+
+
+def add_banner(path: str | Path, text: str, *, figure_data: str | None = None) -> None:
+    """Insert ``text`` as a markdown cell after the executed notebook's title cell (in place); with
+    ``figure_data``, the prose's links to ``_figure-data/<name>`` point into the run's own ``_figure-data/<figure_data>/``
+    (two reruns of a chapter never share a CSV)."""
+    from htlib.cache import atomic_write
+
     nb = nbformat.read(str(path), as_version=4)
     first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
     nb.cells.insert(first + 1, nbformat.v4.new_markdown_cell(text, metadata={"tags": ["htlib-rerun-banner"]}))
-    nbformat.write(nb, str(path))
+    for cell in nb.cells if figure_data else ():
+        if cell.cell_type == "markdown":
+            cell.source = _FIGURE_DATA_LINK.sub(f"_figure-data/{figure_data}/", cell.source)
+    atomic_write(path, nbformat.writes(nb) + "\n")
 
 
 class _ProgressRelay:
@@ -530,7 +550,7 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
     from htlib.plotting import FIGURE_DATA_DIR
 
     before = os.environ.get("HTLIB_FIGURE_DATA")
-    os.environ["HTLIB_FIGURE_DATA"] = str(out.parent.resolve() / FIGURE_DATA_DIR)
+    os.environ["HTLIB_FIGURE_DATA"] = str(out.parent.resolve() / FIGURE_DATA_DIR / out.stem)  # this run's own
     # The sweeps' progress bars go to a file the kernel inherits by name and this process relays to the terminal:
     # in the kernel's own stderr they would be written into the page.
     bars = work.with_suffix(".progress")
@@ -563,7 +583,7 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
         else:
             os.environ["HTLIB_FIGURE_DATA"] = before
     work_log.unlink(missing_ok=True)
-    add_banner(work, rerun_banner(notebook, clean))
+    add_banner(work, rerun_banner(notebook, clean), figure_data=out.stem)
     os.replace(work, out)
     log.unlink(missing_ok=True)  # the log of an earlier failed run with these parameters
     if html:
@@ -590,6 +610,7 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     import yaml
 
     from htlib.book import absolute_paths, jupyter_book_command
+    from htlib.cache import atomic_write
     from htlib.plotting import FIGURE_DATA_DIR
 
     notebook = Path(notebook).resolve()
@@ -597,9 +618,15 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     with tempfile.TemporaryDirectory(prefix="htlib-page-") as tmp:
         root = Path(tmp)
         shutil.copy2(notebook, root / notebook.name)
-        data = notebook.parent / FIGURE_DATA_DIR  # the captions' {download} links resolve against the run's CSVs
-        if data.is_dir():
-            shutil.copytree(data, root / FIGURE_DATA_DIR)
+        # The captions' {download} links resolve against the run's own CSVs: its folder _figure-data/<run>/ (whose
+        # path names the run, so Sphinx's _downloads/<md5 of the path>/ differs between reruns), else the CSVs of
+        # a run without one directly in _figure-data/.
+        data = notebook.parent / FIGURE_DATA_DIR
+        if (data / notebook.stem).is_dir():
+            shutil.copytree(data / notebook.stem, root / FIGURE_DATA_DIR / notebook.stem)
+        elif data.is_dir():
+            shutil.copytree(data, root / FIGURE_DATA_DIR, ignore=lambda d, names: [n for n in names
+                                                                                    if (Path(d) / n).is_dir()])
         toc: dict[str, Any] = {"format": "jb-book", "root": notebook.stem}
         for extra in ("references.bib", *(f"{page}.md" for page in _PAGES_BESIDE)):
             if (REPO_ROOT / "book" / extra).exists():
@@ -628,12 +655,35 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         for item in html_dir.iterdir():
             if item.is_dir() and item.name.startswith("_"):
                 shutil.copytree(item, target.parent / item.name, dirs_exist_ok=True)
-        # The search box and the index link these; the one-page build makes them, so they go beside the page too.
-        for name in (page.name, *(f"{p}.html" for p in pages), "search.html", "genindex.html", "searchindex.js"):
+        # The search box and the index link these; the one-page build makes them, so they go beside the page too,
+        # each page with its own search page and index (<run>-search.html, <run>-searchindex.js): another rerun
+        # beside it rewrites search.html and searchindex.js.
+        for name in (*(f"{p}.html" for p in pages), "search.html", "genindex.html", "searchindex.js"):
             if (html_dir / name).exists():
-                shutil.copy2(html_dir / name, target.parent / name)
-    target.write_text(_unlink_chapters(target.read_text(encoding="utf-8")), encoding="utf-8")
+                atomic_write(target.parent / name, (html_dir / name).read_bytes())
+        own = {"search.html": f"{notebook.stem}-search.html", "searchindex.js": f"{notebook.stem}-searchindex.js"}
+        if (html_dir / "searchindex.js").exists():
+            atomic_write(target.parent / own["searchindex.js"], (html_dir / "searchindex.js").read_bytes())
+        if (html_dir / "search.html").exists():
+            text = (html_dir / "search.html").read_text(encoding="utf-8")
+            atomic_write(target.parent / own["search.html"], _own_search(text, own), encoding="utf-8")
+        text = _own_search(page.read_text(encoding="utf-8"), own)
+    atomic_write(target, _unlink_chapters(text), encoding="utf-8")
     return target
+
+
+def _own_search(page: str, names: dict[str, str]) -> str:
+    """``page`` with its links to ``search.html`` and ``searchindex.js`` renamed by ``names``.
+
+    Examples
+    --------
+    >>> _own_search('<form action="search.html"><script src="searchindex.js">', {"search.html": "r-search.html",
+    ...             "searchindex.js": "r-searchindex.js"})
+    '<form action="r-search.html"><script src="r-searchindex.js">'
+    """
+    for name, new in names.items():
+        page = re.sub(rf'(?<=["/]){re.escape(name)}(?=["?#])', new, page)
+    return page
 
 
 _CHAPTER_LINK = re.compile(r'<a\b[^>]*\bhref="#?[\w-]+\.(?:ipynb|md)(?:#[^"]*)?"[^>]*>(.*?)</a>', re.S)

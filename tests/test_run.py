@@ -370,8 +370,8 @@ def test_a_rerun_writes_the_numbers_behind_its_figures_beside_it(chapter, tmp_pa
         "import matplotlib.pyplot as plt\nfrom htlib.claims import glue_figure\nfig, ax = plt.subplots()\n"
         "ax.plot([0, 1], [n, 2 * n])\nglue_figure('fig-rerun', fig)\nplt.close(fig)"))
     nbformat.write(nb, str(chapter))
-    run.run_chapter(chapter, {"n": 7}, output_dir=tmp_path / "runs", progress=False, html=False)
-    data = (tmp_path / "runs" / "_figure-data" / "fig-rerun.csv").read_text().splitlines()
+    out = run.run_chapter(chapter, {"n": 7}, output_dir=tmp_path / "runs", progress=False, html=False)
+    data = (tmp_path / "runs" / "_figure-data" / out.stem / "fig-rerun.csv").read_text().splitlines()  # its own
     assert data == ["panel,kind,label,x,y", "1,line,,0,7", "1,line,,1,14"]
     assert not (chapter.parent / "_figure-data").exists()
     assert "HTLIB_FIGURE_DATA" not in os.environ

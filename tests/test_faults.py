@@ -1,0 +1,104 @@
+"""Fault injection (issue 55): a committed chapter is never truncated, a rerun's page serves its own numbers, a
+Dask sweep whose workers all died fails in bounded time, bad paths are refused before compute."""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from htlib import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tiny_notebook(path: Path, extra_output: str = "") -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A chapter"), nbformat.v4.new_code_cell("print(1)")]
+    if extra_output:
+        nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=extra_output)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+# --- item 2: write-back is atomic -----------------------------------------------------------------------------
+
+_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+import nbformat, papermill
+from htlib import book
+chapter, executed, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+big = nbformat.read(executed, as_version=4)          # what the execution "produced", read before the limit
+papermill.execute_notebook = lambda *a, **k: None    # no kernel: the write-back alone is under test
+nbformat.read = lambda *a, **k: big
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the limit fails with EFBIG, not a signal
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    book.refresh(chapter)
+except OSError as err:
+    print("write failed:", err.errno)
+    sys.exit(3)
+"""
+
+
+def test_refresh_under_a_file_size_limit_leaves_the_chapter_intact(tmp_path):
+    chapter = _tiny_notebook(tmp_path / "book" / "ch.ipynb")
+    executed = _tiny_notebook(tmp_path / "executed.ipynb", extra_output="x" * 40_000 + "\n")
+    before = chapter.read_bytes()
+    assert len(before) < 4096 < executed.stat().st_size
+    proc = subprocess.run([sys.executable, "-c", _UNDER_A_FILE_SIZE_LIMIT, str(chapter), str(executed), "4096"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # the write-back failed ...
+    assert chapter.read_bytes() == before  # ... and the committed chapter is as it was (old code: cut at 4,096 B)
+    json.loads(chapter.read_text())
+    assert sorted(p.name for p in chapter.parent.iterdir()) == ["ch.ipynb"]  # no temporary file left beside it
+
+
+def test_refresh_writes_back_whole_and_keeps_the_mode(tmp_path):
+    chapter = _tiny_notebook(tmp_path / "book" / "ch.ipynb")
+    chapter.chmod(0o640)
+    from htlib import book
+
+    book.refresh(chapter)
+    nb = nbformat.read(str(chapter), as_version=4)
+    assert nb.cells[1].outputs[0]["text"] == "1\n"
+    assert chapter.read_text().endswith("}\n") and oct(chapter.stat().st_mode & 0o777) == "0o640"
+    assert sorted(p.name for p in chapter.parent.iterdir()) == ["ch.ipynb"]
+
+
+# --- item 1: each rerun has its own assets --------------------------------------------------------------------
+
+FIXTURE = ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"
+
+
+@pytest.mark.slow
+def test_two_reruns_of_a_chapter_each_serve_their_own_numbers(tmp_path):
+    """Two reruns with different parameters beside each other: each page's CSV link and search index are its own
+    (before: both pages linked _downloads/<md5 of _figure-data/fig-tiny.csv>/, holding the last run's numbers)."""
+    out_dir, pages = tmp_path / "runs", {}
+    for scale in (2.0, 3.0):
+        nb = run.run_chapter(FIXTURE, {"scale": scale}, output_dir=out_dir, progress=False)
+        pages[scale * 5 * 1.5] = nb.with_suffix(".html")
+    hrefs = {}
+    for value, page in pages.items():
+        html = page.read_text(encoding="utf-8")
+        (href,) = set(re.findall(r'href="([^"]+\.csv)"', html))
+        hrefs[value] = href
+        rows = (out_dir / href).read_text().splitlines()
+        assert rows[0].startswith("panel,kind") and any(f",{value:g}" in r for r in rows[1:]), (value, href, rows)
+        assert f'{page.stem}-search.html' in html and 'action="search.html"' not in html
+        search = (out_dir / f"{page.stem}-search.html").read_text(encoding="utf-8")
+        assert f"{page.stem}-searchindex.js" in search
+        assert page.stem in (out_dir / f"{page.stem}-searchindex.js").read_text(encoding="utf-8")
+    assert len(set(hrefs.values())) == 2
+    assert sorted(p.name for p in (out_dir / "_figure-data").iterdir()) == sorted(p.stem for p in pages.values())
