@@ -21,16 +21,24 @@ from tqdm import tqdm
 from htlib import cache
 
 __all__ = ["run_sweep", "process_executor", "limit_threads", "progress_enabled", "executor_kind", "executor_for",
-           "dask_workers", "SchedulerLost"]
+           "dask_workers", "SchedulerLost", "NoWorkers", "NO_WORKER_GRACE_S"]
 
 SCHEDULER_POLL_S = 10.0
 """While nothing finishes, a sweep on a Dask cluster asks its scheduler this often whether it is alive."""
 SCHEDULER_ANSWER_S = 20.0
 """How long the scheduler has to answer; a dead one fails the sweep within the two together (30 s)."""
+NO_WORKER_GRACE_S = 60.0
+"""How long a sweep on a Dask cluster waits while its scheduler answers with no worker (workers restart, or are
+being added) before it fails with :class:`NoWorkers`; :func:`run_sweep`'s ``no_worker_grace_s``."""
 
 
 class SchedulerLost(ConnectionError):
     """The Dask scheduler of a sweep died or stopped answering; finished results are cached."""
+
+
+class NoWorkers(SchedulerLost):
+    """The Dask scheduler of a sweep answers but has had no worker for the grace period; finished results are
+    cached."""
 
 
 def _dask_client(executor: cf.Executor | None) -> Any:
@@ -38,13 +46,14 @@ def _dask_client(executor: cf.Executor | None) -> Any:
     return getattr(executor, "_client", None) if type(executor).__module__.startswith("distributed") else None
 
 
-def _scheduler_answers(client: Any) -> bool:
+def _scheduler_workers(client: Any) -> int | None:
+    """The number of workers the scheduler of ``client`` has; ``None`` when it is gone or does not answer."""
     if client.status != "running":  # closed, or reconnecting (which has cancelled every pending task)
-        return False
+        return None
     with contextlib.suppress(Exception):  # a timeout, a refused connection: no scheduler there any more
-        client.sync(client.scheduler.identity, callback_timeout=SCHEDULER_ANSWER_S)
-        return True
-    return False
+        info = client.sync(client.scheduler.identity, callback_timeout=SCHEDULER_ANSWER_S)
+        return int(info.get("n_workers", len(info.get("workers", {}))))
+    return None
 
 
 def progress_enabled() -> bool:
@@ -96,7 +105,8 @@ def process_executor(max_workers: int | None = None, *, threads_per_worker: int 
 
 
 def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.Executor | None = None,
-              use_cache: bool = True, progress: bool = True, desc: str = "runs") -> list[Any]:
+              use_cache: bool = True, progress: bool = True, desc: str = "runs",
+              no_worker_grace_s: float | None = None) -> list[Any]:
     """Evaluate ``fn(config)`` for every config, resuming from the cache.
 
     Parameters
@@ -111,6 +121,9 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
         Read and write :mod:`htlib.cache` (``False``: recompute everything, store nothing).
     progress
         Show a tqdm bar counting finished runs, where :func:`progress_enabled` allows it.
+    no_worker_grace_s
+        On a Dask cluster, how long the sweep waits while the scheduler has no worker (default
+        :data:`NO_WORKER_GRACE_S`, 60 s).
 
     Returns
     -------
@@ -122,8 +135,12 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
     Exception
         The first failing config's error, with a note naming it, after every other config has run and been stored.
     SchedulerLost
-        When the Dask scheduler of ``executor`` dies or stops answering mid-sweep.
+        When the Dask scheduler of ``executor`` dies or stops answering mid-sweep; :class:`NoWorkers` when it has
+        had no worker for ``no_worker_grace_s`` (every worker died).
     """
+    grace = NO_WORKER_GRACE_S if no_worker_grace_s is None else float(no_worker_grace_s)
+    if not grace > 0 or grace == float("inf"):
+        raise ValueError(f"no_worker_grace_s must be a finite number of seconds > 0, got {no_worker_grace_s!r}")
     name = f"{fn.__module__}.{fn.__qualname__}"
     keys = [cache.config_key(name, c) for c in configs] if use_cache else [None] * len(configs)
     results: list[Any] = [cache.MISSING if key is None else cache.load(key) for key in keys]
@@ -147,12 +164,19 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
             cache.store(keys[i], results[i])
         bar.update(1)
 
-    def lost(client: Any) -> SchedulerLost:
+    def lost(client: Any, idle: float | None = None) -> SchedulerLost:
         done = sum(r is not cache.MISSING for r in results)
-        kept = (f"; they are kept in the result cache, so a rerun computes only the {len(configs) - done} missing "
-                "(start a new scheduler, or use the executor 'process')") if use_cache else ""
-        return SchedulerLost(f"run_sweep({name}): the Dask scheduler at {client.scheduler.address} died or stopped "
-                             f"answering mid-sweep; {done} of {len(configs)} configs had finished{kept}")
+        cached = sum(r is not cache.MISSING for k, r in zip(keys, results) if k is not None)
+        if idle is None:
+            kept = (f"; they are kept in the result cache, so a rerun computes only the {len(configs) - done} "
+                    "missing (start a new scheduler, or use the executor 'process')") if use_cache else ""
+            return SchedulerLost(f"run_sweep({name}): the Dask scheduler at {client.scheduler.address} died or "
+                                 f"stopped answering mid-sweep; {done} of {len(configs)} configs had finished{kept}")
+        return NoWorkers(f"run_sweep({name}): the Dask scheduler at {client.scheduler.address} has had no worker "
+                         f"for {idle:.0f} s (every worker died or left); {done} of {len(configs)} configs had "
+                         f"finished, {cached} of them kept in the result cache, so a rerun computes only the "
+                         f"{len(configs) - cached} missing (start workers with `dask worker "
+                         f"{client.scheduler.address} --nthreads 1`, or use the executor 'process')")
 
     try:
         if executor is None:
@@ -164,16 +188,27 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
             extra = {"pure": False} if client is not None else {}
             futures = {executor.submit(fn, configs[i], **extra): i for i in todo}
             pending = set(futures)
-            # Not as_completed: its wait has no end when the scheduler dies without cancelling our futures.
+            # Not as_completed: its wait has no end when the scheduler dies without cancelling our futures, nor
+            # when every worker dies while the scheduler lives (the tasks wait for a worker, forever).
+            poll = min(SCHEDULER_POLL_S, grace / 4)
+            no_worker_since: float | None = None
             while pending:
-                done, pending = cf.wait(pending, timeout=SCHEDULER_POLL_S if client is not None else None,
+                done, pending = cf.wait(pending, timeout=poll if client is not None else None,
                                         return_when=cf.FIRST_COMPLETED)
                 for future in done:
                     if client is not None and future.cancelled():  # Dask cancels every task when it loses them
                         raise lost(client)
                     finish(futures[future], future.result)
-                if client is not None and not done and not _scheduler_answers(client):
+                if client is None or done:
+                    no_worker_since = None
+                    continue
+                workers = _scheduler_workers(client)
+                if workers is None:
                     raise lost(client)
+                now = time.monotonic()
+                no_worker_since = (no_worker_since or now) if workers == 0 else None
+                if no_worker_since is not None and now - no_worker_since >= grace:
+                    raise lost(client, now - no_worker_since)
     finally:
         bar.close()
         if bar_file is not None:

@@ -3,12 +3,17 @@ Dask sweep whose workers all died fails in bounded time, bad paths are refused b
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import re
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -102,3 +107,68 @@ def test_two_reruns_of_a_chapter_each_serve_their_own_numbers(tmp_path):
         assert page.stem in (out_dir / f"{page.stem}-searchindex.js").read_text(encoding="utf-8")
     assert len(set(hrefs.values())) == 2
     assert sorted(p.name for p in (out_dir / "_figure-data").iterdir()) == sorted(p.stem for p in pages.values())
+
+
+# --- item 3: a Dask sweep whose workers all died fails in bounded time ----------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    x: int
+    log: str
+
+
+def slow_square(job: Job) -> int:
+    """Quick for x < 2; the others take a while, so that they are still running when the workers go."""
+    time.sleep(0 if job.x < 2 else 3)
+    (Path(job.log) / f"done-{job.x}").touch()
+    return job.x**2
+
+
+def test_a_dask_sweep_whose_workers_all_die_fails_naming_the_scheduler_and_the_cached_count(tmp_path, monkeypatch):
+    """The scheduler lives on, every worker is gone: the old poll saw a live scheduler and waited forever."""
+    distributed = pytest.importorskip("distributed")
+    from htlib import cache, sweep
+
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sweep, "SCHEDULER_POLL_S", 0.5)
+    log = tmp_path / "log"
+    log.mkdir()
+    jobs = [Job(x, str(log)) for x in range(6)]
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address=None)
+    client = distributed.Client(cluster.scheduler_address, timeout=5)
+
+    def kill_every_worker_when_two_finished():
+        while len(list(log.glob("done-*"))) < 2:
+            time.sleep(0.01)
+        time.sleep(0.2)  # their results reach the client
+        for worker in list(cluster.workers.values()):
+            cluster.sync(worker.close, timeout=2, executor_wait=False)
+
+    killer = threading.Thread(target=kill_every_worker_when_two_finished, daemon=True)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(sweep.NoWorkers) as info:
+            sweep.run_sweep(slow_square, jobs, executor=client.get_executor(), progress=False, no_worker_grace_s=2)
+        elapsed = time.monotonic() - start
+    finally:
+        killer.join(10)
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")
+            client.close(timeout=2)
+            cluster.close(timeout=2)
+    text = str(info.value)
+    keys = [cache.config_key(f"{slow_square.__module__}.{slow_square.__qualname__}", j) for j in jobs]
+    cached = sum(cache.load(k) is not cache.MISSING for k in keys)
+    assert elapsed < 20 and cluster.scheduler_address in text and "no worker for" in text, (elapsed, text)
+    assert cached >= 2 and f"{cached} of them kept in the result cache" in text, text
+    assert isinstance(info.value, sweep.SchedulerLost)  # what callers already catch
+
+
+def test_the_no_worker_grace_period_is_checked():
+    from htlib import sweep
+
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="no_worker_grace_s"):
+            sweep.run_sweep(abs, [1], executor=None, use_cache=False, progress=False, no_worker_grace_s=bad)
