@@ -112,12 +112,12 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     fd, tmp = tempfile.mkstemp(suffix=f"-{path.name}")
     os.close(fd)
     os.environ.setdefault("TQDM_DISABLE", "1")
-    from htlib.run import Interrupted, kernel_manager_class, stop_kernels
+    from htlib.run import Interrupted, _literal_path, kernel_manager_class, stop_kernels
 
     managers = kernel_manager_class()
     try:
-        pm.execute_notebook(str(path), tmp, cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-                            execution_timeout=timeout, kernel_manager_class=managers)  # IPC
+        pm.execute_notebook(_literal_path(path), _literal_path(tmp), cwd=str(path.parent), kernel_name="python3",
+                            progress_bar=False, execution_timeout=timeout, kernel_manager_class=managers)  # IPC
     except KeyboardInterrupt:
         stop_kernels(managers)
         raise Interrupted(f"refresh of {path.name} interrupted; nothing written back, the partial notebook is "

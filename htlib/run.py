@@ -294,17 +294,41 @@ def check_overrides(notebook: str | Path, overrides: dict[str, Any]) -> dict[str
 
 
 def check_output_dir(output_dir: str | Path | None, notebook: str | Path | None = None) -> Path:
-    """Where reruns go, resolved; refused inside ``book/`` (committed chapters live there) or on a file."""
+    """Where reruns go, resolved: ``runs/`` (or a folder under it) or a folder outside the repository.
+
+    Refused: an empty path, the repository root and every other folder of the repository (``book/``, where the
+    committed chapters live, ``htlib/``, ``tests/``, ``.git/``...), the chapter's own folder, a file."""
+    in_checkout = (REPO_ROOT / "pyproject.toml").exists()
+    if output_dir is not None and not str(output_dir).strip():
+        raise ParameterError("--output-dir must name a folder, got an empty path (default: runs/)")
     out_dir = (Path(output_dir).expanduser().resolve() if output_dir is not None
-               else (REPO_ROOT if (REPO_ROOT / "pyproject.toml").exists() else Path.cwd()) / "runs")
+               else (REPO_ROOT if in_checkout else Path.cwd()) / "runs")
+    runs = REPO_ROOT / "runs"
     book_dir = REPO_ROOT / "book"
     beside = notebook is not None and out_dir == Path(notebook).resolve().parent
     if out_dir == book_dir or book_dir in out_dir.parents or beside:
         raise ParameterError(f"refusing to write reruns into {out_dir}: committed chapters live there; "
                              "use --output-dir outside book/ (default: runs/)")
+    in_repo = in_checkout and (out_dir == REPO_ROOT or REPO_ROOT in out_dir.parents)
+    if in_repo and not (out_dir == runs or runs in out_dir.parents):
+        raise ParameterError(f"refusing to write reruns into {out_dir}: --output-dir must be runs/ or a folder "
+                             "under it, or a folder outside the repository (its other folders hold code, tests "
+                             "and history)")
     if out_dir.exists() and not out_dir.is_dir():
         raise ParameterError(f"--output-dir {out_dir} is a file, not a folder")
     return out_dir
+
+
+def _literal_path(path: str | Path) -> str:
+    """``path`` for papermill, which formats its paths with the parameters: braces escaped, so a folder named
+    ``{x}`` is that folder.
+
+    Examples
+    --------
+    >>> _literal_path("runs/{nope}/a.ipynb").format()
+    'runs/{nope}/a.ipynb'
+    """
+    return str(path).replace("{", "{{").replace("}", "}}")
 
 
 def check_scheduler(address: str) -> int:
@@ -481,8 +505,8 @@ _FIGURE_DATA_LINK = re.compile(r"(?<=<)_figure-data/(?=[^/<>]+>)")
 
 def add_banner(path: str | Path, text: str, *, figure_data: str | None = None) -> None:
     """Insert ``text`` as a markdown cell after the executed notebook's title cell (in place); with
-    ``figure_data``, the prose's links to ``_figure-data/<name>`` point into the run's own ``_figure-data/<figure_data>/``
-    (two reruns of a chapter never share a CSV)."""
+    ``figure_data``, the prose's links to ``_figure-data/<name>`` point into the run's own
+    ``_figure-data/<figure_data>/`` (two reruns of a chapter never share a CSV)."""
     from htlib.cache import atomic_write
 
     nb = nbformat.read(str(path), as_version=4)
@@ -558,8 +582,8 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
     relay = _ProgressRelay(bars) if progress else None
     managers = kernel_manager_class(work_log)
     try:
-        pm.execute_notebook(str(notebook), str(work), parameters=clean, cwd=str(notebook.parent), kernel_name="python3",
-                            progress_bar=progress, kernel_manager_class=managers)
+        pm.execute_notebook(_literal_path(notebook), _literal_path(work), parameters=clean, cwd=str(notebook.parent),
+                            kernel_name="python3", progress_bar=progress, kernel_manager_class=managers)
     except (Exception, KeyboardInterrupt) as err:
         stop_kernels(managers)
         if work.exists():

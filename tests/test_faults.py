@@ -172,3 +172,41 @@ def test_the_no_worker_grace_period_is_checked():
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="no_worker_grace_s"):
             sweep.run_sweep(abs, [1], executor=None, use_cache=False, progress=False, no_worker_grace_s=bad)
+
+
+# --- item 7: output paths -------------------------------------------------------------------------------------
+
+def _chapter_with_a_parameter(path: Path) -> Path:
+    nb = nbformat.read(str(_tiny_notebook(path)), as_version=4)
+    params = nbformat.v4.new_code_cell("n = 3  # a count [>= 1]")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells.insert(1, params)
+    nb.cells.append(nbformat.v4.new_code_cell("print(n * 2)"))
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.mark.parametrize("folder", ["", " ", ".", "htlib", "tests", ".git", "htlib/experiments", "book/_ext",
+                                    "_build", "benchmarks"])
+def test_an_output_folder_of_the_repository_other_than_runs_is_refused(tmp_path, folder):
+    chapter = _chapter_with_a_parameter(tmp_path / "ch" / "c.ipynb")
+    target = folder if not folder.strip() else str(ROOT / folder)
+    with pytest.raises(run.ParameterError, match="--output-dir"):
+        run.preflight(chapter, {}, target)
+
+
+def test_runs_and_its_subfolders_and_folders_outside_the_repository_are_accepted(tmp_path):
+    chapter = _chapter_with_a_parameter(tmp_path / "ch" / "c.ipynb")
+    for folder in (None, ROOT / "runs", ROOT / "runs" / "paper", tmp_path / "elsewhere"):
+        assert run.preflight(chapter, {}, folder)[2].parent == (folder or ROOT / "runs")
+
+
+def test_an_output_folder_with_braces_is_that_folder(tmp_path):
+    """papermill formats its paths with the parameters: ``{nope}`` failed naming a file that does not exist,
+    ``{n}`` would have written into a folder named after n's value."""
+    chapter = _chapter_with_a_parameter(tmp_path / "ch" / "c.ipynb")
+    for name in ("{nope}", "{n}"):
+        out = run.run_chapter(chapter, {"n": 4}, output_dir=tmp_path / name, progress=False, html=False)
+        assert out.parent == tmp_path / name and out.exists()
+        assert nbformat.read(str(out), as_version=4).cells[-1].outputs[0]["text"] == "8\n"
+    assert {p.name for p in tmp_path.iterdir()} == {"ch", "{n}", "{nope}"}
