@@ -42,7 +42,7 @@ from typing import Any, Callable, ClassVar, Iterator, Mapping
 import numpy as np
 
 __all__ = ["MIN_WIDTH", "ParameterError", "ParameterSpec", "param", "SetupBase", "SweepSetup", "INT_MAX", "check_executor",
-           "Cost", "MEMORY_LIMIT", "TIME_LIMIT", "FLOP_RATE"]
+           "Cost", "MEMORY_LIMIT", "TIME_LIMIT", "FLOP_RATE", "WORKER_MEMORY", "extend_setup"]
 
 INT_MAX = 10**9
 """Largest magnitude of an ``int`` parameter unless its declaration says otherwise (far from int64 overflow)."""
@@ -57,6 +57,10 @@ on all of CIFAR-10 at the paper's protocol, is estimated at about five days)."""
 FLOP_RATE = 5e10
 """Floating-point operations per second of two idle one-thread workers in the estimates of :class:`Cost` (the spike
 chapter's default runs count about 3e13 flops against about 6 minutes idle: 8e10)."""
+
+WORKER_MEMORY = 350 * 2**20
+"""Bytes of one pool worker process once it has imported torch, NumPy and SciPy (344 MiB measured), before any
+array of its own: ``workers`` of them count against :data:`MEMORY_LIMIT`."""
 
 MIN_WIDTH = 10
 """Fewest rows and columns of a trained layer whose spectrum a chapter reads: a 5 x 5 Gaussian matrix sometimes has
@@ -330,10 +334,14 @@ class SetupBase:
         default."""
         return []
 
+    def _all_costs(self) -> list[Cost]:
+        """:meth:`costs` and the costs every Setup of its kind has (:class:`SweepSetup`: its worker processes)."""
+        return self.costs()
+
     def _check_costs(self) -> None:
         """Refuse a Setup any of whose :meth:`costs` exceeds a limit, naming the parameter furthest above its
         default and the largest value of it that fits at the other settings."""
-        for cost in self.costs():
+        for cost in self._all_costs():
             excess = cost.excess()
             if not excess:
                 continue
@@ -359,7 +367,7 @@ class SetupBase:
             probe = object.__new__(type(self))
             probe.__dict__.update(self.__dict__)
             object.__setattr__(probe, name, v)
-            return not any(c.excess() for c in probe.costs() if c.what == what)
+            return not any(c.excess() for c in probe._all_costs() if c.what == what)
         lo, hi = 1, int(getattr(self, name))
         if not fits(lo):
             return None
@@ -519,9 +527,34 @@ class SweepSetup(SetupBase):
                           validator=check_executor, constraint='"serial", "process" or "tcp://host:port"')
     workers: int = param(2, 'worker processes when executor is "process"', ge=1, le=256)
 
+    def _all_costs(self) -> list[Cost]:
+        if self.executor != "process":
+            return self.costs()
+        return [Cost(f"the worker processes (about {_size(WORKER_MEMORY)} each once they have imported torch and "
+                     "NumPy)", ("workers",), memory=self.workers * WORKER_MEMORY), *self.costs()]
+
     @contextlib.contextmanager
     def executor_context(self) -> Iterator[Any]:
         """The ``concurrent.futures`` executor of this Setup, closed on exit (:func:`htlib.sweep.executor_for`)."""
         from htlib.sweep import executor_for
         with executor_for(self.executor, self.workers) as pool:
             yield pool
+
+
+def extend_setup(cls: type[SetupBase], *, costs: Callable[[Any], list[Cost]] | None = None,
+                 check: Callable[[Any], None] | None = None) -> None:
+    """Add a cost model (``costs(setup)``, after ``cls.costs()``) and rules between fields (``check(setup)``, after
+    ``cls._check()``) to a chapter's ``Setup`` from a module beside its ``compute.py``: that file is part of the
+    result-cache key of the results it computes (:mod:`htlib.cache`), so a bound added there would recompute them.
+    The chapter's package imports that module, so every import of the Setup has them.  Idempotent."""
+    done = cls.__dict__.get("_htlib_extended", set())
+    if costs is not None and costs not in done:
+        own_costs = cls.costs
+        cls.costs = lambda self: [*own_costs(self), *costs(self)]  # type: ignore[method-assign]
+    if check is not None and check not in done:
+        own_check = cls._check
+        def _check(self) -> None:
+            own_check(self)
+            check(self)
+        cls._check = _check  # type: ignore[method-assign]
+    cls._htlib_extended = done | {f for f in (costs, check) if f is not None}  # type: ignore[attr-defined]

@@ -210,3 +210,42 @@ def test_an_output_folder_with_braces_is_that_folder(tmp_path):
         assert out.parent == tmp_path / name and out.exists()
         assert nbformat.read(str(out), as_version=4).cells[-1].outputs[0]["text"] == "8\n"
     assert {p.name for p in tmp_path.iterdir()} == {"ch", "{n}", "{nope}"}
+
+
+# --- item 5: a cost model for every chapter, top_k at most n, no silent change of a value ----------------------
+
+ACCEPTED_BEFORE = [  # (chapter, overrides, the parameter the refusal names): each ran (or queued for days) before
+    ("one_step_adam", {"n": 100_000, "d": 20_000, "h": 20_000, "seeds": 20}, "n"),
+    ("generalization", {"n": 100_000, "d": 20_000, "h": 20_000, "seeds": 20}, "d"),
+    ("generalization", {"steps": 100_000}, "steps"),
+    ("one_step_adam", {"workers": 256}, "workers"),
+    ("generalization", {"workers": 256}, "workers"),
+    ("spike_to_heavy_tail", {"workers": 256}, "workers"),
+    ("phases", {"workers": 256}, "workers"),
+    ("htmp", {"workers": 256}, "workers"),
+    ("linear_hessian", {"workers": 256}, "workers"),
+    ("linear_hessian", {"depths": [1_000_000]}, "depths"),
+    ("linear_hessian", {"top_k": 1_000_000}, "top_k"),
+    ("linear_hessian", {"n": 10, "top_k": 11}, "top_k"),
+    ("generalization", {"fig8cd_seeds": 1}, "fig8cd_seeds"),
+    ("generalization", {"fig8a_seeds": 2}, "fig8a_seeds"),
+]
+
+
+@pytest.mark.parametrize("stem, overrides, name", ACCEPTED_BEFORE,
+                         ids=[f"{s}-{'-'.join(o)}" for s, o, _ in ACCEPTED_BEFORE])
+def test_a_size_or_count_no_machine_runs_is_refused_before_compute(stem, overrides, name):
+    run.chapter_setup(ROOT / "book" / f"{stem}.ipynb")  # its imports (torch) are not the check's time
+    start = time.perf_counter()
+    with pytest.raises(run.ParameterError, match=rf"parameter '{name}'") as info:
+        run.check_overrides(ROOT / "book" / f"{stem}.ipynb", overrides)
+    assert time.perf_counter() - start < 5
+    if name == "workers":
+        assert "350 MiB each" in str(info.value) and "workers must be at most 93" in str(info.value)
+
+
+def test_the_worker_processes_count_only_for_a_process_pool():
+    from htlib.experiments.spike import compute
+
+    assert compute.Setup(workers=93).workers == 93
+    assert compute.Setup(workers=256, executor="serial").workers == 256  # no pool: the count is unused

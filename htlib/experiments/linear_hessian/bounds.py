@@ -1,0 +1,33 @@
+"""The linear-Hessian chapter's further bounds: the depth sweep of Fig. 6 in the cost model, and ``top_k`` at most
+the subset size (:mod:`htlib.params`).  They live beside ``compute.py``, not in it: that file is in the
+result-cache key of the results it computes, which a new bound must not recompute."""
+
+from __future__ import annotations
+
+from htlib.experiments.linear_hessian import compute
+from htlib.params import Cost, ParameterError, extend_setup
+
+DEPTH_WIDTH = 20
+"""Width (and input and output dimension) of the balanced nets of the depth sweep (:func:`compute.depth_sweep`)."""
+DEPTH_COPIES = 30
+"""Parameter-sized arrays alive at once in its Lanczos eigensolve (weights, gradients, the Hessian-vector product's
+graph, the Krylov basis)."""
+DEPTH_LAYER_SECONDS = 3e-2
+"""Seconds per layer of one depth's top Hessian eigenvalue (some 300 Hessian-vector products of 1e-4 s a layer)."""
+
+
+def costs(setup: compute.Setup) -> list[Cost]:
+    params = DEPTH_WIDTH**2 * max(setup.depths)
+    return [Cost("the depth sweep of Fig. 6 (middle)", ("depths", "sigma_xs"),
+                 memory=8.0 * DEPTH_COPIES * params,
+                 seconds=len(setup.sigma_xs) * sum(setup.depths) * DEPTH_LAYER_SECONDS)]
+
+
+def check(setup: compute.Setup) -> None:
+    images = setup.n or compute._DATA_SHAPES[setup.dataset][0]
+    if setup.top_k > images:
+        raise ParameterError(f"parameter 'top_k' must be ≤ n = {images:,} (the subset size: the eigenvalues "
+                             f"tracked); got {setup.top_k}")
+
+
+extend_setup(compute.Setup, costs=costs, check=check)
