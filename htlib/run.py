@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime
 import hashlib
 import importlib
@@ -275,8 +276,8 @@ class Declaration:
             return validate(self.cell or {}, overrides)
         setup = self.build(overrides)
         clean = {name: setup.literals()[name] for name in overrides}
-        for spec in setup.parameters():
-            if spec.meta.is_dir and clean.get(spec.name):
+        for spec in setup.parameters():  # a data folder (``*_dir``) as well: its Setup checked it from here
+            if (spec.meta.is_dir or spec.name.endswith("_dir")) and clean.get(spec.name):
                 clean[spec.name] = str(Path(clean[spec.name]).expanduser().resolve())
         return clean
 
@@ -346,13 +347,37 @@ def preflight(notebook: str | Path, overrides: dict[str, Any],
               output_dir: str | Path | None = None) -> tuple[Path, dict[str, Any], Path]:
     """Everything a run would refuse (what ``--dry-run`` does), before any compute: a chapter, valid parameters,
     an output folder outside ``book/``, an answering Dask ``executor``.  ``(notebook, clean overrides, output)``."""
+    from htlib.cache import CacheDirError, cache_dir
+
     decl = declared_parameters(notebook)
     clean = decl.check(overrides)
     out_dir = check_output_dir(output_dir, decl.notebook)
+    try:
+        cache_dir()  # the kernel would refuse it at its first cached result
+    except CacheDirError as err:
+        raise ParameterError(str(err)) from None
+    _probe_output_dir(out_dir)
     executor = clean.get("executor")
     if isinstance(executor, str) and executor.startswith("tcp://"):
         check_scheduler(executor)
     return decl.notebook, clean, output_path(decl.notebook, clean, out_dir)
+
+
+def _probe_output_dir(out_dir: Path) -> None:
+    """Create ``out_dir`` and a file in it, then remove what this made: a folder the run could not write is refused
+    before any compute (a dry run leaves nothing behind)."""
+    made = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out_dir, prefix=".htlib-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ParameterError(f"--output-dir {out_dir} cannot be written: {err.strerror or err}") from None
+    finally:
+        for folder in made:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def output_path(notebook: str | Path, overrides: dict[str, Any], output_dir: str | Path) -> Path:

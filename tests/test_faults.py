@@ -249,3 +249,53 @@ def test_the_worker_processes_count_only_for_a_process_pool():
 
     assert compute.Setup(workers=93).workers == 93
     assert compute.Setup(workers=256, executor="serial").workers == 256  # no pool: the count is unused
+
+
+# --- item 6: the dry run makes every check the run makes -----------------------------------------------------
+
+def _dry(argv: list[str], capsys) -> tuple[int, str]:
+    code = run.main([*argv, "--dry-run"])
+    return code, capsys.readouterr().err
+
+
+def test_the_dry_run_refuses_a_cache_folder_that_is_a_file(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for value in (str(blocker), str(blocker / "under")):
+        monkeypatch.setenv("HTLIB_CACHE_DIR", value)
+        code, err = _dry(["book/mp_baseline.ipynb", "--output-dir", str(tmp_path / "runs")], capsys)
+        assert code == 2 and "HTLIB_CACHE_DIR" in err, err
+
+
+def test_the_dry_run_refuses_cuda_on_a_machine_without_it(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, err = _dry(["book/spike_to_heavy_tail.ipynb", "-p", "device", "cuda", "--output-dir",
+                      str(tmp_path / "runs")], capsys)
+    assert code == 2 and "parameter 'device'" in err and "CUDA" in err, err
+
+
+def test_the_dry_run_refuses_a_data_folder_the_run_could_not_read(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = ["--output-dir", str(tmp_path / "runs")]
+    for args in (["-p", "dataset", "mnist"], ["-p", "dataset", "mnist", "-p", "data_dir", str(tmp_path / "none")],
+                 ["-p", "dataset", "fashion_mnist", "-p", "data_dir", str(empty)],
+                 ["-p", "dataset", "cifar10", "-p", "data_dir", str(empty)],
+                 ["-p", "data_dir", str(tmp_path / "none")]):
+        code, err = _dry(["book/linear_hessian.ipynb", *args, *out], capsys)
+        assert code == 2 and "parameter 'data_dir'" in err, (args, err)
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte.gz"):
+        (empty / name).write_bytes(b"")
+    code, err = _dry(["book/linear_hessian.ipynb", "-p", "dataset", "mnist", "-p", "data_dir", str(empty), *out], capsys)
+    assert code == 0, err
+
+
+def test_the_dry_run_test_creates_the_output_folder_and_leaves_nothing(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    code, err = _dry(["book/mp_baseline.ipynb", "--output-dir", str(tmp_path / "a-file" / "runs")], capsys)
+    assert code == 2 and "--output-dir" in err and "cannot be written" in err, err
+    code, err = _dry(["book/mp_baseline.ipynb", "--output-dir", str(tmp_path / "new" / "runs")], capsys)
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"], err

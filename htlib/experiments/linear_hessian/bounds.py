@@ -4,6 +4,8 @@ result-cache key of the results it computes, which a new bound must not recomput
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from htlib.experiments.linear_hessian import compute
 from htlib.params import Cost, ParameterError, extend_setup
 
@@ -24,10 +26,34 @@ def costs(setup: compute.Setup) -> list[Cost]:
 
 
 def check(setup: compute.Setup) -> None:
+    check_data_dir(setup)
     images = setup.n or compute._DATA_SHAPES[setup.dataset][0]
     if setup.top_k > images:
         raise ParameterError(f"parameter 'top_k' must be ≤ n = {images:,} (the subset size: the eigenvalues "
                              f"tracked); got {setup.top_k}")
+
+
+def check_data_dir(setup: compute.Setup) -> None:
+    """``data_dir``: "" or an existing folder, and for MNIST, FashionMNIST and CIFAR-10 one holding their files
+    (the run would fail on them once its first sweep starts)."""
+    from htlib import datasets
+
+    folder = Path(setup.data_dir).expanduser() if setup.data_dir else None
+    if folder is not None and not folder.is_dir():
+        what = "a file" if folder.exists() else "no such folder"
+        raise ParameterError(f"parameter 'data_dir' must be \"\" or an existing folder; got {setup.data_dir!r} "
+                             f"({what})")
+    if setup.dataset in ("mnist5k", "digits"):
+        return
+    files = ([f"data_batch_{i}" for i in range(1, 6)] if setup.dataset == "cifar10" else
+             list(datasets._IDX_FILES[True]))
+    def present(name: str) -> bool:  # the loaders' own look-ups (IDX files may be gzipped)
+        return (folder / name).is_file() if setup.dataset == "cifar10" else datasets._find(folder, name) is not None
+    missing = files if folder is None else [f for f in files if not present(f)]
+    if missing:
+        raise ParameterError(f"parameter 'data_dir' must be a folder holding the {compute._DATA_NAMES[setup.dataset]} "
+                             f"files for dataset {setup.dataset!r} (nothing is downloaded); got {setup.data_dir!r}, "
+                             f"missing {', '.join(missing)}")
 
 
 extend_setup(compute.Setup, costs=costs, check=check)
