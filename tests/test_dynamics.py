@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +13,9 @@ import torch
 
 from htlib import dynamics, spectra
 from htlib.two_layer import TwoLayerConfig, train
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
 
 RNG = np.random.default_rng(20261130)
 
@@ -146,15 +151,18 @@ def _heavy_esd(h: int, d: int, seed: int) -> np.ndarray:
 
 
 def test_esd_report_separates_heavy_tail_mp_and_spike():
-    hot = dynamics.esd_report(_heavy_esd(600, 300, 7), h=600, d=300)
-    assert hot.heavy_tailed and hot.phase == "heavy-tailed" and hot.alpha < 2.5
+    def labels(e):  # what the tests read, checked under round-off perturbations of the ESD (tests/perturb.py)
+        r = dynamics.esd_report(e, h=600, d=300)
+        return r.phase, bool(r.heavy_tailed)
+
+    heavy = _heavy_esd(600, 300, 7)
+    assert perturb.stable(labels, heavy) == ("heavy-tailed", True)
+    assert dynamics.esd_report(heavy, h=600, d=300).alpha < 2.5
     mp = _wishart(600, 300, 8)
-    cold = dynamics.esd_report(mp, h=600, d=300)
-    assert not cold.heavy_tailed and cold.phase == "random-like"
+    assert perturb.stable(labels, mp) == ("random-like", False)
     spiked = mp.copy()
     spiked[-1] = 1e3 * mp.max()  # a spike far from a light bulk
-    chk = dynamics.esd_report(spiked, h=600, d=300)
-    assert not chk.heavy_tailed and chk.phase == "bulk+spikes"
+    assert perturb.stable(labels, spiked) == ("bulk+spikes", False)
     # structural zeros of WᵀW when d > h are dropped: same report as the h x h Gram's spectrum
     W = np.random.default_rng(9).standard_normal((300, 600))
     full = np.sort(np.linalg.eigvalsh(W.T @ W))
@@ -168,7 +176,9 @@ def test_steps_to_heavy_tail_finds_the_first_record():
     hot = _heavy_esd(600, 300, 11)
     track = dynamics.phase_track([0, 5, 10, 15], [mp, mp, hot, hot], h=600, d=300)
     assert dynamics.steps_to_heavy_tail(track) == (10, 5)
-    assert track.phase == ("random-like", "random-like", "heavy-tailed", "heavy-tailed")
+    assert track.phase == perturb.stable(lambda es: dynamics.phase_track([0, 5, 10, 15], es, h=600, d=300).phase,
+                                         [mp, mp, hot, hot]) == ("random-like", "random-like", "heavy-tailed",
+                                                                 "heavy-tailed")
     assert list(track.heavy_tailed) == [r.heavy_tailed for r in track.reports]
     assert dynamics.steps_to_heavy_tail(dynamics.phase_track([0, 5], [mp, mp], h=600, d=300)) == (None, None)
     assert dynamics.steps_to_heavy_tail(dynamics.phase_track([3], [hot], h=600, d=300)) == (3, None)
@@ -186,6 +196,12 @@ def test_phase_track_of_a_random_matrix_and_a_spiked_one():
     v = np.ones(d) / np.sqrt(d)
     W1 = W0 + 3 * np.sqrt(h) * np.outer(u, v)  # strength 3 in MP units: far above the BBP threshold
     track = dynamics.phase_track([0, 1], [spectra.esd(W0), spectra.esd(W1)], h=h, d=d)
+    # the labels and the spike counts hold under round-off perturbations of the ESDs (tests/perturb.py)
+    def labels(es):
+        t = dynamics.phase_track([0, 1], es, h=h, d=d)
+        return t.phase, tuple(bool(n > 0) for n in t.num_spikes)
+
+    assert perturb.stable(labels, [spectra.esd(W0), spectra.esd(W1)]) == (("random-like", "bulk+spikes"), (False, True))
     assert track.phase[0] == "random-like" and not track.heavy_tailed.any()
     g = d / h
     lo, hi = (1 - np.sqrt(g)) ** 2, (1 + np.sqrt(g)) ** 2

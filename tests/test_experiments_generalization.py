@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,9 @@ import torch
 from htlib import generalization as gen
 from htlib.experiments import generalization as exp
 from htlib.claims import claim_glue, judge
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
 from htlib.sweep import run_sweep
 from htlib.two_layer import (RunGrid, TwoLayerConfig, make_data, readout_metrics, recording_covers, train,
                              training_spec)
@@ -327,6 +332,9 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     assert len(measured["hill_spike"].parts["hill_spike-scale"].values) == 2
     # two Fig. 8 seeds decide nothing
     assert {by_key[k].verdict for k in ("ridge", "wn_schedules")} <= {"inconclusive", "not tested"}
+    # every verdict holds under round-off perturbations of what the runs measured (their configs kept)
+    assert perturb.stable(lambda *res: [c.verdict for c in exp.claims(*res, setup)], fig7, fig8,
+                          keep=("config", "configs", "sample", "extra", "etas", "seeds")) == [c.verdict for c in records]
     assert claim_glue(records, "gen_")["gen_steplr_level"] == "0"
     numbers = {**exp.setting_numbers(setup), **exp.fig7_numbers(fig7, setup), **exp.fig8_numbers(fig8, setup)}
     assert all(isinstance(v, str) and v for v in numbers.values())

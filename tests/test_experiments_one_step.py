@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +16,9 @@ from htlib import spectra
 from htlib.claims import Claim, judge, judge_table
 from htlib.experiments import one_step as ch
 from htlib.two_layer import RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
 
 TINY = dict(n=64, d=20, h=30, n_test=16, etas=(0.1, 1.0, 2000.0), seeds=2, fig2_gd_etas=(2000.0,),
             fig2_adam_etas=(0.1, 10.0), scaling_h=12, scaling_ds=(16, 32, 64), scaling_hs=(8, 12, 24), scaling_seeds=2,
@@ -277,6 +282,9 @@ def test_chapter_runs_and_claims_on_a_tiny_setting(cache_tmp):
     # two seeds: no mean or sign verdict agrees or disagrees; the checks are single evaluations and do
     assert all(c.verdict in ("inconclusive", "not tested") for c in records if c.kind != "check")
     assert {c.verdict for c in records if c.kind == "check"} <= {"agrees", "disagrees"}
+    # every verdict holds under round-off perturbations of what the runs measured (their settings kept)
+    assert perturb.stable(lambda *res: [c.verdict for c in ch.claims(*res, setup)], fig2, fig3, scaling,
+                          keep=("config", "etas", "seeds", "configs", "h_configs")) == [c.verdict for c in records]
     assert all(ch.TABLE[c.key].why in c.cause for c in records if c.kind == "check")
     numbers = {**ch.fig2_numbers(fig2), **ch.fig3_numbers(fig3, "d"), **ch.scaling_numbers(scaling),
                **ch.rule_numbers(), **ch.setting_numbers(setup)}

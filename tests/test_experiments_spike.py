@@ -3,6 +3,7 @@ training spectra as a labelled set of the phase rules."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,9 @@ from htlib import dynamics, spectra
 from htlib.claims import Claim, Measurement, check_records
 from htlib.experiments import spike
 from htlib.two_layer import train
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
 
 SETUP = spike.Setup(executor="serial", n=64, d=16, h=24, seed=0, block=16, steps=3, eta_gd=50.0, eta_adam=0.5, eta_adam_fig1=0.2,
                      etas_adam_track=(0.2, 0.5), etas_gd_track=(50.0,), appA_n=64, appA_d=16, appA_h=24,
@@ -86,6 +90,9 @@ def test_claims_on_tiny_runs_at_one_seed(monkeypatch):
     assert all(isinstance(c, Claim) for c in claims) and [c.key for c in claims] == list(spike.TABLE)
     check_records(claims)
     by_key = {c.key: c for c in claims}
+    # the verdicts hold under round-off perturbations of what the runs recorded (their settings kept: tests/perturb.py)
+    assert perturb.stable(lambda r: {c.key: c.verdict for c in spike.claims(r, setup)}, runs, keep=("config",)) \
+        == {k: c.verdict for k, c in by_key.items()}
     # one seed: no row that reads runs is decided on it (too few independent runs, or the setting cannot test it)
     for key, m in measured.items():
         for part in (m.parts.values() if m.parts else [m]):
@@ -215,6 +222,7 @@ def test_paper003_training_spectra_get_the_figures_labels(name):
     eigs = np.load(FIXTURES)[name].astype(np.float64)
     rep = spectra.analyze_spectrum(eigs, 1000 / 1500)
     assert rep.phase in case.labels, f"{name}: {rep.reason}"
+    assert perturb.stable(lambda e: spectra.analyze_spectrum(e, 1000 / 1500).phase, eigs) == rep.phase
 
 
 def test_labelled_training_covers_the_done_when_cases():
@@ -245,6 +253,12 @@ def _eigs(W):
     return np.linalg.eigvalsh(W.T @ W)
 
 
+def _shape_labels(e):
+    """The tail-shape check's labels and decisions of a 1500 x 1000 ESD (what the tests below assert)."""
+    s = dynamics.tail_shape(e, h=1500, d=1000)
+    return s.label, s.label_without_top, bool(s.heavy), s.shape
+
+
 def test_one_spike_above_a_gaussian_bulk_is_not_a_heavy_tail():
     """MP Wishart plus one rank-one spike: the report sees the spike, and without lambda_1 nothing is left of a tail."""
     rng = np.random.default_rng(1)
@@ -253,6 +267,7 @@ def test_one_spike_above_a_gaussian_bulk_is_not_a_heavy_tail():
     s = dynamics.tail_shape(_eigs(X), h=1500, d=1000)
     assert s.label == "bulk+spikes" and s.label_without_top == "random-like"
     assert not s.heavy and s.ratio < 0
+    assert perturb.stable(_shape_labels, _eigs(X)) == ("bulk+spikes", "random-like", False, s.shape)
 
 
 @pytest.mark.parametrize("family", ["student-t nu=2", "pareto mu=2"])
@@ -264,6 +279,7 @@ def test_a_matrix_of_heavy_tailed_entries_passes_the_tail_shape_check(family):
         W = rng.pareto(2.0, (1500, 1000)) * rng.choice([-1.0, 1.0], (1500, 1000))
     s = dynamics.tail_shape(_eigs(W), h=1500, d=1000)
     assert s.heavy and s.shape == "power law", s
+    assert perturb.stable(_shape_labels, _eigs(W)) == (s.label, s.label_without_top, True, "power law")
 
 
 def test_a_heavy_label_resting_on_lambda_1_alone_is_refused():
@@ -273,6 +289,7 @@ def test_a_heavy_label_resting_on_lambda_1_alone_is_refused():
     e[-1] *= 200.0  # one eigenvalue far out: whatever the label says, removing it leaves an MP-like bulk
     s = dynamics.tail_shape(e, h=1500, d=1000)
     assert s.label_without_top in ("random-like", "bleeding-out") and not s.heavy
+    assert perturb.stable(_shape_labels, e) == (s.label, s.label_without_top, False, s.shape)
 
 
 class _Track:

@@ -5,6 +5,8 @@ htlib.spectra (kappa -> inf), and recovery of known parameters (sampler, fit).""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -12,6 +14,9 @@ import pytest
 from scipy import integrate, stats
 
 from htlib import htmp as H
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
 
 
 def _mp_logpdf(x: float, kappa: float, gamma: float) -> float:
@@ -482,6 +487,7 @@ def test_l1_fit_of_mp_noise_depends_on_the_shift():
     assert shifted.shift == pytest.approx(lam.min()) and shifted.scale == pytest.approx(np.mean(lam - lam.min()))
     assert shifted.kappa < 5.0 and shifted.l1 < shifted.mp_l1
     assert H.fit_htmp(lam, 0.3).kappa == math.inf  # the KS fit, unshifted, finds MP
+    assert perturb.stable(lambda e: H.fit_htmp(e, 0.3).kappa == math.inf, lam)  # and not by a rounding tie
 
 
 def test_l1_fit_bad_input_names_the_parameter():
@@ -546,6 +552,7 @@ def test_noise_job_is_deterministic_and_fits_mp():
     a, b = train_and_fit(NoiseConfig(120, 400, seed=1)), train_and_fit(NoiseConfig(120, 400, seed=1))
     np.testing.assert_array_equal(a.eigs, b.eigs)
     assert a.gamma == pytest.approx(0.3) and a.kappa == math.inf and a.delta == math.inf
+    assert perturb.stable(lambda e: H.fit_htmp(e, a.gamma).kappa == math.inf, a.eigs)  # MP, and not by a rounding tie
     assert a.l1_kappa == b.l1_kappa and a.l1_delta == pytest.approx(a.l1_kappa * 0.7 / 0.6)
 
 
@@ -752,24 +759,38 @@ def test_the_trend_reads_the_whole_spectrum_and_its_bulk_is_a_variant():
 
 
 def test_a_fall_carried_by_outliers_agrees_on_the_whole_spectrum_and_not_on_the_bulk():
-    """A whole-spectrum kappa that falls only because outliers grow: noise of LeNet's FC1 shape without spikes at
-    batch 1000 and with 5 at batch 100.  The claim (whole spectrum, as the paper fits) reads the fall; the bulk
-    variant (the ESD without fit_mp's outliers) shows it is carried by the outliers."""
+    """A whole-spectrum kappa that falls only because outliers grow, at LeNet's FC1 shape: at both batch sizes a bulk
+    of noise with column variances uniform on [0.1, 1.9] (broader than MP, so its KS fit is a finite kappa inside the
+    search), and at batch 100 ten rows scaled by 1.3 to 3.  The claim (whole spectrum, as the paper fits) reads the
+    fall; the bulk variant (the ESD without fit_mp's outliers) shows that it is carried by the outliers.  Every fit
+    sits inside its search and well below the MP fit's KS, and the verdicts hold under round-off perturbations
+    (an earlier version, pure noise with five spikes of 3, sat on a rounding edge: issue 50)."""
     from htlib.experiments import htmp as ch
 
-    def layer(b, s, spikes, strength):
-        rng = np.random.default_rng(100 * b + s)
-        W = rng.standard_normal((120, 400)) / 20.0
-        W[:spikes] *= strength
-        return ch.fit_layer(W, model="lenet", batch_size=b, seed=s, train_acc=1.0, test_acc=0.97, weight_change=0.5,
-                            steps=10)
+    runs = [(b, s) for b in (1000, 100) for s in range(3)]
 
-    fits = [layer(b, s, k, 3.0) for b, k in ((1000, 0), (100, 5)) for s in range(3)]
-    assert all(ch.bulk_fit(f)[1] >= 49 for f in fits)  # the bulk is MP or at the top of the search (KS noise at n = 120)
-    assert all(ch.bulk_fit(f)[0] == 5 for f in fits if f.batch_size == 100)
-    recs = _records(_batch(fits))
-    assert recs["lenet-falls"].verdict == "agrees"
-    assert recs["lenet-falls-bulk"].verdict != "agrees" and not recs["lenet-falls-bulk"].counted
+    def weights(b, s):
+        rng = np.random.default_rng(100 * b + s)
+        W = rng.standard_normal((120, 400)) / 20.0 * np.sqrt(rng.uniform(0.1, 1.9, 400))
+        if b == 100:
+            W[:10] *= np.geomspace(1.3, 3.0, 10)[:, None]
+        return W
+
+    def reading(Ws):
+        fits = [ch.fit_layer(W, model="lenet", batch_size=b, seed=s, train_acc=1.0, test_acc=0.97,
+                             weight_change=0.5, steps=10) for W, (b, s) in zip(Ws, runs)]
+        kappas = [k for f in fits for k in (f.kappa, ch.bulk_fit(f)[1])]
+        inside = all(math.isfinite(k) and ch.reading._at_bound(k, 0.3) == "" for k in kappas)  # inside the search
+        clear = all(f.ks < 0.9 * f.mp_ks for f in fits)  # HTMP fits clearly better than MP: no tie sets a kappa
+        outliers = all(ch.bulk_fit(f)[0] >= 10 for f in fits if f.batch_size == 100)  # the scaled rows, at least
+        recs = _records(_batch(fits))
+        bulk = recs["lenet-falls-bulk"]
+        return inside, clear, outliers, recs["lenet-falls"].verdict, bulk.verdict, bulk.counted
+
+    inside, clear, outliers, whole, bulk, counted = perturb.stable(reading, [weights(b, s) for b, s in runs])
+    assert inside and clear and outliers
+    assert whole == "agrees"
+    assert bulk != "agrees" and not counted
 
 
 def _gof(p, mp_p, *, n=1000, zeros=0, gamma=0.1, kappa=0.5, reps=19):

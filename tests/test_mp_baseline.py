@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from htlib import random_matrices as R
 from htlib.experiments import mp_baseline as M
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
+
+SETTINGS = ("p", "q", "gamma")  # sizes and aspect ratios: settings of a run, not measured values (tests/perturb.py)
+
+
+def _verdicts(w0s, panels, sweep):
+    return {cl.key: cl.verdict for cl in M.claims(w0s, panels, sweep)}
 
 
 def test_gamma_panels_use_the_documented_sizes_and_seeds():
@@ -65,8 +77,10 @@ def test_measure_reads_one_run_per_seed_and_one_per_matrix():
 def test_claims_are_the_table_judged_on_the_measurements():
     c = R.compare_with_mp(R.gaussian_matrix(300, 200, seed=0))
     panels = M.gamma_panels([0.5], 100, seed=0)
-    claims = M.claims([c], panels, M.size_sweep([40, 80], gamma=0.5, seeds=3))
+    sweep = M.size_sweep([40, 80], gamma=0.5, seeds=3)
+    claims = M.claims([c], panels, sweep)
     assert [cl.key for cl in claims] == list(M.TABLE)
+    assert perturb.stable(_verdicts, [c], panels, sweep, keep=SETTINGS) == {cl.key: cl.verdict for cl in claims}
     assert [cl.section for cl in claims] == ["mp-w0", "mp-finite-size", "mp-finite-size", "mp-gammas"]
     by = {cl.key: cl for cl in claims}
     # one matrix is one run: never a verdict, whatever its KS distance
@@ -75,7 +89,7 @@ def test_claims_are_the_table_judged_on_the_measurements():
     assert by["no_spikes"].verdict == "inconclusive"
     assert all(cl.setting != "paper" for cl in claims)
     # one seed per size: the sweep's rows have one run and cannot be judged
-    one = {cl.key: cl.verdict for cl in M.claims([c], panels, M.size_sweep([40, 80], gamma=0.5, seeds=1))}
+    one = perturb.stable(_verdicts, [c], panels, M.size_sweep([40, 80], gamma=0.5, seeds=1), keep=SETTINGS)
     assert one["tw_edge"] == one["ks_rigidity"] == "inconclusive"
 
 
@@ -95,5 +109,6 @@ def test_the_mp_row_reads_every_draw_of_w0():
     assert m["no_spikes"].values == (*(c.num_spikes for c in w0s), panels[0].comparison.num_spikes)
     mp_law = next(cl for cl in M.claims(w0s, panels, sw) if cl.key == "mp_law")
     assert mp_law.verdict in ("agrees", "disagrees", "inconclusive") and "too few" not in mp_law.cause
+    assert perturb.stable(_verdicts, w0s, panels, sw, keep=SETTINGS)["mp_law"] == mp_law.verdict
     with pytest.raises(ValueError, match="same size"):
         M.measure([w0s[0], R.compare_with_mp(R.gaussian_matrix(200, 100, seed=1))], panels, sw)

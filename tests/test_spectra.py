@@ -8,8 +8,10 @@ BBP outlier formula for spiked matrices.
 from __future__ import annotations
 
 import math
+import sys
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,19 @@ import scipy.stats
 import torch
 
 from htlib import spectra as S
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perturb  # noqa: E402
+
+
+def _phase(e, gamma):
+    """The phase label and the detached-spike count of an ESD, checked under round-off perturbations of the ESD
+    (``tests/perturb.py``): a label that rounding can flip fails here."""
+    def read(x):
+        rep = S.analyze_spectrum(x, gamma)
+        return rep.phase, rep.num_detached
+
+    return perturb.stable(read, e)
 
 RTOL = 1e-10
 
@@ -302,13 +317,14 @@ def test_rank_three_matrix_is_rank_collapse_without_fits():
     rng = np.random.default_rng(8)
     e = S.esd(rng.standard_normal((300, 3)) @ rng.standard_normal((3, 200)))
     rep = S.analyze_spectrum(e, 2 / 3)
-    assert rep.phase == "rank-collapse" and rep.n_zero == 197 and rep.mp is None
+    assert _phase(e, 2 / 3)[0] == rep.phase == "rank-collapse" and rep.n_zero == 197 and rep.mp is None
     assert math.isnan(rep.lambda_plus) and not rep.heavy_tailed and not rep.heavy_tailed_strict
 
 
 def test_classify_phase_is_scale_free():
     e = gaussian_esd(300, 200, 13)
     assert S.classify_phase(e, 2 / 3) == S.classify_phase(1e4 * e, 2 / 3) == "random-like"
+    assert perturb.stable(S.classify_phase, e, 2 / 3) == "random-like"
 
 
 def test_report_evidence_is_consistent():
@@ -322,6 +338,7 @@ def test_report_evidence_is_consistent():
     assert rep.bulk_gap_tw == pytest.approx((e[-1] - e[-2]) / mp.tw_scale, rel=1e-12)
     assert rep.alpha == pytest.approx(S.fit_power_law(e).alpha, rel=1e-12)
     assert rep.phase == "bulk+spikes" and rep.num_detached == 1 and not rep.heavy_tailed
+    assert _phase(e, 2 / 3) == ("bulk+spikes", 1)
     assert rep.tw_scale == pytest.approx(S.tracy_widom_scale(300, 200, mp.sigma2), rel=1e-12)
 
 
@@ -365,18 +382,19 @@ def test_a_spread_edge_under_a_spike_is_bulk_plus_spikes():
     e, _ = _with_top(21, np.r_[np.linspace(1.0, 1.3, 20), 100.0])
     rep = S.analyze_spectrum(e, 2 / 3)
     assert rep.phase == "bulk+spikes" and rep.num_detached == 1 and not rep.heavy_tailed
-    assert rep.tail_reach < S.PHASE_RULES.heavy_reach
+    assert rep.tail_reach < S.PHASE_RULES.heavy_reach and _phase(e, 2 / 3) == ("bulk+spikes", 1)
 
 
 def test_heavy_tail_needs_reach_and_exponent():
     """A power-law continuum from the edge is heavy-tailed with alpha = 2.5, bulk-decay with alpha = 6
     (steeper than Martin & Mahoney's range)  and bulk-decay when compressed within 1.5 lambda_+."""
-    heavy = S.analyze_spectrum(_with_top(40, _pareto_quantiles(40, 2.5))[0], 2 / 3)
+    esds = [_with_top(40, _pareto_quantiles(40, 2.5))[0], _with_top(60, _pareto_quantiles(60, 6.0))[0],
+            _with_top(40, np.linspace(1.0, 1.5, 40))[0]]
+    heavy, steep, short = (S.analyze_spectrum(e, 2 / 3) for e in esds)
     assert heavy.phase == "heavy-tailed" and heavy.tail_reach > 2 and abs(heavy.tail_alpha - 2.5) < 0.5
-    steep = S.analyze_spectrum(_with_top(60, _pareto_quantiles(60, 6.0))[0], 2 / 3)
     assert steep.tail_reach >= 2 and steep.tail_alpha >= 4 and steep.phase == "bulk-decay"
-    short = S.analyze_spectrum(_with_top(40, np.linspace(1.0, 1.5, 40))[0], 2 / 3)
     assert short.phase == "bulk-decay" and short.tail_reach < 2 and "reaches only" in short.reason
+    assert [_phase(e, 2 / 3)[0] for e in esds] == ["heavy-tailed", "bulk-decay", "bulk-decay"]
 
 
 def test_tail_alpha_is_the_fixed_threshold_fit_of_the_tail():
@@ -396,7 +414,7 @@ def test_a_spike_over_one_bleeding_eigenvalue_is_not_a_tail():
     e, _ = _with_top(2, [1.0 + 6 * S.tracy_widom_scale(600, 400) / edge, 20.0])  # 6 widths past the edge
     rep = S.analyze_spectrum(e, 2 / 3)
     assert rep.num_outliers == 2 and rep.bulk_gap_tw < S.PHASE_RULES.separation_tw
-    assert rep.phase == "bulk+spikes" and rep.num_detached == 1
+    assert rep.phase == "bulk+spikes" and rep.num_detached == 1 and _phase(e, 2 / 3) == ("bulk+spikes", 1)
 
 
 def test_phase_rules_validate():
@@ -425,6 +443,11 @@ def test_layer_metrics_against_direct_formulas():
     assert got["stable_rank"] == pytest.approx(ev.sum() / ev[-1], rel=1e-10)
     assert got["log_norm"] == pytest.approx(math.log10(np.sum(W**2)), rel=1e-12)
     assert got["mp_outliers"] == 3 and got["phase"] == "bulk+spikes" and not got["heavy_tailed"]
+    def labels(w):  # the count and the labels, under round-off perturbations of W (tests/perturb.py)
+        m = S.layer_metrics(torch.from_numpy(w))
+        return m["mp_outliers"], m["phase"], bool(m["heavy_tailed"])
+
+    assert perturb.stable(labels, W) == (3, "bulk+spikes", False)
     assert got["mp_edge_ratio"] == pytest.approx(S.fit_mp(ev / 300, 2 / 3).lambda_plus / (ev[-1] / 300), rel=1e-9)
 
 
