@@ -114,17 +114,24 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     os.environ.setdefault("TQDM_DISABLE", "1")
     from htlib.run import Interrupted, _literal_path, kernel_manager_class, stop_kernels
 
-    managers = kernel_manager_class()
+    log = Path(f"{tmp}.kernel.log")  # the kernel's own stderr (its teardown chatter), not the cells' output
+    managers = kernel_manager_class(log)
     try:
         pm.execute_notebook(_literal_path(path), _literal_path(tmp), cwd=str(path.parent), kernel_name="python3",
                             progress_bar=False, execution_timeout=timeout, kernel_manager_class=managers)  # IPC
     except KeyboardInterrupt:
         stop_kernels(managers)
+        log.unlink(missing_ok=True)
         raise Interrupted(f"refresh of {path.name} interrupted; nothing written back, the partial notebook is "
                           f"{tmp}") from None
     except Exception:
-        print(f"refresh of {path.name} failed; partial output kept in {tmp}", file=sys.stderr)
+        kept = log.exists() and log.stat().st_size > 0
+        print(f"refresh of {path.name} failed; partial output kept in {tmp}"
+              + (f" (kernel log: {log})" if kept else ""), file=sys.stderr)
+        if not kept:
+            log.unlink(missing_ok=True)
         raise
+    log.unlink(missing_ok=True)
     text = nbformat.writes(strip_for_commit(nbformat.read(tmp, as_version=4)))
     atomic_write(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends it
     os.unlink(tmp)
@@ -495,4 +502,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from htlib.run import quiet_exit
+
+    sys.exit(quiet_exit(main()))

@@ -388,6 +388,40 @@ def output_path(notebook: str | Path, overrides: dict[str, Any], output_dir: str
 
 # A Unix socket's path holds at most 107 bytes; the kernel's are <runtime folder>/kernel-ipc-<port>.
 _IPC_FOLDER_MAX = 107 - len("/kernel-ipc-65535")
+_KERNEL_PREFIX = f"htlib-kernel-{os.getpid()}-"
+_STALE_WORK = re.compile(r"\.running-(\d+)\.(?:ipynb|kernel\.log|progress)$")
+_STALE_KERNEL = re.compile(r"^htlib-kernel-(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return pid > 0
+
+
+def remove_stale(out_dir: str | Path) -> list[Path]:
+    """Remove what runs killed without a chance to clean up left behind: the ``<run>.running-<pid>`` files of
+    ``out_dir`` and the kernels' runtime folders (``htlib-kernel-<pid>-*`` in the temporary folder) of processes
+    that are gone, unless a live kernel still names its connection file.  What was removed."""
+    removed = []
+    for path in Path(out_dir).glob("*.running-*"):
+        m = _STALE_WORK.search(path.name)
+        if m and not _alive(int(m.group(1))):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+    for tmp in dict.fromkeys((tempfile.gettempdir(), "/tmp")):
+        for folder in Path(tmp).glob("htlib-kernel-*") if os.path.isdir(tmp) else ():
+            m = _STALE_KERNEL.match(folder.name)
+            if m and folder.is_dir() and not _alive(int(m.group(1))) \
+                    and not _pids_naming(str(folder / "kernel.json")):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
 
 
 def kernel_manager_class(log: str | Path | None = None):
@@ -407,10 +441,10 @@ def kernel_manager_class(log: str | Path | None = None):
         @property
         def _runtime(self) -> str:
             if "_htlib_runtime" not in self.__dict__:
-                folder = tempfile.mkdtemp(prefix="htlib-kernel-")
+                folder = tempfile.mkdtemp(prefix=_KERNEL_PREFIX)  # its owner's pid: remove_stale reads it
                 if len(folder) > _IPC_FOLDER_MAX and os.path.isdir("/tmp"):  # a deep TMPDIR: sockets would not fit
                     os.rmdir(folder)
-                    folder = tempfile.mkdtemp(prefix="htlib-kernel-", dir="/tmp")
+                    folder = tempfile.mkdtemp(prefix=_KERNEL_PREFIX, dir="/tmp")
                 self.__dict__["_htlib_runtime"] = folder
                 RunKernelManager.launched.append(self)  # from its folder on: Ctrl-C before the launch leaves none
                 weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)  # also if never cleaned up
@@ -592,6 +626,7 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
 
     notebook, clean, out = preflight(notebook, overrides, output_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out.parent)  # of runs killed (SIGKILL, a power cut) before they could clean up
     # Reruns with the same parameters may run at once: each writes its own files, moved into place at its end.
     work = out.with_name(f"{out.stem}.running-{os.getpid()}.ipynb")
     work_log, log = work.with_suffix(".kernel.log"), out.with_suffix(".kernel.log")
@@ -788,5 +823,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def quiet_exit(code: int) -> int:
+    """``code``; after an interruption (130) what the interpreter's teardown would print is dropped (asyncio's
+    "Task exception was never retrieved" and nbclient's traceback, about a hundred lines after the one that names
+    the partial notebook).  For a ``__main__`` only: it closes this process's standard error."""
+    if code == 130:
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    on_sigterm_interrupt()
+    sys.exit(quiet_exit(main()))

@@ -299,3 +299,101 @@ def test_the_dry_run_test_creates_the_output_folder_and_leaves_nothing(tmp_path,
     assert code == 2 and "--output-dir" in err and "cannot be written" in err, err
     code, err = _dry(["book/mp_baseline.ipynb", "--output-dir", str(tmp_path / "new" / "runs")], capsys)
     assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"], err
+
+
+# --- item 4: one line on Ctrl-C and SIGTERM, in a run with a pool sweep; nothing stale left -------------------
+
+_POOL_SWEEP = ("import time\nfrom htlib.params import SweepSetup\nfrom htlib.sweep import run_sweep\n"
+               "open('started', 'w').close()\n"
+               "with SweepSetup(workers=1).executor_context() as pool:\n"
+               "    run_sweep(time.sleep, [60.0, 60.0], executor=pool, use_cache=False, progress=False)")
+
+
+def _sigint_default():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a suite started in the background has SIGINT ignored
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_with_a_pool_sweep_prints_one_line(tmp_path, how, request):
+    import shutil
+    import signal
+    import tempfile
+
+    nb = nbformat.read(str(FIXTURE), as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell(_POOL_SWEEP))
+    chapter = tmp_path / "ch" / "sweep.ipynb"
+    chapter.parent.mkdir()
+    nbformat.write(nb, str(chapter))
+    tmp = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    proc = subprocess.Popen([sys.executable, "-m", "htlib.run", str(chapter), "--no-html", "--output-dir",
+                             str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(tmp)},
+                            preexec_fn=_sigint_default)
+    deadline = time.monotonic() + 120
+    while not (chapter.parent / "started").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(3)  # the pool's worker has started its task
+    if how == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
+    else:
+        proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    partial = run.output_path(chapter, {}, tmp_path / "runs")
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == [f"interrupted: the partial notebook of sweep.ipynb is {partial}"], err
+    assert partial.exists() and not list((tmp_path / "runs").glob("*.running-*"))
+    assert not list(tmp.glob("htlib-kernel-*"))
+
+
+def test_the_next_run_removes_what_killed_runs_left(tmp_path, monkeypatch):
+    """SIGKILL leaves a run's .running-<pid> files and its kernel's runtime folder: the next run removes those of
+    dead processes, and keeps a live run's."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid, live_pid = int(dead.stdout), os.getpid()
+    out = tmp_path / "runs"
+    out.mkdir()
+    stale = [out / f"c-0123abcd.running-{dead_pid}{ext}" for ext in (".ipynb", ".kernel.log", ".progress")]
+    kept = [out / f"c-0123abcd.running-{live_pid}.ipynb", out / "c-0123abcd.ipynb"]
+    for p in stale + kept:
+        p.write_text("{}")
+    folders = {pid: tmp_path / "tmp" / f"htlib-kernel-{pid}-x1y2" for pid in (dead_pid, live_pid)}
+    for f in folders.values():
+        f.mkdir()
+        (f / "kernel.json").write_text("{}")
+    removed = run.remove_stale(out)
+    assert sorted(removed) == sorted([*stale, folders[dead_pid]])
+    assert all(p.exists() for p in kept) and folders[live_pid].exists() and not folders[dead_pid].exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_make_refresh_prints_one_line_naming_the_partial_notebook(tmp_path):
+    import signal
+
+    chapter = _tiny_notebook(tmp_path / "book" / "ch.ipynb")
+    nb = nbformat.read(str(chapter), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(_POOL_SWEEP))
+    nbformat.write(nb, str(chapter))
+    before = chapter.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "htlib.book", "refresh", str(chapter)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT,
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, preexec_fn=_sigint_default)
+    deadline = time.monotonic() + 120
+    while not (chapter.parent / "started").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = err.strip().splitlines()
+    assert proc.returncode == 130 and len(lines) == 1, err
+    partial = Path(re.search(r"the partial notebook is (\S+)$", lines[0]).group(1))
+    assert "refresh of ch.ipynb interrupted; nothing written back" in lines[0] and partial.exists()
+    assert chapter.read_bytes() == before
