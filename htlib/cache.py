@@ -9,6 +9,11 @@ source checkout, else ``~/.cache/htlib``.  Entries are never unpickled: each is 
 (``allow_pickle=False``) of the arrays plus a JSON description of the structure around them, behind a
 header with its key and a SHA-256 checksum.  A damaged or unreadable entry is recomputed and a failed
 write returns the value anyway, each with a :class:`CacheWarning`.
+
+Trust: the checksum detects damage, not tampering (it has no secret key), so the cache folder is trusted like the
+code: whoever can write it can change the numbers it serves.  What an odd entry can do is bounded: it is never
+unpickled, it is not expanded beyond :data:`MAX_EXPANSION` times its size, and every dataclass rebuilt from it
+passes its own ``__post_init__`` checks, else it is recomputed.
 """
 
 from __future__ import annotations
@@ -319,9 +324,16 @@ def _decode(node: Any, arrays: Any) -> Any:
         state = {k: _decode(v, arrays) for k, v in node["state"].items()}
         if not {f.name for f in dataclasses.fields(cls)} <= set(state):
             raise ValueError(f"entry's fields of {node['dataclass']} do not match the class")
-        obj = object.__new__(cls)  # like pickle: no __init__ / __post_init__
+        obj = object.__new__(cls)  # like pickle: no __init__ ...
         for k, v in state.items():
             object.__setattr__(obj, k, v)
+        post = getattr(cls, "__post_init__", None)
+        if post is not None:  # ... but its own checks: an entry never serves a value its class would refuse
+            try:
+                post(obj)
+            except Exception as err:
+                raise ValueError(f"entry's {node['dataclass']} fails its own checks ({type(err).__name__}: "
+                                 f"{str(err).splitlines()[0] if str(err) else ''})") from None
         return obj
     raise ValueError("malformed entry structure")
 
@@ -335,6 +347,35 @@ def _serialize(key: str, value: Any) -> bytes:
     return MAGIC + key.encode() + b"\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
+MAX_EXPANSION = 2.0
+"""Entries are written uncompressed: one whose archive declares more than this many times its own size (plus
+:data:`EXPANSION_SLACK`) once decompressed is refused unread, never expanded (a 255-KiB entry could hold 256 MiB)."""
+EXPANSION_SLACK = 1 << 20
+
+
+def _check_expansion(body: bytes) -> None:
+    """Refuse an archive whose members decompress to more than :data:`MAX_EXPANSION` times its size, or whose
+    arrays' headers declare more bytes than their members hold (``zipfile`` stops each member at its declared size)."""
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(body)) as archive:
+        members = archive.infolist()
+        total = sum(m.file_size for m in members)
+        if total > MAX_EXPANSION * len(body) + EXPANSION_SLACK:
+            raise ValueError(f"the entry's {len(body):,} bytes would expand to {total:,} (at most "
+                             f"{MAX_EXPANSION:g} times its size is read)")
+        for m in members:
+            with archive.open(m) as member:
+                fmt = np.lib.format
+                read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(fmt.read_magic(member))
+                if read is None:  # format 3.0 (utf-8 field names): the total's cap alone
+                    continue
+                shape, _, dtype = read(member)
+            if math.prod(shape) * dtype.itemsize > m.file_size:
+                raise ValueError(f"array {m.filename} declares {math.prod(shape) * dtype.itemsize:,} bytes in a "
+                                 f"member of {m.file_size:,}")
+
+
 def _deserialize(key: str, blob: bytes) -> Any:
     head = len(MAGIC)
     if not blob.startswith(MAGIC):
@@ -344,6 +385,7 @@ def _deserialize(key: str, blob: bytes) -> Any:
     digest, body = blob[head + 65:head + 130], blob[head + 130:]
     if digest != hashlib.sha256(body).hexdigest().encode() + b"\n":
         raise ValueError("checksum mismatch")
+    _check_expansion(body)
     with np.load(io.BytesIO(body), allow_pickle=False) as arrays:
         structure = json.loads(bytes(arrays["structure"]).decode())
         return _decode(structure, {name: arrays[name] for name in arrays.files if name != "structure"})

@@ -397,3 +397,57 @@ def test_ctrl_c_during_make_refresh_prints_one_line_naming_the_partial_notebook(
     partial = Path(re.search(r"the partial notebook is (\S+)$", lines[0]).group(1))
     assert "refresh of ch.ipynb interrupted; nothing written back" in lines[0] and partial.exists()
     assert chapter.read_bytes() == before
+
+
+# --- item 8: the cache never expands an entry far beyond its size, and rebuilds only valid dataclasses ----------
+
+def _forge(key: str, body: bytes) -> None:
+    """An entry with a valid header and checksum around ``body`` (the checksum has no key: anyone can recompute
+    it; the cache folder is trusted like the code, and these checks bound what a damaged or odd entry can do)."""
+    import hashlib
+
+    from htlib import cache
+
+    path = cache._path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(cache.MAGIC + key.encode() + b"\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
+def test_an_entry_that_would_expand_far_beyond_its_size_is_not_read(tmp_path, monkeypatch):
+    import io
+
+    import numpy as np
+
+    from htlib import cache
+
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    key = cache.config_key("f", 1)
+    buf = io.BytesIO()
+    structure = np.frombuffer(b'{"array":0}', dtype=np.uint8)
+    np.savez_compressed(buf, structure=structure, a0=np.zeros(8 * 2**20))  # 64 MiB of zeros in about 64 KiB
+    assert len(buf.getvalue()) < 2**20
+    _forge(key, buf.getvalue())
+    with pytest.warns(cache.CacheWarning, match="would expand to"):
+        assert cache.load(key) is cache.MISSING  # before: a 64-MiB array was served
+    buf = io.BytesIO()
+    np.savez(buf, structure=structure, a0=np.arange(4.0))  # what the cache writes: uncompressed, served
+    _forge(key, buf.getvalue())
+    assert cache.load(key).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_rebuilt_dataclass_passes_its_own_checks(tmp_path, monkeypatch):
+    from htlib import cache
+    from htlib.experiments.spike import compute
+    from htlib.two_layer import TwoLayerConfig
+
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    for good, field, bad in ((TwoLayerConfig(n=8, d=10, h=12), "h", -5), (compute.Setup(), "h", -5),
+                             (compute.Setup(), "workers", 10**6)):
+        key = cache.config_key("g", repr(good) + field)
+        assert cache.store(key, good) and cache.load(key) == good
+        forged = object.__new__(type(good))
+        forged.__dict__.update(good.__dict__)
+        object.__setattr__(forged, field, bad)
+        assert cache.store(key, forged)  # as if the entry's numbers were altered and its checksum recomputed
+        with pytest.warns(cache.CacheWarning, match="fails its own checks"):
+            assert cache.load(key) is cache.MISSING  # before: rebuilt with h = -5
