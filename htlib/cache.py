@@ -367,7 +367,8 @@ def _check_expansion(body: bytes) -> None:
         for m in members:
             with archive.open(m) as member:
                 fmt = np.lib.format
-                read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(fmt.read_magic(member))
+                readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+                read = readers.get(fmt.read_magic(member))
                 if read is None:  # format 3.0 (utf-8 field names): the total's cap alone
                     continue
                 shape, _, dtype = read(member)

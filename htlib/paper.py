@@ -188,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 if executor_kind(args.scheduler) != "dask":
                     raise ValueError
             except ValueError:
-                raise run.ParameterError(f"--scheduler must be a Dask scheduler address tcp://host:port; "
-                                         f"got {args.scheduler!r}") from None
+                raise run.ParameterError(f"--scheduler must be a Dask scheduler address tcp://host:port (its "
+                                         f"default: $HTLIB_SCHEDULER); got {args.scheduler!r}") from None
             workers = run.check_scheduler(args.scheduler)
             if workers < 1:
                 raise run.ParameterError(f"the Dask scheduler at {args.scheduler} has no workers; start some "

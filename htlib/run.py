@@ -784,6 +784,27 @@ def _unlink_chapters(page: str) -> str:
     return _CHAPTER_LINK.sub(r"\1", page)
 
 
+def _without_parameters(argv: list[str], pairs: list[tuple[str, str]]) -> list[str]:
+    """``argv`` without its ``-p NAME VALUE`` triples, which go to ``pairs``: a VALUE that starts with ``-``
+    (``-1e-3``, ``-inf``) is a value, where argparse would take it for an option.
+
+    Examples
+    --------
+    >>> found = []
+    >>> _without_parameters(["ch.ipynb", "-p", "lam", "-1e-3", "--dry-run"], found), found
+    (['ch.ipynb', '--dry-run'], [('lam', '-1e-3')])
+    """
+    rest, i = [], 0
+    while i < len(argv):
+        if argv[i] in ("-p", "--parameter") and i + 2 < len(argv):  # else argparse says what is missing
+            pairs.append((argv[i + 1], argv[i + 2]))
+            i += 3
+        else:
+            rest.append(argv[i])
+            i += 1
+    return rest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m htlib.run", description="Rerun a book chapter with new "
                                      "parameters; outputs go to runs/, never into book/.")
@@ -795,7 +816,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-html", action="store_true", help="skip the standalone HTML rendering")
     parser.add_argument("--dry-run", action="store_true",
                         help="check everything the run would refuse, print where it would go, compute nothing")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_without_parameters(sys.argv[1:] if argv is None else argv, pairs := []))
+    args.parameter = pairs
     try:
         names = [name for name, _ in args.parameter]
         for name in dict.fromkeys(n for n in names if names.count(n) > 1):  # argparse would keep the last

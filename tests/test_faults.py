@@ -289,7 +289,8 @@ def test_the_dry_run_refuses_a_data_folder_the_run_could_not_read(tmp_path, caps
         assert code == 2 and "parameter 'data_dir'" in err, (args, err)
     for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte.gz"):
         (empty / name).write_bytes(b"")
-    code, err = _dry(["book/linear_hessian.ipynb", "-p", "dataset", "mnist", "-p", "data_dir", str(empty), *out], capsys)
+    code, err = _dry(["book/linear_hessian.ipynb", "-p", "dataset", "mnist", "-p", "data_dir", str(empty), *out],
+                     capsys)
     assert code == 0, err
 
 
