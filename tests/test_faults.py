@@ -229,6 +229,7 @@ ACCEPTED_BEFORE = [  # (chapter, overrides, the parameter the refusal names): ea
     ("linear_hessian", {"n": 10, "top_k": 11}, "top_k"),
     ("generalization", {"fig8cd_seeds": 1}, "fig8cd_seeds"),
     ("generalization", {"fig8a_seeds": 2}, "fig8a_seeds"),
+    ("phases", {"h": 20_000, "d": 20_000, "workers": 4}, "d"),  # 48 GiB: four 20,000 x 20,000 cases at once
 ]
 
 
