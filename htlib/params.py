@@ -338,6 +338,10 @@ class SetupBase:
         """:meth:`costs` and the costs every Setup of its kind has (:class:`SweepSetup`: its worker processes)."""
         return self.costs()
 
+    def check_environment(self) -> None:
+        """What a run of this Setup needs of this machine (data files): ``htlib.run`` checks it before any compute;
+        not at construction, so a Setup may describe a setting this machine lacks.  Nothing by default."""
+
     def _check_costs(self) -> None:
         """Refuse a Setup any of whose :meth:`costs` exceeds a limit, naming the parameter furthest above its
         default and the largest value of it that fits at the other settings."""
@@ -542,12 +546,15 @@ class SweepSetup(SetupBase):
 
 
 def extend_setup(cls: type[SetupBase], *, costs: Callable[[Any], list[Cost]] | None = None,
-                 check: Callable[[Any], None] | None = None) -> None:
-    """Add a cost model (``costs(setup)``, after ``cls.costs()``) and rules between fields (``check(setup)``, after
-    ``cls._check()``) to a chapter's ``Setup`` from a module beside its ``compute.py``: that file is part of the
-    result-cache key of the results it computes (:mod:`htlib.cache`), so a bound added there would recompute them.
-    The chapter's package imports that module, so every import of the Setup has them.  Idempotent."""
+                 check: Callable[[Any], None] | None = None, environment: Callable[[Any], None] | None = None) -> None:
+    """Add a cost model (``costs(setup)``, after ``cls.costs()``), rules between fields (``check(setup)``, after
+    ``cls._check()``) and checks of the machine (``environment(setup)``: :meth:`SetupBase.check_environment`) to a
+    chapter's ``Setup`` from a module beside its ``compute.py``: that file is part of the result-cache key of the
+    results it computes (:mod:`htlib.cache`), so a bound added there would recompute them.  The chapter's package
+    imports that module, so every import of the Setup has them.  Idempotent."""
     done = cls.__dict__.get("_htlib_extended", set())
+    if environment is not None and environment not in done:
+        cls.check_environment = environment  # type: ignore[method-assign]
     if costs is not None and costs not in done:
         own_costs = cls.costs
         cls.costs = lambda self: [*own_costs(self), *costs(self)]  # type: ignore[method-assign]
@@ -557,4 +564,4 @@ def extend_setup(cls: type[SetupBase], *, costs: Callable[[Any], list[Cost]] | N
             own_check(self)
             check(self)
         cls._check = _check  # type: ignore[method-assign]
-    cls._htlib_extended = done | {f for f in (costs, check) if f is not None}  # type: ignore[attr-defined]
+    cls._htlib_extended = done | {f for f in (costs, check, environment) if f is not None}  # type: ignore[attr-defined]

@@ -351,6 +351,11 @@ def preflight(notebook: str | Path, overrides: dict[str, Any],
 
     decl = declared_parameters(notebook)
     clean = decl.check(overrides)
+    if decl.setup is not None:
+        try:  # the data files a run reads (a Setup may describe a setting this machine lacks)
+            decl.build(clean).check_environment()
+        except ParameterError as err:
+            raise ParameterError(f"{err}\n{decl.listing()}") from None
     out_dir = check_output_dir(output_dir, decl.notebook)
     try:
         cache_dir()  # the kernel would refuse it at its first cached result

@@ -26,7 +26,6 @@ def costs(setup: compute.Setup) -> list[Cost]:
 
 
 def check(setup: compute.Setup) -> None:
-    check_data_dir(setup)
     images = setup.n or compute._DATA_SHAPES[setup.dataset][0]
     if setup.top_k > images:
         raise ParameterError(f"parameter 'top_k' must be ≤ n = {images:,} (the subset size: the eigenvalues "
@@ -35,7 +34,8 @@ def check(setup: compute.Setup) -> None:
 
 def check_data_dir(setup: compute.Setup) -> None:
     """``data_dir``: "" or an existing folder, and for MNIST, FashionMNIST and CIFAR-10 one holding their files
-    (the run would fail on them once its first sweep starts)."""
+    (the run would fail on them once its first sweep starts): :meth:`Setup.check_environment`, which ``htlib.run``
+    calls before any compute (a Setup may still describe the paper's MNIST setting where no copy is)."""
     from htlib import datasets
 
     folder = Path(setup.data_dir).expanduser() if setup.data_dir else None
@@ -56,4 +56,4 @@ def check_data_dir(setup: compute.Setup) -> None:
                              f"missing {', '.join(missing)}")
 
 
-extend_setup(compute.Setup, costs=costs, check=check)
+extend_setup(compute.Setup, costs=costs, check=check, environment=check_data_dir)
