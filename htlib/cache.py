@@ -433,11 +433,12 @@ def _remove_stale_temps(root: Path) -> None:
                 tmp.unlink()
 
 
-def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
+def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8", durable: bool = True) -> Path:
     """Write ``data`` to ``path`` whole or not at all: into a temporary file beside it, then ``os.replace``.
 
     A kill, a full disk or a file-size limit mid-write leaves the previous file as it was (the temporary file is
-    removed where the process lives on).  The file keeps the previous file's mode (else the umask's).
+    removed where the process lives on).  The file keeps the previous file's mode (else the umask's).  ``durable``:
+    on disk (``fsync``) before it replaces the old one, so a power cut leaves one of the two, never an empty file.
 
     Examples
     --------
@@ -458,8 +459,9 @@ def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8"
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(blob)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

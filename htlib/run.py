@@ -741,9 +741,11 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         page = html_dir / f"{notebook.stem}.html"
         if proc.returncode != 0 or not page.exists():
             raise RuntimeError(f"rendering {notebook.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-        for item in html_dir.iterdir():
+        for item in html_dir.iterdir():  # each file whole or not at all: a page beside may be read meanwhile
             if item.is_dir() and item.name.startswith("_"):
-                shutil.copytree(item, target.parent / item.name, dirs_exist_ok=True)
+                shutil.copytree(item, target.parent / item.name, dirs_exist_ok=True,
+                                copy_function=lambda src, dst: atomic_write(dst, Path(src).read_bytes(),
+                                                                            durable=False))
         # The search box and the index link these; the one-page build makes them, so they go beside the page too,
         # each page with its own search page and index (<run>-search.html, <run>-searchindex.js): another rerun
         # beside it rewrites search.html and searchindex.js.
