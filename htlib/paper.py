@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     workers = None
     try:
         out_dir = run.check_output_dir(args.output_dir)
+        run.probe_output_dir(out_dir)  # the dry run's "writable" is a test, not a guess
         if args.scheduler:
             try:
                 if executor_kind(args.scheduler) != "dask":
@@ -224,19 +225,23 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HTLIB_PROGRESS", "0")
     start = time.monotonic()
     failed = []
-    for i, (path, overrides) in enumerate(todo, 1):
-        print(f"\n[{i}/{len(todo)}] {path.stem} (elapsed {(time.monotonic() - start) / 60:.1f} min, "
-              f"this chapter ~{_fmt_minutes(minutes(path, overrides))})", flush=True)
-        try:
-            run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
-        except Exception as err:  # keep going: the other chapters and the scoreboard still say something
-            print(f"{path.stem} failed: {err if isinstance(err, run.RunFailed) else run.failure_reason(err)}; "
-                  "continuing", file=sys.stderr)
-            failed.append(path.stem)
-    print(f"\n[scoreboard] from {out_dir}", flush=True)
     try:
+        for i, (path, overrides) in enumerate(todo, 1):
+            print(f"\n[{i}/{len(todo)}] {path.stem} (elapsed {(time.monotonic() - start) / 60:.1f} min, "
+                  f"this chapter ~{_fmt_minutes(minutes(path, overrides))})", flush=True)
+            try:
+                run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
+            except Exception as err:  # keep going: the other chapters and the scoreboard still say something
+                print(f"{path.stem} failed: {err if isinstance(err, run.RunFailed) else run.failure_reason(err)}; "
+                      "continuing", file=sys.stderr)
+                failed.append(path.stem)
+        print(f"\n[scoreboard] from {out_dir}", flush=True)
         run.run_chapter(REPO_ROOT / "book" / f"{SCOREBOARD}.ipynb", {"source": str(out_dir)},
                         output_dir=out_dir, progress=False)
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: one line, and where to resume from
+        print(f"\n{err if isinstance(err, run.Interrupted) else 'interrupted'}; make paper stopped, a rerun "
+              "resumes from the result cache", file=sys.stderr)
+        return 130
     except Exception as err:
         print(f"the scoreboard failed: {err if isinstance(err, run.RunFailed) else run.failure_reason(err)}",
               file=sys.stderr)
@@ -247,4 +252,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run.on_sigterm_interrupt()
+    sys.exit(run.quiet_exit(main()))

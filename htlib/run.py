@@ -361,14 +361,14 @@ def preflight(notebook: str | Path, overrides: dict[str, Any],
         cache_dir()  # the kernel would refuse it at its first cached result
     except CacheDirError as err:
         raise ParameterError(str(err)) from None
-    _probe_output_dir(out_dir)
+    probe_output_dir(out_dir)
     executor = clean.get("executor")
     if isinstance(executor, str) and executor.startswith("tcp://"):
         check_scheduler(executor)
     return decl.notebook, clean, output_path(decl.notebook, clean, out_dir)
 
 
-def _probe_output_dir(out_dir: Path) -> None:
+def probe_output_dir(out_dir: Path) -> None:
     """Create ``out_dir`` and a file in it, then remove what this made: a folder the run could not write is refused
     before any compute (a dry run leaves nothing behind)."""
     made = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
@@ -747,12 +747,12 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
                                 copy_function=lambda src, dst: atomic_write(dst, Path(src).read_bytes(),
                                                                             durable=False))
         # The search box and the index link these; the one-page build makes them, so they go beside the page too,
-        # each page with its own search page and index (<run>-search.html, <run>-searchindex.js): another rerun
-        # beside it rewrites search.html and searchindex.js.
+        # each page with its own search page and index (search-<run>.html, searchindex-<run>.js; not <run>-*, which
+        # globs of a chapter's runs would match): another rerun beside it rewrites search.html and searchindex.js.
         for name in (*(f"{p}.html" for p in pages), "search.html", "genindex.html", "searchindex.js"):
             if (html_dir / name).exists():
                 atomic_write(target.parent / name, (html_dir / name).read_bytes())
-        own = {"search.html": f"{notebook.stem}-search.html", "searchindex.js": f"{notebook.stem}-searchindex.js"}
+        own = {"search.html": f"search-{notebook.stem}.html", "searchindex.js": f"searchindex-{notebook.stem}.js"}
         if (html_dir / "searchindex.js").exists():
             atomic_write(target.parent / own["searchindex.js"], (html_dir / "searchindex.js").read_bytes())
         if (html_dir / "search.html").exists():

@@ -101,15 +101,17 @@ def test_two_reruns_of_a_chapter_each_serve_their_own_numbers(tmp_path):
         hrefs[value] = href
         rows = (out_dir / href).read_text().splitlines()
         assert rows[0].startswith("panel,kind") and any(f",{value:g}" in r for r in rows[1:]), (value, href, rows)
-        assert f'{page.stem}-search.html' in html and 'action="search.html"' not in html
-        search = (out_dir / f"{page.stem}-search.html").read_text(encoding="utf-8")
-        assert f"{page.stem}-searchindex.js" in search
-        assert page.stem in (out_dir / f"{page.stem}-searchindex.js").read_text(encoding="utf-8")
+        assert f'search-{page.stem}.html' in html and 'action="search.html"' not in html
+        search = (out_dir / f"search-{page.stem}.html").read_text(encoding="utf-8")
+        assert f"searchindex-{page.stem}.js" in search
+        assert page.stem in (out_dir / f"searchindex-{page.stem}.js").read_text(encoding="utf-8")
         for linking in (html, search):  # no link to a missing file
             local = {h.split("#")[0].split("?")[0] for h in re.findall(r'(?:href|src)="([^"]+)"', linking)
                      if not re.match(r"(?:[a-z]+:|#|//)", h)}
             assert local and not [h for h in local if not (out_dir / h).exists()], page
     assert len(set(hrefs.values())) == 2
+    assert sorted(p.name for p in out_dir.glob("tiny_chapter-*")) == sorted(  # a glob of a chapter's runs: its runs
+        name for page in pages.values() for name in (page.name, f"{page.stem}.ipynb"))
     assert sorted(p.name for p in (out_dir / "_figure-data").iterdir()) == sorted(p.stem for p in pages.values())
 
 
