@@ -301,6 +301,19 @@ def test_the_dry_run_refuses_a_data_folder_the_run_could_not_read(tmp_path, caps
     assert code == 0, err
 
 
+def test_the_dry_run_refuses_a_cifar_folder_without_its_batches(tmp_path, capsys):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    args = ["book/htmp.ipynb", "-p", "dataset", "cifar10", "-p", "data_dir", str(folder), "--output-dir",
+            str(tmp_path / "runs")]
+    code, err = _dry(args, capsys)
+    assert code == 2 and "parameter 'data_dir'" in err and "data_batch_1" in err, err
+    for name in (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"):
+        (folder / name).write_bytes(b"")
+    code, err = _dry(args, capsys)
+    assert code == 0, err
+
+
 def test_the_dry_run_test_creates_the_output_folder_and_leaves_nothing(tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
     code, err = _dry(["book/mp_baseline.ipynb", "--output-dir", str(tmp_path / "a-file" / "runs")], capsys)

@@ -1,0 +1,26 @@
+"""The htmp chapter's check of the machine: with ``dataset = "cifar10"``, ``data_dir`` must hold CIFAR-10's pickle
+batches (:meth:`htlib.params.SetupBase.check_environment`, which ``htlib.run`` calls before any compute; the run
+would fail on them at its first training run).  It lives beside ``compute.py``, not in it: that file is in the
+result-cache key of the results it computes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from htlib.experiments.htmp import compute
+from htlib.params import ParameterError, extend_setup
+
+CIFAR_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
+
+
+def check_data_dir(setup: compute.Setup) -> None:
+    if setup.dataset != "cifar10":
+        return
+    missing = [b for b in CIFAR_BATCHES if not (Path(setup.data_dir).expanduser() / b).is_file()]
+    if missing:
+        raise ParameterError(f"parameter 'data_dir' must be a CIFAR-10 folder (cifar-10-batches-py) holding "
+                             f"{', '.join(CIFAR_BATCHES)} for dataset 'cifar10' (nothing is downloaded); got "
+                             f"{setup.data_dir!r}, missing {', '.join(missing)}")
+
+
+extend_setup(compute.Setup, environment=check_data_dir)
