@@ -396,7 +396,8 @@ def test_the_next_run_removes_what_killed_runs_left(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_make_refresh_prints_one_line_naming_the_partial_notebook(tmp_path):
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_make_refresh_prints_one_line_naming_the_partial_notebook(tmp_path, how):
     import signal
 
     chapter = _tiny_notebook(tmp_path / "book" / "ch.ipynb")
@@ -411,7 +412,10 @@ def test_ctrl_c_during_make_refresh_prints_one_line_naming_the_partial_notebook(
     while not (chapter.parent / "started").exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(3)
-    os.killpg(proc.pid, signal.SIGINT)
+    if how == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.terminate()
     _, err = proc.communicate(timeout=60)
     lines = err.strip().splitlines()
     assert proc.returncode == 130 and len(lines) == 1, err
