@@ -15,7 +15,7 @@ QUIET := TQDM_DISABLE=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
 # The arithmetic that can be pinned, pinned: torch's own kernels, oneDNN and MKL at their AVX2 branches, which
 # every AVX2 x86 processor runs (MKL takes its AUTO branch in reproducible mode on a non-Intel one); the cost,
-# measured as ratios: benchmarks/README.md.  tests/portability.py reads this line.  Empty it to run unpinned:
+# measured as ratios: benchmarks/bench_arith_pins.py.  tests/portability.py reads this line.  Empty it to run unpinned:
 # make nbval ARITH=
 ARITH := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2
 
@@ -58,14 +58,16 @@ nbval: venv
 	$(QUIET) $(ARITH) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=1800 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
 
-# One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) on one
-# thread, arithmetic other than the references': portability stays tested (.ci/run; about a minute idle).
+# One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) under a second
+# arithmetic, COLD_ARITH: the pins with torch's kernels at their scalar branch, on one thread (tests/portability.py's
+# variant "ci"): portability stays tested (.ci/run; about a minute idle).
 # The phases chapter's fits and labels; the one-step chapter (its 10 seeds: 4.2 min on one thread, 2026-12-04) is the
 # one to check by hand after a change to the trainer: make nbval-cold COLD_NB=book/one_step_adam.ipynb.
 COLD_NB ?= book/phases.ipynb
+COLD_ARITH := $(filter-out ATEN_CPU_CAPABILITY=%,$(ARITH)) ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1
 nbval-cold: venv
 	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
-	$(QUIET) HTLIB_CACHE_DIR="$$cache" OMP_NUM_THREADS=1 $(PY) -m pytest --nbval --nbval-current-env \
+	$(QUIET) $(COLD_ARITH) HTLIB_CACHE_DIR="$$cache" $(PY) -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(COLD_NB)
 
 # The rendered book, opened page by page in headless Chromium (Debian's package).

@@ -23,10 +23,16 @@ What is compared, for every output nbval compares (stdout, stderr, ``text/plain`
   boundary print one unit apart ("2.63" for 2.62951 and "2.629" for 2.62949 at 4 significant digits,
   the ``g`` format dropping the trailing zero).  An integer facing a decimal ("1" against "0.9999") is
   a measurement printed without digits and is compared the same way.
+* A tolerance may also name a bound (``below``: two decimals both at or under it agree, a solver residual
+  compared as the boolean "below its bound") and redrawn patterns (``redrawn``: replaced in both texts before
+  the comparison, what a chaotic run redraws reduced to what is compared instead).
 * The claim records (JSON under the MIME type ``text/x-htlib-claims+json``) are parsed and compared
   field by field, whatever fields a record has: the same keys, the same number of records; the
   identifying fields (:data:`EXACT_FIELDS`: the verdict, the paper, the section, the chapter) exactly;
   every other string field as text as above; JSON numbers like decimals (floats) or exactly (ints).
+* A book table's HTML (``htlib.plotting.table_html``) is first brought to one form
+  (:func:`canonical_frame_html`): its no-wrap spans unwrapped and a frame split over several tables joined
+  back, since where it splits and which tokens get a span follow the printed digits alone.
 * A pandas table is shown twice: ``text/html`` and ``text/plain``.  The HTML is compared as above (every
   cell, the column names and the number of rows and columns, through its tags).  The ``text/plain`` form
   lays the same frame out to a width that depends on the printed numbers (a wider number can push a
@@ -186,6 +192,8 @@ def _numbers_agree(ref: Token, new: Token, tol: Tolerance, result: Result) -> bo
     result.max_rel = max(result.max_rel, _rel(a, b))
     # Two integers compared as measurements (a cell's opt-in) get no printing allowance: 0 -> 1 is a change.
     q = 0.0 if both_integers else min(ref.quantum, new.quantum)
+    if tol.below and not both_integers and max(abs(a), abs(b)) <= tol.below:
+        return True  # a residual below its bound on both sides: the bound holds in both, digits aside
     excess = max(abs(a - b) - q, 0.0) / max(abs(a), abs(b)) if a != b else 0.0
     if excess > result.needed_rtol:
         result.needed_rtol, result.worst = excess, f"{ref.text} -> {new.text}"
@@ -209,7 +217,7 @@ def compare_text(ref: str, new: str, tol: Tolerance, where: str = "text") -> Res
     False
     """
     result = Result()
-    a, b = tokenize(ref), tokenize(new)
+    a, b = tokenize(tol.mask(ref)), tokenize(tol.mask(new))
     for i, (x, y) in enumerate(zip(a, b)):
         if x.is_number and y.is_number:
             if not _numbers_agree(x, y, tol, result):
@@ -226,7 +234,7 @@ def compare_text(ref: str, new: str, tol: Tolerance, where: str = "text") -> Res
     return result
 
 
-def _layout_free(ref: str, new: str, where: str) -> Result:
+def _layout_free(ref: str, new: str, where: str, tol: Tolerance | None = None) -> Result:
     """The same set of words: the text form of a table whose cells are compared in its HTML form.
 
     pandas wraps a wide frame into blocks that repeat the row labels and end lines with a backslash,
@@ -234,6 +242,8 @@ def _layout_free(ref: str, new: str, where: str) -> Result:
     tokens is a property of the frame.
     """
     result = Result()
+    if tol is not None:
+        ref, new = tol.mask(ref), tol.mask(new)
     words_a, words_b = ({t.text for t in tokenize(s) if not t.is_number} - {"\\"} for s in (ref, new))
     if words_a != words_b:
         result.fail(where, f"words differ: lost {sorted(words_a - words_b)[:5]}, gained {sorted(words_b - words_a)[:5]}")
@@ -326,10 +336,73 @@ def _flatten(outputs: Iterable[dict], skip: Sequence[str], sanitize: Callable[[A
     return flat
 
 
-def compare_value(key: str, ref: Any, new: Any, tol: Tolerance, where: str) -> Result:
-    """Compare one output value of MIME type (or stream name) ``key``."""
+_NOWRAP = re.compile(r'<span style="white-space:nowrap">([^<]*)</span>')
+_TABLE = re.compile(r'<table class="dataframe htlib-data">(.*?)</table>', re.S)
+_ROW = re.compile(r"<tr[^>]*>(.*?)</tr>", re.S)
+_CELL = re.compile(r"<(t[hd])([^>]*)>(.*?)</t[hd]>", re.S)
+
+
+def canonical_frame_html(html: str) -> str:
+    """The HTML of a book table (``htlib.plotting.table_html``) without what depends on the printed digits alone.
+
+    ``table_html`` wraps a token with a hyphen or an exponent in a no-wrap span (``6.66e-16`` has one, ``0`` has
+    none), and splits a frame estimated wider than the text column into consecutive tables, the split placed by
+    the widths of the values' full representations (``0.380976`` shown, ``0.38097612345`` measured): another
+    processor's last bits move a column from one table to the next.  Here the spans are unwrapped and the split
+    tables joined back into one (the later tables' row labels dropped), so that the frame's shape, column names,
+    row labels and cells are compared, and not where the browser was told it may break a line.  HTML that is not
+    such a split frame (tables of other row counts or row labels) is returned with its spans unwrapped only.
+
+    Examples
+    --------
+    >>> one = '<table class="dataframe htlib-data"><tbody><tr><th>a</th><td>1</td><td>2</td></tr></tbody></table>'
+    >>> two = ('<table class="dataframe htlib-data"><tbody><tr><th>a</th><td>1</td></tr></tbody></table>'
+    ...        '<table class="dataframe htlib-data"><tbody><tr><th>a</th><td>2</td></tr></tbody></table>')
+    >>> canonical_frame_html(one) == canonical_frame_html(two)
+    True
+    """
+    html = _NOWRAP.sub(r"\1", html)
+    tables = _TABLE.findall(html)
+    if not tables or _TABLE.sub("", html).strip():
+        return html
+
+    def rows(part: str) -> list[list[tuple[str, str, str]]]:
+        return [_CELL.findall(r) for r in _ROW.findall(part)]
+
+    parsed = []
+    for t in tables:
+        head, _, body = t.partition("<tbody>")
+        parsed.append((rows(head) if body else [], rows(body if body else head)))
+    head0, body0 = parsed[0]
+    if not body0:
+        return html
+    levels = sum(1 for tag, _, _ in body0[0] if tag == "th")
+    labels = [[c for c in r if c[0] == "th"] for r in body0]
+    for head, body in parsed[1:]:
+        if len(head) != len(head0) or len(body) != len(body0) or [[c for c in r if c[0] == "th"] for r in body] != labels:
+            return html
+    merged_head = [list(r) for r in head0]
+    merged_body = [list(r) for r in body0]
+    for head, body in parsed[1:]:
+        for i, r in enumerate(head):
+            merged_head[i] += r[levels:]
+        for i, r in enumerate(body):
+            merged_body[i] += [c for c in r if c[0] == "td"]
+
+    def show(rs: list) -> str:
+        return "".join("<tr>" + "".join(f"<{t}{a}>{c}</{t}>" for t, a, c in r) + "</tr>\n" for r in rs)
+
+    return (f'<table class="dataframe htlib-data"><thead>\n{show(merged_head)}</thead><tbody>\n'
+            f"{show(merged_body)}</tbody></table>")
+
+
+def compare_value(key: str, ref: Any, new: Any, tol: Tolerance, where: str, *, canonical: bool = True) -> Result:
+    """Compare one output value of MIME type (or stream name) ``key`` (a book table's HTML through
+    :func:`canonical_frame_html` unless ``canonical`` is false, as before 2026-12-06: the controls' "before")."""
     if key == _FRAME_TEXT:
-        return _layout_free(ref, new, where)
+        return _layout_free(ref, new, where, tol)
+    if canonical and key.endswith("text/html") and isinstance(ref, str) and isinstance(new, str) and _TABLE.search(ref):
+        ref, new = canonical_frame_html(ref), canonical_frame_html(new)
     if key.endswith("json") or key.endswith("+json"):
         try:
             a = json.loads(ref) if isinstance(ref, str) else ref
@@ -343,7 +416,8 @@ def compare_value(key: str, ref: Any, new: Any, tol: Tolerance, where: str) -> R
 
 
 def compare_outputs(ref: Iterable[dict], new: Iterable[dict], tol: Tolerance, *,
-                    sanitize: Callable[[Any], Any] = lambda s: s, skip: Sequence[str] = _NBVAL_SKIP) -> Result:
+                    sanitize: Callable[[Any], Any] = lambda s: s, skip: Sequence[str] = _NBVAL_SKIP,
+                    canonical: bool = True) -> Result:
     """Compare a cell's committed outputs ``ref`` with fresh ones ``new`` (nbformat output dicts).
 
     The same outputs are compared as in nbval (the same keys, as many values per key, streams
@@ -359,7 +433,7 @@ def compare_outputs(ref: Iterable[dict], new: Iterable[dict], tol: Tolerance, *,
             result.fail(key, f"{len(a[key])} outputs -> {len(b[key])}")
             continue
         for i, (x, y) in enumerate(zip(a[key], b[key])):
-            result.merge(compare_value(key, x, y, tol, f"{key}[{i}]" if len(a[key]) > 1 else key))
+            result.merge(compare_value(key, x, y, tol, f"{key}[{i}]" if len(a[key]) > 1 else key, canonical=canonical))
     return result
 
 

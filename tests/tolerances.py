@@ -79,6 +79,51 @@ again (:data:`HTMP_TRAINED`).  generalization was measured on an AMD EPYC machin
 written on another machine (:data:`GENERALIZATION_TRAINED`); issue 20's fresh machine of the same kind had shown
 the same numbers (0.704 against 0.699, rho -0.57 against -0.65, KS mean 3.65 against 3.6) at the defaults.
 
+Another processor, pinned arithmetic (issue 50, 2026-12-06)
+-----------------------------------------------------------
+The references were written on an Intel Xeon (AVX-512).  On an AMD EPYC (AVX2, no AVX-512) ``make nbval`` failed
+8 of 182 cells (issue 50): htmp's NTK cells (a seed's p-value "p 0.15" became "p <= 0.05": a different token count)
+and 6 linear_hessian cells.  Since then the regression runs under the Makefile's ``ARITH`` pins (torch, oneDNN and
+MKL at their AVX2 branches), and each chapter's tolerances were measured again on that AMD EPYC (2 cores shared
+with another session's tests, load 5), cold, with ``tests/portability.py`` under the variants below (``pinned``:
+the pins; ``ci``: the pins with ``ATEN_CPU_CAPABILITY=default`` and ``OMP_NUM_THREADS=1``, what ``make nbval-cold``
+runs in CI; ``mkl-compatible``: ``MKL_CBWR=COMPATIBLE``, MKL's SSE2 branch).  Against the Intel references, so the
+processor is one more variant in every row:
+
+====================  ======================================  ==========================================
+chapter               variant, time (UTC)                     result against the committed outputs
+====================  ======================================  ==========================================
+linear_hessian        pinned 08:06-08:28, ci 08:06-08:26,     the three identical to each other (float64
+                      mkl-compatible 08:26-08:51              NumPy: OpenBLAS picks its kernels by
+                                                              processor, and no pin reaches it); 15 of
+                                                              57 code cells moved.  Beyond what the old
+                                                              tolerances allowed: the Fig. 4 held runs'
+                                                              gaps (20201256: 0.446 -> 0.437, 1.8%
+                                                              beyond the printed digit, where 0 had been
+                                                              measured) and the claims table
+                                                              (3941890f, closed-form tolerance: LOBPCG
+                                                              1.225 -> 1.221, gaps 6e-10 -> 8.2e-10);
+                                                              four tables failed on their HTML alone
+                                                              (a split moved, a no-wrap span around
+                                                              6.66e-16 where 0 had none).  All pass now
+phases                pinned 08:51-08:52, ci 08:52-08:54,     identical, all three (``make nbval-cold``
+                      mkl-compatible 08:56-08:57              under ci: 16 passed, 57 s at load 4.6)
+mp_baseline           pinned 08:53-08:55, ci 08:55-08:56,     identical, all three
+                      mkl-compatible 08:57-08:59
+htmp                  pinned 08:28-                           not finished when this was written
+one_step_adam,        not measured on this processor          (a cold run costs 5-14 min on two idle
+spike_to_heavy_tail,                                          cores; the CPU went to the rows above)
+generalization
+====================  ======================================  ==========================================
+
+What changed in the comparison, for every chapter: a book table's HTML is compared through
+``nbval_numbers.canonical_frame_html`` (where ``table_html`` splits a frame and which tokens it wraps follow the
+last digits); every trained cell has the floor :data:`TRAINED_FLOOR`; numbers below :data:`SOLVER_BOUND` in the
+linear-Hessian chapter are compared as a bound; htmp's per-seed p-values are compared through the count of seeds
+kept (:data:`HTMP_NTK_REDRAWN`).  :data:`PREVIOUS` keeps the tolerances these replaced, and
+``tests/fixtures/portability/linear_hessian.epyc-pinned.json`` the six cells that failed, so that a control shows
+the old comparison failing them and the current one passing.
+
 Overriding one cell
 -------------------
 A cell whose numbers need another tolerance than its chapter's is listed in :data:`CELLS` by its cell id,
@@ -90,6 +135,7 @@ refuses an override without a reason.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -115,6 +161,13 @@ class Tolerance:
     measured : float
         The relative deviation measured under other arithmetic that the tolerance is built from (0 for
         closed forms); the controls jitter the committed numbers by this much.
+    below : float
+        A solver's bound (0: none): two decimals that both lie at or below it in magnitude agree, whatever
+        their digits (a residual at round-off level is compared as the boolean "below the bound", never
+        digit by digit); a value that crosses the bound is compared as any other decimal, and fails.
+    redrawn : tuple of (pattern, replacement)
+        Regular expressions whose matches are replaced, in both texts, before the comparison: what a chaotic
+        run redraws and what is compared instead (a per-seed p-value, reduced to whether it rejects).
 
     Examples
     --------
@@ -131,9 +184,11 @@ class Tolerance:
     reason: str = ""
     integers: bool = False
     measured: float = 0.0
+    below: float = 0.0
+    redrawn: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("rtol", "atol"):
+        for name in ("rtol", "atol", "below"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or value < 0:
@@ -141,7 +196,21 @@ class Tolerance:
 
     def describe(self) -> str:
         return (f"rtol {self.rtol:.3g}" + (f", atol {self.atol:.3g}" if self.atol else "")
-                + (", integers too" if self.integers else ""))
+                + (", integers too" if self.integers else "")
+                + (f", below {self.below:.3g} as a bound" if self.below else "")
+                + (f", {len(self.redrawn)} redrawn pattern(s)" if self.redrawn else ""))
+
+    def mask(self, text: str) -> str:
+        """``text`` with every :attr:`redrawn` pattern replaced.
+
+        Examples
+        --------
+        >>> Tolerance(0, redrawn=((r"p (<= )?0\\.\\d+", "p"),)).mask("seed 1: p <= 0.05; seed 2: p 0.15")
+        'seed 1: p; seed 2: p'
+        """
+        for pattern, replacement in self.redrawn:
+            text = re.sub(pattern, replacement, text)
+        return text
 
 
 CLOSED_FORM = Tolerance(
@@ -152,11 +221,26 @@ CLOSED_FORM = Tolerance(
 SAFETY = 3.0
 """How far beyond the largest deviation measured across arithmetic variants a measured tolerance sits."""
 
+TRAINED_FLOOR = 1e-3
+"""The least relative deviation a trained cell is credited with, measured or not.  A trained number is a
+measurement: that one set of processors left it unchanged (a measured deviation of 0) says nothing of the next
+processor, where a tolerance of 0 fails on the last bit.  The value: the smallest relative move beyond the last
+printed digit that any trained cell showed on any variant where it moved at all (one_step_adam's Fig. 3 seed
+means, 1.35e-3 under ``MKL_CBWR=COMPATIBLE``; linear_hessian's claim records, 2.45e-3 on an AMD EPYC), rounded
+down.  :data:`SAFETY` times it, 0.3%, still fails a 2% change (``tests/test_regression_controls.py``)."""
+
+SOLVER_BOUND = 1e-8
+"""The bound below which a solver residual or a float64 round-off is compared as a boolean (``Tolerance.below``):
+10 x the residual tolerance of ``htlib.linear.hessian_eigensolve`` (LOBPCG, ``tol=1e-9``; checked by the
+controls).  Its gaps to the closed forms at round-off level redraw their digits on another processor (6e-10 ->
+8.2e-10 on an AMD EPYC against the Intel Xeon's references): what is compared is that they stay below it."""
+
 
 def measured(deviation: float, quantity: str, source: str, *, integers: bool = False,
-             absolute: float = 0.0) -> Tolerance:
+             absolute: float = 0.0, below: float = 0.0, redrawn: tuple[tuple[str, str], ...] = ()) -> Tolerance:
     """The tolerance of a quantity whose printed value moved by ``deviation`` (relative, beyond the last
-    printed digit) under other arithmetic: :data:`SAFETY` times it.
+    printed digit) under other arithmetic: :data:`SAFETY` times it, and never less than :data:`SAFETY` times
+    :data:`TRAINED_FLOOR` (a trained number that did not move on the machines measured moves on the next one).
 
     ``absolute`` is the largest *absolute* move measured on values that scatter around zero (a loss drop
     of ``1e-9``, an interval endpoint next to 0), where a relative deviation means nothing; the
@@ -168,11 +252,17 @@ def measured(deviation: float, quantity: str, source: str, *, integers: bool = F
     0.03
     >>> measured(0.01, "a KTA difference", "avx2-machine", absolute=1e-7).atol
     3e-07
+    >>> measured(0, "a convergence table that did not move", "avx2-machine").rtol
+    0.003
     """
-    return Tolerance(SAFETY * deviation, max(SAFETY * absolute, CLOSED_FORM.atol),
+    credited = max(deviation, TRAINED_FLOOR)
+    return Tolerance(SAFETY * credited, max(SAFETY * absolute, CLOSED_FORM.atol),
                      f"{quantity}: {SAFETY:g} x the deviation {deviation:.2g} measured"
+                     + (f" (floor {TRAINED_FLOOR:g})" if deviation < TRAINED_FLOOR else "")
                      + (f", and {SAFETY:g} x the absolute move {absolute:.2g} of values near zero" if absolute else "")
-                     + f" ({source})", integers=integers, measured=deviation)
+                     + (f"; values below {below:g} compared as a bound" if below else "")
+                     + (f"; {len(redrawn)} redrawn pattern(s) compared through what they count" if redrawn else "")
+                     + f" ({source})", integers=integers, measured=credited, below=below, redrawn=tuple(redrawn))
 
 
 _HTMP_SOURCE = ("avx2-machine, 2026-12-02 05:44-06:27 UTC (7330f98, cold, load 1.6), against the references of that "
@@ -193,16 +283,41 @@ _HTMP_MOVES = [
     ("5e31c0bd", 0.701, True, "the robustness table (the same records' variants)", "0.118->0.0352, 19->8 of 100"),
 ]
 
+_HTMP_NTK_CELLS = ("c61a1707", "76a11e12", "5e31c0bd")  # the NTK glued numbers, the claim records, the robustness table
+
+HTMP_NTK_REDRAWN: tuple[tuple[str, str], ...] = (
+    # A training seed's goodness-of-fit p-value (19 refits: a multiple of 0.05, or "<= 0.05") is redrawn by another
+    # processor: on an AMD EPYC against the Intel Xeon's references (issue 50) the six seeds' p-values went from
+    # "0.15, <= 0.05, 0.1, 0.85, 0.3, 0.9" to "0.05, 0.15, 0.7, 0.95, 0.6, 0.7", seeds 0 and 1 trading places across
+    # 0.05, while the count of seeds the test keeps (5 of 6) and the verdict stayed.  So each seed's "p ..." after its
+    # refits' "mean +- sd," is compared as the word "p" alone; the count of seeds kept ("5 of 6"), the sign test's p
+    # that follows from it and the verdict are compared as before (the count exactly, where integers are counts).
+    (r"(\+- [-+\d.e]+, )p (?:<= )?\d+(?:\.\d+)?", r"\1p"),
+    # The eigenvalues counted as zero at rtol 1e-4 of a trained net's NTK: a count taken from a chaotic run
+    # (21 -> 31 on the avx2-machine), compared as a measurement (printed as a decimal here, so within the cell's rtol).
+    (r"\b(\d+) (eigenvalues (?:are )?zero)", r"\1.0 \2"),
+)
+"""What the HTMP chapter's NTK cells redraw on another processor, and how it is compared instead."""
+
 HTMP_TRAINED: dict[tuple[str, str], Tolerance] = {
     # Every cell of the chapter that moved, with its largest relative move beyond the last printed digit; the
     # family, quadrature, sampler, noise-table, phase and trajectory cells did not move and keep the closed-form
     # tolerance (so that a 2% change still fails there).  Bootstrap p-values of a chaotic run move by a factor, so
-    # the cells that print them are held only to words, verdicts and table shapes, and to a factor.
-    ("htmp", cell): measured(rel, what, f"{_HTMP_SOURCE}: {moves}", integers=ints)
+    # the cells that print them are held only to words, verdicts and table shapes, and to a factor; a seed's own
+    # p-value is compared through the count of seeds the test keeps (HTMP_NTK_REDRAWN).
+    ("htmp", cell): measured(rel, what, f"{_HTMP_SOURCE}: {moves}", integers=ints,
+                             **({"redrawn": HTMP_NTK_REDRAWN} if cell in _HTMP_NTK_CELLS else {}))
     for cell, rel, ints, what, moves in _HTMP_MOVES
 }
 """The HTMP chapter's trained cells (cell ids of the chapter since 7330f98)."""
 
+
+LINEAR_HESSIAN = Tolerance(
+    CLOSED_FORM.rtol, CLOSED_FORM.atol,
+    "the chapter's closed forms, exact minimizers and seeded draws (float64 NumPy): only the last bits move; "
+    f"values below SOLVER_BOUND ({SOLVER_BOUND:g}: LOBPCG's and eigsh's residual gaps, float64 round-off) are "
+    "compared as a bound", below=SOLVER_BOUND)
+"""The linear-Hessian chapter's tolerance outside its trained cells."""
 
 CHAPTERS: dict[str, Tolerance] = {
     "mp_baseline": CLOSED_FORM,
@@ -211,7 +326,7 @@ CHAPTERS: dict[str, Tolerance] = {
     "spike_to_heavy_tail": CLOSED_FORM,
     "generalization": CLOSED_FORM,
     "htmp": CLOSED_FORM,  # its trained cells: HTMP_TRAINED
-    "linear_hessian": CLOSED_FORM,
+    "linear_hessian": LINEAR_HESSIAN,  # its trained cells: LINEAR_HESSIAN_TRAINED
     "scoreboard": Tolerance(CLOSED_FORM.rtol, CLOSED_FORM.atol,
                             "reads the committed chapters' records: nothing is recomputed"),
 }
@@ -269,17 +384,57 @@ _LH_MOVES = [
      "1.1->2; near zero 0.00015->0.00017"),
 ]
 
+_LH_EPYC_SOURCE = ("AMD EPYC (AVX2, no AVX-512; 2 cores, load 5), 2026-12-06 08:06-08:51 UTC (ca52a20 with this "
+                   "change), cold, variants pinned, ci and mkl-compatible, every output identical among the three (the chapter is "
+                   "float64 NumPy: neither torch's kernels nor the thread count reach it; NumPy's OpenBLAS picks its "
+                   "kernels by processor and cannot be pinned here), against the Intel Xeon's references")
+_LH_EPYC_MOVES = {
+    # cell id: (relative move of decimals >= 1e-3 beyond the last printed digit, absolute move of smaller ones as
+    # printed, largest moves).  The cells of _LH_MOVES that moved here moved by the same or less, except in their
+    # absolute moves near zero (taken as the larger of the two measurements below).
+    "20201256": (0.0179, 3e-05, "the Fig. 4 held runs' gaps 0.446->0.437, 0.427->0.433 (the old entry was measured "
+                 "before these runs were held to the OLS loss)"),
+    "3941890f": (0.00245, 8e-05, "the claims table: LOBPCG 1.225->1.221, 0.8645->0.866, an interval end "
+                 "7.9e-06->-2.9e-05; the LOBPCG gaps 6e-10->8.2e-10 lie below SOLVER_BOUND"),
+    "af083f1a": (0.00316, 2e-05, "as before; near zero 2e-05"),
+    "8d3b9515": (0.0537, 2e-06, "as before"),
+    "73a5ec9d": (0.185, 7e-05, "near zero 7e-05"),
+    "d5b0c344": (0.169, 0.0003, "near zero 0.0003"),
+    "71bd265a": (0, 0.00062, "no decimal above 1e-3 moved"),
+    "f50d4d55": (0, 7.7e-05, "no decimal above 1e-3 moved"),
+    "ff590a8e": (0.564, 0.0001, "near zero 0.0001"),
+    "974b2abc": (0.188, 0.0001, "near zero 0.0001"),
+}
+
 LINEAR_HESSIAN_TRAINED: dict[tuple[str, str], Tolerance] = {
     # Measured by tests/portability.py linear_hessian avx2-machine: every cell of the chapter that moved, with its
     # largest relative move among decimals >= 1e-3 and its largest absolute move among smaller ones (losses near
     # zero, round-off gaps).  GD with the halving rule is discontinuous (the epoch at which it cuts moves by 100),
     # so the runs' losses move by up to a factor; the exact minimizers, closed forms and counts of the chapter do
     # not move and keep the closed-form tolerance.  The Hutchinson z-score is noise by construction, so the cells
-    # that print it are held only to a factor.
-    ("linear_hessian", cell): measured(rel, what, f"{_LH_SOURCE}: {moves}", absolute=ab, integers=ints)
-    for cell, rel, ab, ints, what, moves in _LH_MOVES
+    # that print it are held only to a factor.  Measured again on an AMD EPYC (2026-12-06, _LH_EPYC_MOVES): each
+    # cell takes the larger of the two measurements, every cell has the trained floor, and numbers below
+    # SOLVER_BOUND (LOBPCG's gaps, round-off) are compared as a bound.
+    ("linear_hessian", cell): measured(
+        max(rel, _LH_EPYC_MOVES.get(cell, (0, 0, ""))[0]), what,
+        f"{_LH_SOURCE}: {moves}" + (f"; {_LH_EPYC_SOURCE}: {_LH_EPYC_MOVES[cell][2]}" if cell in _LH_EPYC_MOVES else ""),
+        absolute=max(ab, _LH_EPYC_MOVES.get(cell, (0, 0, ""))[1]), integers=ints, below=SOLVER_BOUND)
+    for cell, rel, ab, ints, what, moves in [
+        *_LH_MOVES,
+        ("3941890f", 0, 0, False, "the claims table (the records' checks and claims: LOBPCG sharpness, the held runs' "
+         "losses and intervals of trained nets)", "not measured then (identical)")]
 }
 """The linear-Hessian chapter's trained cells (cell ids of the chapter at 282a8e5)."""
+
+PREVIOUS: dict[tuple[str, str], Tolerance] = {
+    # The tolerances of the cells above as they were before 2026-12-06 (no floor, no bound, one measurement), kept
+    # for the control that shows them failing a rerun on another processor that the current ones pass.
+    **{("linear_hessian", cell): Tolerance(SAFETY * rel, max(SAFETY * ab, CLOSED_FORM.atol), "before 2026-12-06",
+                                           integers=ints, measured=rel)
+       for cell, rel, ab, ints, what, moves in _LH_MOVES},
+    ("linear_hessian", "3941890f"): CLOSED_FORM,
+}
+"""Superseded tolerances, keyed like :data:`CELLS` (``tests/test_regression_controls.py``)."""
 
 
 _GEN_SOURCE = ("AMD EPYC machine (AVX-512, 2 cores) against the references of the machine that wrote them, cold, "
