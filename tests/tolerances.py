@@ -110,17 +110,24 @@ phases                pinned 08:51-08:52, ci 08:52-08:54,     identical, all thr
                       mkl-compatible 08:56-08:57              under ci: 16 passed, 57 s at load 4.6)
 mp_baseline           pinned 08:53-08:55, ci 08:55-08:56,     identical, all three
                       mkl-compatible 08:57-08:59
-htmp                  pinned 08:28-                           not finished when this was written
-one_step_adam,        not measured on this processor          (a cold run costs 5-14 min on two idle
-spike_to_heavy_tail,                                          cores; the CPU went to the rows above)
-generalization
+htmp                  pinned, started 08:28                   not finished by 09:30 (its training cell,
+                                                              at load 4-5, ran past 45 min): not
+                                                              measured here.  Known only from issue 50's
+                                                              unpinned make nbval on this processor:
+                                                              the per-seed p-values redrawn, 5 of 6
+                                                              seeds kept as in the references
+one_step_adam         pinned, started 09:01                   stopped at 09:09 to leave the CPU to htmp:
+                                                              not measured
+spike_to_heavy_tail,  not measured on this processor          (a cold run costs 5-14 min on two idle
+generalization                                                cores; the CPU went to the rows above)
 ====================  ======================================  ==========================================
 
 What changed in the comparison, for every chapter: a book table's HTML is compared through
 ``nbval_numbers.canonical_frame_html`` (where ``table_html`` splits a frame and which tokens it wraps follow the
 last digits); every trained cell has the floor :data:`TRAINED_FLOOR`; numbers below :data:`SOLVER_BOUND` in the
-linear-Hessian chapter are compared as a bound; htmp's per-seed p-values are compared through the count of seeds
-kept (:data:`HTMP_NTK_REDRAWN`).  :data:`PREVIOUS` keeps the tolerances these replaced, and
+linear-Hessian chapter are compared as a bound; htmp's per-seed p-values are compared through the verdict and the
+count of seeds kept (:data:`HTMP_NTK_REDRAWN`; the count within the cell's rtol, not exactly, as its robustness
+across the variants was not measured).  :data:`PREVIOUS` keeps the tolerances these replaced, and
 ``tests/fixtures/portability/linear_hessian.epyc-pinned.json`` the six cells that failed, so that a control shows
 the old comparison failing them and the current one passing.
 
@@ -291,11 +298,11 @@ HTMP_NTK_REDRAWN: tuple[tuple[str, str], ...] = (
     # "0.15, <= 0.05, 0.1, 0.85, 0.3, 0.9" to "0.05, 0.15, 0.7, 0.95, 0.6, 0.7", seeds 0 and 1 trading places across
     # 0.05, while the count of seeds the test keeps (5 of 6) and the verdict stayed.  So each seed's "p ..." after its
     # refits' "mean +- sd," is compared as the word "p" alone; the count of seeds kept ("5 of 6"), the sign test's p
-    # that follows from it and the verdict are compared as before (the count exactly, where integers are counts).
+    # that follows from it and the verdict are compared as before: the verdict exactly, the count within the cell's
+    # rtol, since these cells' integers are measurements (integers=True: the eigenvalues counted as zero, 21 -> 31
+    # on the avx2-machine).  Two processors kept 5 of 6; whether the count is robust across the variants was not
+    # measured (htmp under the variants did not finish by the deadline, 2026-12-06), so it is not compared exactly.
     (r"(\+- [-+\d.e]+, )p (?:<= )?\d+(?:\.\d+)?", r"\1p"),
-    # The eigenvalues counted as zero at rtol 1e-4 of a trained net's NTK: a count taken from a chaotic run
-    # (21 -> 31 on the avx2-machine), compared as a measurement (printed as a decimal here, so within the cell's rtol).
-    (r"\b(\d+) (eigenvalues (?:are )?zero)", r"\1.0 \2"),
 )
 """What the HTMP chapter's NTK cells redraw on another processor, and how it is compared instead."""
 
