@@ -581,3 +581,16 @@ def test_a_redrawn_p_value_is_compared_through_the_count_of_seeds_kept():
     assert not nn.compare_text(ref, _ntk(epyc).replace("inconclusive", "agrees"), tol).ok
     assert not nn.compare_text(ref, _ntk(epyc).replace("p <= 0.05;", "p rejected;", 1), tol).ok
     assert not nn.compare_text(ref, _ntk(epyc).replace("p = 0.11", "p = 0.016"), tl.Tolerance(0.5, redrawn=tol.redrawn)).ok
+
+
+def test_htmp_on_another_processor_passes_only_through_its_redrawn_patterns():
+    """htmp's NTK table and claim records on the AMD EPYC under the pins (the cells that failed make nbval there):
+    they pass, and fail with the same tolerances without the redrawn patterns (a seed's p-value, its flag)."""
+    import dataclasses
+
+    cells = list(_rerun_cells(ROOT / "tests" / "fixtures" / "portability" / "htmp.epyc-pinned.json"))
+    assert len(cells) == 2
+    for chapter, cell, ref, new in cells:
+        tol = tl.for_cell(chapter, {}, cell["id"])
+        assert _compare(ref, new, tol).ok, cell["index"]
+        assert not _compare(ref, new, dataclasses.replace(tol, redrawn=())).ok, cell["index"]
