@@ -325,10 +325,10 @@ def test_the_book_has_no_cell_timeout_unless_one_is_asked_for(monkeypatch):
     assert book.cell_timeout() == 600
 
 
-@pytest.mark.parametrize("value", ["inf", "1e400", "0.5", "-5", "0", "nan", "ten", "99999999"])
+@pytest.mark.parametrize("value", ["inf", "1e400", "0.5", "-5"])
 def test_an_odd_cell_timeout_is_refused_in_one_line_before_anything_runs(value, tmp_path):
     """Through the command line, as `make book` calls it: exit 2, one line naming the variable and the allowed
-    values, and no build folder (nothing ran)."""
+    values, and no build folder (nothing ran).  More values, in process: tests/test_bad_inputs.py."""
     env = dict(__import__("os").environ, HTLIB_CELL_TIMEOUT=value)
     for command in ("build", "html"):
         proc = subprocess.run([sys.executable, "-m", "htlib.book", command], cwd=tmp_path, env=env,
