@@ -164,6 +164,7 @@ class Claim:
     kind: str = "claim"
     revised_from: float | list[float] | None = None
     revised_because: str = ""
+    at_paper: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.criterion, Criterion):
@@ -201,8 +202,24 @@ class Claim:
 
     @property
     def at_paper_setting(self) -> bool:
-        """Whether the record was measured at the paper's own protocol."""
-        return self.setting.strip() == PAPER_SETTING
+        """Whether the record was measured at the paper's own protocol: ``at_paper`` where the chapter compared
+        its parameters with the paper's (its ``setting`` then says more, such as the runs), else whether the
+        chapter's comparison wrote :data:`PAPER_SETTING` as the setting."""
+        return self.at_paper if self.at_paper is not None else self.setting.strip() == PAPER_SETTING
+
+    @property
+    def post_hoc(self) -> bool:
+        """Whether the criterion (its measurement, level or statistic) was chosen or changed after the runs were
+        seen: such a verdict is never "fixed in advance", and every tally counts it apart."""
+        return bool(self.revised_because.strip())
+
+    @property
+    def setting_text(self) -> str:
+        """The setting as a page shows it: the paper's, or "reduced" and how."""
+        if not self.at_paper_setting:
+            return f"reduced: {self.setting.strip()}"
+        extra = self.setting.strip()
+        return "the paper's setting" + ("" if extra == PAPER_SETTING else f" ({extra})")
 
     @property
     def counted(self) -> bool:
@@ -295,7 +312,7 @@ def where_key(where: str) -> tuple:
     # Claims that name only a figure follow the sectioned ones; appendices come last.
     return (1 if appendix else 0, appendix, section or (10**6,), figure, where)
 
-_COLUMNS = {"where": "where", "claim": "claim", "criterion": "criterion (fixed in advance)", "setting": "setting",
+_COLUMNS = {"where": "where", "claim": "claim", "criterion": "criterion", "setting": "setting",
             "measured": "measured", "uncertainty": "uncertainty", "verdict": "verdict", "cause": "cause"}
 
 _CHECK_RESULT = {"agrees": "holds", "disagrees": "fails", "inconclusive": "undecided", "partly": "partly holds",
@@ -359,7 +376,7 @@ def checks_frame(claims: Sequence[Claim]):
     return frame
 
 # Left out of the stored JSON at these defaults, so older records stay byte-identical.
-_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": ""}
+_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": "", "at_paper": None}
 
 def _record(claim: Claim) -> dict:
     return {k: v for k, v in asdict(claim).items() if not (k in _OPTIONAL_FIELDS and v == _OPTIONAL_FIELDS[k])}
@@ -377,14 +394,18 @@ class _ClaimsPayload:
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{n} {v}" for v, n in verdict_counts(self.records).items())
-        return f"<{len(self.records)} claims of {self.chapter}: {counts}>"
+        later = ", ".join(f"{n} {v}" for v, n in verdict_counts(self.records, post_hoc=True).items() if n)
+        return f"<{len(self.records)} claims of {self.chapter}: {counts}" + (f"; after the runs: {later}>" if later
+                                                                             else ">")
 
-def verdict_counts(claims: Iterable[Claim | dict]) -> dict[str, int]:
-    """How many counted claims carry each verdict (every verdict appears; variants and checks never count)."""
+def verdict_counts(claims: Iterable[Claim | dict], *, post_hoc: bool = False) -> dict[str, int]:
+    """How many counted claims decided in advance (with ``post_hoc``: decided on a criterion chosen after the
+    runs) carry each verdict; every verdict appears, variants and checks never count."""
     counts = {v: 0 for v in VERDICTS}
     for c in claims:
         rec = c if isinstance(c, dict) else asdict(c)
-        if not rec.get("variant_of") and rec.get("kind", "claim") == "claim":
+        if (not rec.get("variant_of") and rec.get("kind", "claim") == "claim"
+                and bool(str(rec.get("revised_because", "")).strip()) == post_hoc):
             counts[rec["verdict"]] += 1
     return counts
 
@@ -466,14 +487,16 @@ def collect_claims(notebooks: Iterable[str | Path]) -> dict[Path, list[Claim]]:
             latest[chapter] = (mtime, path, records)
     return {path: records for _, path, records in latest.values()}
 
-def paper_counts(claims_by_notebook: dict[Path, list[Claim]], *, setting: str | None = None
-                 ) -> dict[str, dict[str, int]]:
-    """``{paper: {verdict: count}}`` of the counted records (``setting``: only "paper" or only "reduced" ones)."""
+def paper_counts(claims_by_notebook: dict[Path, list[Claim]], *, setting: str | None = None,
+                 post_hoc: bool = False) -> dict[str, dict[str, int]]:
+    """``{paper: {verdict: count}}`` of the counted records decided in advance (``post_hoc``: those decided on a
+    criterion chosen after the runs; ``setting``: only "paper" or only "reduced" ones)."""
     if setting not in (None, "paper", "reduced"):
         raise ValueError(f"setting must be None, 'paper' or 'reduced', got {setting!r}")
     everything = [c for records in claims_by_notebook.values() for c in records
                   if setting is None or c.at_paper_setting == (setting == "paper")]
-    return {paper: verdict_counts(c for c in everything if c.paper == paper) for paper in SCOREBOARD_ORDER}
+    return {paper: verdict_counts((c for c in everything if c.paper == paper), post_hoc=post_hoc)
+            for paper in SCOREBOARD_ORDER}
 
 # sphinx-design badge colour per verdict; the word is always shown, so colour is never the only cue.
 _BADGES = {"agrees": "success", "partly": "warning", "disagrees": "danger", "inconclusive": "info",
@@ -633,26 +656,35 @@ class Scoreboard:
 
     @staticmethod
     def _setting(claim: Claim) -> str:
-        return "paper" if claim.at_paper_setting else f"reduced: {_cell(claim.setting)}"
+        return _cell(claim.setting_text)
 
     # -- the first screen: counts per paper, then the differences one line each
 
     def counts_html(self) -> str:
-        """The counted claims per paper and verdict: a paper's name heads its row of counts (five columns)."""
+        """The counted claims per paper and verdict: a paper's name heads its row of counts (five columns) of the
+        claims decided in advance; the claims decided on a criterion chosen after the runs follow in a row apart."""
         counts = paper_counts(self.claims_by_notebook)
+        later = paper_counts(self.claims_by_notebook, post_hoc=True)
         head = "".join(f"<th>{v}</th>" for v in VERDICTS)
         body = []
         for paper in SCOREBOARD_ORDER:
-            n = sum(counts[paper].values())
+            n, m = sum(counts[paper].values()), sum(later[paper].values())
             body.append(f'<tr class="htlib-counts-paper"><th colspan="{len(VERDICTS)}" scope="colgroup">'
-                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"}</th></tr>')
+                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"} decided in '
+                        "advance</th></tr>")
             body.append("<tr>" + "".join(f"<td>{counts[paper][v]}</td>" for v in VERDICTS) + "</tr>")
+            if m:
+                body.append(f'<tr class="htlib-counts-posthoc"><th colspan="{len(VERDICTS)}" scope="colgroup">'
+                            f'and {m} on a criterion chosen after the runs</th></tr>')
+                body.append("<tr>" + "".join(f"<td>{later[paper][v]}</td>" for v in VERDICTS) + "</tr>")
         return (f'<div class="htlib-scoreboard htlib-counts"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table></div>')
 
     def counts_text(self) -> str:
         counts = paper_counts(self.claims_by_notebook)
+        later = paper_counts(self.claims_by_notebook, post_hoc=True)
         return "\n".join(f"{paper}: " + ", ".join(f"{n} {v}" for v, n in counts[paper].items())
+                         + "; after the runs: " + ", ".join(f"{n} {v}" for v, n in later[paper].items())
                          for paper in SCOREBOARD_ORDER)
 
     def difference_line(self, notebook: Path, claim: Claim, markup: str = "myst") -> str:
@@ -694,8 +726,9 @@ class Scoreboard:
         first = "none: the criterion was chosen after the numbers were seen"
         fields_ = [("variant of", base.claim if base else c.variant_of) if c.variant_of else None,
                    ("identity" if c.kind == "check" else "claim", c.claim),
-                   ("check" if c.kind == "check" else "criterion (fixed in advance)", c.criterion),
-                   ("setting", "paper" if c.at_paper_setting else f"reduced: {c.setting}") if c.kind != "variant"
+                   ("check" if c.kind == "check" else "criterion (chosen after the runs)" if c.post_hoc
+                    else "criterion (fixed in advance)", c.criterion),
+                   ("setting", c.setting_text) if c.kind != "variant"
                    and not c.variant_of else ("variant", c.setting),
                    ("measured", c.measured) if str(c.measured).strip() else None,
                    ("uncertainty", c.uncertainty) if c.uncertainty.strip() else None,
@@ -727,8 +760,7 @@ class Scoreboard:
         for paper in SCOREBOARD_ORDER:
             if not (rows := self.rows(paper)):
                 continue
-            counts = ", ".join(f"{n} {v}" for v, n in verdict_counts(c for _, c in rows).items())
-            parts.append(f"**{paper_name(paper)}.** {counts}.\n")
+            parts.append(f"**{paper_name(paper)}.** {_tally(c for _, c in rows)}.\n")
             parts += [self.record_markdown(nb, c) for nb, c in rows]
         if not parts:
             return "*No chapter has published claims yet.*"
@@ -777,6 +809,17 @@ class Scoreboard:
                 lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}{tag}")
         return "\n".join(lines) if lines else "no claims"
 
+def _tally(claims: Iterable[Claim], badge: bool = False) -> str:
+    """The verdicts of the counted claims decided in advance, then apart those on a criterion chosen after the
+    runs (verdicts with a count of 0 left out)."""
+    claims = list(claims)
+    show = (lambda v: _badge(v)) if badge else (lambda v: v)
+    ahead = ", ".join(f"{show(v)} {n}" if badge else f"{n} {v}" for v, n in verdict_counts(claims).items() if n)
+    later = ", ".join(f"{show(v)} {n}" if badge else f"{n} {v}"
+                      for v, n in verdict_counts(claims, post_hoc=True).items() if n)
+    return "; ".join(filter(None, (ahead or "none decided in advance",
+                                   f"on a criterion chosen after the runs: {later}" if later else "")))
+
 FINDING_GROUPS = 8  # the most lines of a chapter's findings box
 FINDING_CLAIM_WORDS = 14  # a differing claim in the box, in words
 FINDING_REASON_WORDS = 20  # its reason there
@@ -815,7 +858,7 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
     lines = []
     for key in keys:
         rows = groups[key]
-        tally = ", ".join(f"{_badge(v)} {n}" for v, n in verdict_counts(rows).items() if n)
+        tally = _tally(rows, badge=True)
         where = f"{{ref}}`{key}`" if key else "elsewhere in the chapter"
         lines.append(f"- {where}: {tally}")
         same: dict[tuple[str, str], list[Claim]] = {}  # claims of one verdict and one reason share a line
@@ -878,6 +921,9 @@ def glue_counts(board: Scoreboard) -> dict[str, dict[str, int]]:
             glue_text(f"count_{paper}_{verdict.replace(' ', '_')}", f"{at[verdict]} / {off[verdict]}")
         glue_text(f"count_{paper}_total", f"{sum(at.values())} / {sum(off.values())}")
     glue("landing_counts", counts(board), display=False)
+    later = paper_counts(board.claims_by_notebook, post_hoc=True)
+    for paper in SCOREBOARD_ORDER:
+        glue_text(f"count_{paper}_posthoc", f"{sum(later[paper].values())}")
     rows = [f"{c.paper} | {c.where} | {c.verdict}" for _, c in board.differences() if c.verdict == "disagrees"]
     glue("landing_differences", _Html(board.differences_html() or "<p><em>No counted claim disagrees.</em></p>",
                                       "\n".join(rows) or "none"), display=False)
@@ -955,6 +1001,8 @@ class Spec:
     confidence: float = 0.95
     why: str = ""
     parts: tuple["Spec", ...] = ()
+    share: float = 0.5
+    margin: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not _KEY.match(self.key):
@@ -990,6 +1038,13 @@ class Spec:
                 raise ValueError(f"statistic 'sign' tests a direction: op must be one of {list(_ONE_SIDED)}, "
                                  f"got {self.op!r}")
             object.__setattr__(self, "level", _level_value("level", self.level, self.op))
+        if self.statistic != "sign" and (self.share != 0.5 or self.margin is not None):
+            raise ValueError(f"share and margin are for statistic 'sign' only (spec {self.key!r})")
+        if self.statistic == "sign":
+            from htlib.stats import _shares
+            share, margin = _shares(self.share, self.margin)
+            object.__setattr__(self, "share", share)
+            object.__setattr__(self, "margin", None if self.margin is None else margin)
         if self.revised_from is not None:
             object.__setattr__(self, "revised_from", _level_value("revised_from", self.revised_from, self.op))
             if self.revised_from == self.level:
@@ -1024,7 +1079,16 @@ class Spec:
             return " and ".join(p.criterion for p in self.parts)
         if self.op == "==":
             return f"{self.measurement} = {self.formatted(level)} ± {self.tolerance:.2g}"
-        return Criterion(self.measurement, self.op, level, self.fmt).text
+        text = Criterion(self.measurement, self.op, level, self.fmt).text
+        if self.statistic == "sign" and (self.share, self.margin) != (0.5, None):
+            text += (f" on more than a share {self.margin_share:g} of runs (a share {self.share:g} under the "
+                     "claim)")
+        return text
+
+    @property
+    def margin_share(self) -> float:
+        """The share of runs a sign test's count must beat (the claim's own share unless a margin is set)."""
+        return self.share if self.margin is None else self.margin
 
     @property
     def criterion(self) -> str:
@@ -1059,10 +1123,16 @@ class Measurement:
     reduction_check: str = ""
     setting: str = ""
     parts: Mapping[str, "Measurement"] = dataclasses.field(default_factory=dict)
+    deviations: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", _floats("values", self.values))
         object.__setattr__(self, "parts", dict(self.parts))
+        if self.deviations is not None:
+            if isinstance(self.deviations, str) or not all(isinstance(d, str) and d.strip() for d in self.deviations):
+                raise ValueError("deviations must be a sequence of the parameter names that differ from the "
+                                 f"paper's (empty: none), got {self.deviations!r}")
+            object.__setattr__(self, "deviations", tuple(self.deviations))
         if any(not isinstance(v, Measurement) for v in self.parts.values()):
             raise ValueError("parts must map part keys to Measurement objects")
         object.__setattr__(self, "draws", _floats("draws", self.draws))
@@ -1115,19 +1185,29 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
         cause = f"the {what}{over}, {ci}, " + _SIDE[verdict].format(crit=crit)
         return verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}"
     if spec.statistic == "sign":
-        t = stats.sign_test(m.values, _ONE_SIDED[spec.op], level, spec.confidence, drop_nonfinite=True)
+        t = stats.sign_test(m.values, _ONE_SIDED[spec.op], level, spec.confidence, share=spec.share,
+                            margin=spec.margin, drop_nonfinite=True)
         ties = len(m.values) - t.n
         counted = f"{t.k} of {t.n} runs have {spec.measurement} {t.direction} {spec.formatted(level)}"
+        plain = (t.share, t.margin) == (0.5, 0.5)  # the sign test of the median's side
+        test = "exact sign test" if plain else "exact binomial test"
+        against = "" if plain else f" against a share {t.margin:g}"
+        opposite = "for the opposite direction" if plain else f"against the share {t.share:g} the claim gives"
         if t.p < alpha:
-            verdict, cause = "agrees", f"{counted}: exact sign test, one-sided p = {t.p:.2g} < {alpha:.2g}"
+            verdict, cause = "agrees", f"{counted}: {test}{against}, one-sided p = {t.p:.2g} < {alpha:.2g}"
         elif t.p_opposite < alpha:
-            verdict, cause = "disagrees", (f"only {counted}: exact sign test, p = {t.p_opposite:.2g} < {alpha:.2g} "
-                                           "for the opposite direction")
-        else:
+            verdict, cause = "disagrees", (f"only {counted}: {test}, p = {t.p_opposite:.2g} < {alpha:.2g} "
+                                           f"{opposite}")
+        elif plain:
             verdict, cause = "inconclusive", (f"{counted}, and the exact sign test decides neither direction "
                                               f"(p = {t.p:.2g} and {t.p_opposite:.2g}, not below {alpha:.2g})")
-        uncertainty = (f"{_runs(spec, m)}; exact sign test, one-sided p = {t.p:.2g} "
-                       f"(opposite direction {t.p_opposite:.2g})" + (f", {ties} ties dropped" if ties else ""))
+        else:
+            verdict, cause = "inconclusive", (f"{counted}, and the {test} decides neither way (p = {t.p:.2g}"
+                                              f"{against}, {t.p_opposite:.2g} {opposite}; neither below "
+                                              f"{alpha:.2g})")
+        uncertainty = (f"{_runs(spec, m)}; {test}{against}, one-sided p = {t.p:.2g} "
+                       f"({'opposite direction' if plain else opposite} {t.p_opposite:.2g})"
+                       + (f", {ties} ties dropped" if ties else ""))
         return verdict, cause, f"{t.k} of {t.n} {t.direction} {spec.formatted(level)}", uncertainty
     # "value": a check of an identity or closed form, one exact number
     if len(m.values) != 1:
@@ -1170,7 +1250,7 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     else:
         verdict, cause, measured, uncertainty = _read(spec, m, spec.level)
         setting = m.setting.strip() or spec.setting
-        if (verdict == "disagrees" and setting != PAPER_SETTING and spec.kind == "claim"
+        if (verdict == "disagrees" and not _at_paper(spec, m) and spec.kind == "claim"
                 and not m.reduction_check.strip()):
             verdict, cause = "inconclusive", (f"{cause}, but at a reduced setting ({setting}) that may explain it "
                                               "and that no measurement rules out")
@@ -1199,7 +1279,8 @@ def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     for part in spec.parts:
         pm = m.parts[part.key]
         pm = dataclasses.replace(pm, setting=pm.setting.strip() or m.setting.strip() or spec.setting,
-                                 reduction_check=pm.reduction_check.strip() or m.reduction_check.strip())
+                                 reduction_check=pm.reduction_check.strip() or m.reduction_check.strip(),
+                                 deviations=m.deviations if pm.deviations is None else pm.deviations)
         read.append((part, _assess(part, pm)))
     verdicts = [v for _, (v, *_rest) in read]
     verdict = ("not tested" if set(verdicts) == {"not tested"} else
@@ -1209,6 +1290,13 @@ def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     measured = "; ".join(f"{p.measurement}: {x}" for p, (_, _, x, _) in read if x)
     uncertainty = "; ".join(f"{p.measurement}: {u}" for p, (_, _, _, u) in read if u)
     return verdict, cause, measured, uncertainty
+
+def _at_paper(spec: Spec, m: Measurement) -> bool:
+    """At the paper's setting: no parameter differs from the paper's, where the chapter compared them
+    (``m.deviations``), else the setting its comparison wrote."""
+    if m.deviations is not None:
+        return not m.deviations
+    return (m.setting.strip() or spec.setting).strip() == PAPER_SETTING
 
 def judge(spec: Spec, measurement: Measurement) -> Claim:
     """The record of ``spec`` judged on ``measurement`` (the gates are :func:`_assess`'s).
@@ -1238,7 +1326,8 @@ def judge(spec: Spec, measurement: Measurement) -> Claim:
                  uncertainty=uncertainty, cause=cause, section=spec.section, key=spec.key,
                  variant_of=spec.variant_of, threshold=spec.level, reduction_check=measurement.reduction_check.strip(),
                  kind=spec.kind, revised_from=None if revised is None else revised.revised_from,
-                 revised_because=revised_because)
+                 revised_because=revised_because,
+                 at_paper=None if measurement.deviations is None else not measurement.deviations)
 
 def read_table(path: str | Path) -> dict[str, Spec]:
     """A chapter's claims table, read from its TOML file: the specs by key, in the file's order.
@@ -1300,7 +1389,7 @@ def read_table(path: str | Path) -> dict[str, Spec]:
         if parts:
             shared = {k: v for k, v in row.items() if k not in ("key", "statistic", "op", "level", "measurement",
                                                                  "fmt", "tolerance", "min_runs", "revised_from",
-                                                                 "revised_because")}
+                                                                 "revised_because", "share", "margin")}
             row["parts"] = tuple(spec({**shared, **p, "key": f"{row.get('key')}-{p.get('key')}"},
                                       f"row {i + 1}, part {j + 1}") for j, p in enumerate(parts))
         if row.get("parts"):

@@ -57,6 +57,8 @@ class SignTest:
         One-sided exact p-values for the stated direction (``P(K >= k)``) and the opposite (``P(K <= k)``).
     direction : {">", "<"}
     value, level : float
+    share, margin : float
+        The share of runs on the stated side under the claim, and the share the stated direction must beat.
     """
 
     k: int
@@ -66,6 +68,8 @@ class SignTest:
     direction: str
     value: float
     level: float
+    share: float = 0.5
+    margin: float = 0.5
 
 
 def _level(level) -> float:
@@ -137,11 +141,17 @@ def t_interval(x, level: float = 0.95, *, drop_nonfinite: bool = False) -> Inter
     return Interval(mean, mean - half, mean + half, int(n), level, sd)
 
 
-def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
-              drop_nonfinite: bool = False) -> SignTest:
-    """Exact binomial sign test of whether per-run values lie above (``">"``) or below (``"<"``) ``value``.
+def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *, share: float = 0.5,
+              margin: float | None = None, drop_nonfinite: bool = False) -> SignTest:
+    """Exact binomial test of the share of per-run values above (``">"``) or below (``"<"``) ``value``.
 
-    Values equal to ``value`` are ties and are dropped.
+    With the defaults (``share = margin = 0.5``) this is the sign test of the median's side.  For a per-run
+    indicator whose share under the claim is not one half (a goodness-of-fit test keeps a true law on a share
+    ``1 - size`` of runs), ``share`` is that share and ``margin`` (at most ``share``) the share below which the
+    claim is false: ``p`` tests the count against ``margin`` (evidence for the claim: more runs on the stated
+    side than a share ``margin`` gives), ``p_opposite`` against ``share`` (evidence against it: fewer runs than
+    the claim's own share gives).  More runs then make a claim whose share lies below ``margin`` less likely to
+    pass, never more.  Values equal to ``value`` are ties and are dropped.
 
     Parameters
     ----------
@@ -153,6 +163,10 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
         The value they are compared with.
     level : float, optional
         Confidence level in ``(0, 1)``, stored with the result.
+    share : float, optional
+        The share of runs on the stated side under the claim, in ``(0, 1)``.
+    margin : float, optional
+        The share the count must beat for the claim, in ``(0, share]``; default ``share``.
     drop_nonfinite : bool, optional
         Leave NaN/inf values out instead of refusing them.
 
@@ -171,6 +185,14 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
     True
     >>> r.p_opposite == float(scipy.stats.binomtest(5, 6, 0.5, alternative="less").pvalue)
     True
+
+    A law kept at the 5% level on 19 of 20 runs, against a share of 0.95 under the law and a margin of 0.8:
+
+    >>> r = sign_test([1.0] * 19 + [0.0], ">", 0.5, share=0.95, margin=0.8)
+    >>> r.p == float(scipy.stats.binomtest(19, 20, 0.8, alternative="greater").pvalue)
+    True
+    >>> r.p_opposite == float(scipy.stats.binomtest(19, 20, 0.95, alternative="less").pvalue)
+    True
     """
     if direction not in (">", "<"):
         raise ValueError(f"direction must be '>' or '<', got {direction!r}")
@@ -181,6 +203,7 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
     if not math.isfinite(value):
         raise ValueError(f"value must be a finite number, got {value!r}")
     level = _level(level)
+    share, margin = _shares(share, margin)
     a = _values("x", x, drop_nonfinite)
     if a.size == 0:
         raise ValueError("x must hold at least one finite value")
@@ -188,10 +211,23 @@ def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *,
     n = int((a != value).sum())
     k = int(side.sum())
     if n == 0:
-        return SignTest(0, 0, 1.0, 1.0, direction, value, level)
-    p = float(scipy.stats.binomtest(k, n, 0.5, alternative="greater").pvalue)
-    p_opposite = float(scipy.stats.binomtest(k, n, 0.5, alternative="less").pvalue)
-    return SignTest(k, n, p, p_opposite, direction, value, level)
+        return SignTest(0, 0, 1.0, 1.0, direction, value, level, share, margin)
+    p = float(scipy.stats.binomtest(k, n, margin, alternative="greater").pvalue)
+    p_opposite = float(scipy.stats.binomtest(k, n, share, alternative="less").pvalue)
+    return SignTest(k, n, p, p_opposite, direction, value, level, share, margin)
+
+
+def _shares(share, margin) -> tuple[float, float]:
+    """``(share, margin)`` checked: ``0 < margin <= share < 1`` (``margin`` defaults to ``share``)."""
+    try:
+        share = float(share)
+        margin = share if margin is None else float(margin)
+    except (TypeError, ValueError):
+        raise ValueError(f"share and margin must be numbers in (0, 1), got {share!r} and {margin!r}") from None
+    if not (0.0 < margin <= share < 1.0):
+        raise ValueError(f"share and margin must satisfy 0 < margin <= share < 1, got share {share!r} and "
+                         f"margin {margin!r}")
+    return share, margin
 
 
 def bootstrap_interval(estimate: float, draws, level: float = 0.95, *, drop_nonfinite: bool = False) -> Interval:

@@ -540,7 +540,7 @@ def test_failed_config_keeps_the_others_and_the_rerun_recomputes_only_it(tmp_pat
 @pytest.fixture()
 def dask_cluster():
     """A one-worker in-process Dask cluster over TCP and a client of it (a fraction of a second to start)."""
-    distributed = pytest.importorskip("distributed")
+    import distributed
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
                                        host="127.0.0.1", dashboard_address=None)
     client = distributed.Client(cluster.scheduler_address, timeout=5)

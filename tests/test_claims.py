@@ -65,7 +65,6 @@ def test_scoreboard_one_closed_dropdown_per_record_grouped_by_paper_with_links(t
     # the papers by short title and authors, in the scoreboard's order, never by an id
     assert md.index(cl.paper_name("003")) < md.index(cl.paper_name("001")) and "**003" not in md
     assert "{ref}`§4, Fig. 3 <one-step-fig3>`" in md and "a \\| pipe" in md
-    assert "1 agrees, 0 partly, 1 disagrees, 0 inconclusive, 0 not tested" in md
     html_md = cl.scoreboard(tmp_path, links="html")._repr_markdown_()
     assert '<a href="one_step_adam.html#one-step-fig3">§4, Fig. 3</a>' in html_md
     counts = cl.paper_counts(board.claims_by_notebook)
@@ -243,8 +242,7 @@ def test_each_stored_claim_links_to_a_label_of_its_chapter(chapter):
     import re
 
     records = cl.read_claims(chapter)
-    if not records:
-        pytest.skip(f"{chapter.name} has no stored claims yet (publish_claims, then make refresh)")
+    assert records, f"{chapter.name} has no stored claims (publish_claims, then make refresh)"
     nb = nbformat.read(str(chapter), as_version=4)
     labels = set(re.findall(r"^\(([\w:.-]+)\)=\s*$", "\n".join(c.source for c in nb.cells
                                                                 if c.cell_type == "markdown"), re.M))
@@ -402,7 +400,8 @@ def test_the_findings_box_is_read_from_the_records_one_line_per_section():
     assert len(top) == cl.FINDING_GROUPS  # 10 sections: the last line gathers the sections beyond the box
     # every counted record is in exactly one tally; variants and checks are not counted
     tallies = [int(n) for line in top for n in re.findall(r"`[a-z ]+` (\d+)", line)]
-    assert sum(tallies) == sum(cl.verdict_counts(rows).values()) == 14
+    ahead, later = cl.verdict_counts(rows), cl.verdict_counts(rows, post_hoc=True)
+    assert sum(tallies) == sum(ahead.values()) + sum(later.values()) == 14 and sum(later.values()) == 1
     # the differing claims with their reasons; one line for two claims of one verdict and reason; post-hoc marked
     assert any("the tail is heavy" in s and "ratio 3 > 2" in s and "disagrees" in s for s in subs)
     assert [s for s in subs if "run A" in s] == [s for s in subs if "run B" in s] and len(subs) == 3

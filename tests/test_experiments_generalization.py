@@ -407,7 +407,7 @@ def test_odd_student_floor_against_monte_carlo():
 
 
 def test_run_sweep_on_dask_local_cluster_matches_serial_and_resumes(cache_tmp):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     cfgs = exp.fig7_configs(etas=[0.5, 2.0], optimizers=["gd", "adam"], seeds=1, **TINY)
     serial = run_sweep(train, cfgs, use_cache=False, progress=False)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,

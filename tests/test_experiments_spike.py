@@ -212,7 +212,6 @@ def test_the_slow_run_time_is_extrapolated_from_the_measured_rates():
     assert f"{1e4 * t['s_per_step'] / 60:.0f} min" in text
 
 
-@pytest.mark.skipif(not FIXTURES.exists(), reason="run tests/fixtures/make_paper003_spectra.py")
 @pytest.mark.parametrize("name", list(spike.LABELLED_TRAINING))
 def test_paper003_training_spectra_get_the_figures_labels(name):
     """The paper's own spectra (seed 0, its sizes) get the phase its figure shows: in particular one FB-Adam

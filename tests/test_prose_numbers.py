@@ -43,8 +43,8 @@ def test_no_outside_document_or_dated_prose(page):
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".ipynb"], ids=lambda p: p.stem)
 def test_every_pasted_glue_name_is_glued(page):
-    if pn.glue_names_stripped(page):
-        pytest.skip(f"{page.name}: committed before refresh kept glue names; `make refresh NB={page.relative_to(ROOT)}`")
+    assert not pn.glue_names_stripped(page), (
+        f"{page.name}: committed without its glue names; `make refresh NB={page.relative_to(ROOT)}`")
     assert pn.missing_glue(page) == [], f"{page.name}: pasted but never glued"
 
 

@@ -67,7 +67,7 @@ def _scheduler_for(argv: list[str]):
     if not any(a.startswith("tcp://") for a in argv):
         yield argv
         return
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         yield [cluster.scheduler_address if a.startswith("tcp://") else a for a in argv]

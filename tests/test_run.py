@@ -306,7 +306,7 @@ def test_setup_chapter_listing_and_refusals_come_from_its_setup():
 
 
 def test_dry_run_refuses_a_dask_scheduler_that_does_not_answer():
-    pytest.importorskip("distributed")
+    import distributed  # noqa: F401
     proc = _cli("book/phases.ipynb", "-p", "executor", "tcp://127.0.0.1:9", "--dry-run")
     assert proc.returncode == 2 and "no Dask scheduler answers at tcp://127.0.0.1:9" in proc.stderr
 

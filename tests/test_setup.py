@@ -264,7 +264,7 @@ def test_executor_context_serial_and_process():
 
 
 def test_executor_for_dask_connects_and_closes_the_client():
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         with sweep.executor_for(cluster.scheduler_address) as pool:
@@ -275,7 +275,7 @@ def test_executor_for_dask_connects_and_closes_the_client():
 
 
 def test_dask_workers_of_a_dead_address_is_a_connection_error():
-    pytest.importorskip("distributed")
+    import distributed  # noqa: F401
     with pytest.raises(ConnectionError, match="no Dask scheduler answers at tcp://127.0.0.1:9"):
         sweep.dask_workers("tcp://127.0.0.1:9", timeout=1)
 

@@ -215,7 +215,7 @@ def _numbers(text: str) -> list[float]:
 def test_a_rerun_on_a_dask_cluster_gives_the_claims_of_the_process_run(tmp_path):
     """phases through htlib.run, once on local worker processes, once on a LocalCluster's scheduler
     address, each with its own empty result cache (so both compute)."""
-    distributed = pytest.importorskip("distributed")
+    import distributed
     small = {"h": 120, "d": 60, "small_h": 60, "small_d": 60, "confusion_seeds": 1, "small_seeds": 1, "bins": 10}
     local, _ = _rerun("phases", {**small, "executor": "process", "workers": 1}, tmp_path / "runs",
                       tmp_path / "cache-process")
@@ -245,7 +245,7 @@ def _free_port() -> int:
 
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_paper_dry_run_refuses_a_scheduler_that_does_not_answer(how, tmp_path):
-    pytest.importorskip("distributed")
+    import distributed  # noqa: F401
     address = f"tcp://127.0.0.1:{_free_port()}"
     args, env = ["--scheduler", address], dict(os.environ)
     if how == "env":
@@ -258,7 +258,7 @@ def test_paper_dry_run_refuses_a_scheduler_that_does_not_answer(how, tmp_path):
 
 
 def test_paper_dry_run_with_a_live_scheduler_scales_the_estimates(tmp_path, capsys, monkeypatch):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     from htlib import paper
 
     monkeypatch.delenv("HTLIB_SCHEDULER", raising=False)

@@ -176,12 +176,15 @@ def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, 
             text = text.replace("one seed", seeds)
         if (h, d) != (1500, 1000):  # the records name a reduced size
             text = text.replace("the paper's sizes and protocol", f"h x d = {h} x {d} (paper: 1500 x 1000)")
+        elif not changed:  # the record says "the paper's setting" itself, from the comparison below
+            text = text.replace("the paper's sizes and protocol; ", "")
         return text
     changed = [f for f in PAPER_PROTOCOL if getattr(setup, f, None) != getattr(PAPER, f)]
     check = "" if changed else (f"the runs are at the paper's own sizes, learning rates and step counts (n, d, h = "
                                 f"{setup.n}, {d}, {h}; App. A {setup.appA_n}, {setup.appA_d}, {setup.appA_h}): "
                                 "nothing is reduced")
-    return {k: replace(m, setting=setting(k, m), reduction_check=check) for k, m in out.items()}
+    return {k: replace(m, setting=setting(k, m), reduction_check=check, deviations=tuple(changed))
+            for k, m in out.items()}
 
 def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurement]:
     s, rules, h, d = setup, setup.rules(), setup.h, setup.d
