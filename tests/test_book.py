@@ -340,16 +340,29 @@ def test_an_odd_cell_timeout_is_refused_in_one_line_before_anything_runs(value, 
     assert not (tmp_path / "_build").exists()
 
 
+_COMMITTED_TINY: list = []  # the tiny fixture chapter executed and stripped once per module (one kernel run, not two)
+
+
+def _committed_tiny():
+    """The tiny fixture chapter as committed chapters are (executed, as `make refresh` writes, then stripped): a
+    fresh copy of the one execution this module makes."""
+    import copy
+
+    from nbclient import NotebookClient
+
+    if not _COMMITTED_TINY:
+        nb = nbformat.read(str(ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"), as_version=4)
+        assert nb.cells[1].source.startswith("scale = 2.0") and nb.cells[1].cell_type == "code"
+        NotebookClient(nb, timeout=600, kernel_name="python3").execute()  # its committed outputs
+        _COMMITTED_TINY.append(book.strip_for_commit(nb))
+    return copy.deepcopy(_COMMITTED_TINY[0])
+
+
 def _two_chapter_book(root: Path, slow_cell: str) -> None:
     """A book of the tiny fixture chapter, executed and stripped as committed chapters are, with a slow or failing
     cell inserted after its parameters cell (cell 2), and a quick chapter printing a marker."""
-    from nbclient import NotebookClient
-
     (root / "book").mkdir()
-    nb = nbformat.read(str(ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"), as_version=4)
-    assert nb.cells[1].source.startswith("scale = 2.0") and nb.cells[1].cell_type == "code"
-    NotebookClient(nb, timeout=600, kernel_name="python3").execute()  # its committed outputs, as `make refresh` writes
-    nb = book.strip_for_commit(nb)
+    nb = _committed_tiny()
     nb.cells.insert(2, nbformat.v4.new_code_cell(slow_cell))
     nbformat.write(nb, str(root / "book" / "tiny_chapter.ipynb"))
     quick = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Quick"),

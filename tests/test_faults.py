@@ -85,34 +85,8 @@ def test_refresh_writes_back_whole_and_keeps_the_mode(tmp_path):
 
 FIXTURE = ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"
 
-
-@pytest.mark.slow
-def test_two_reruns_of_a_chapter_each_serve_their_own_numbers(tmp_path):
-    """Two reruns with different parameters beside each other: each page's CSV link and search index are its own
-    (before: both pages linked _downloads/<md5 of _figure-data/fig-tiny.csv>/, holding the last run's numbers)."""
-    out_dir, pages = tmp_path / "runs", {}
-    for scale in (2.0, 3.0):
-        nb = run.run_chapter(FIXTURE, {"scale": scale}, output_dir=out_dir, progress=False)
-        pages[scale * 5 * 1.5] = nb.with_suffix(".html")
-    hrefs = {}
-    for value, page in pages.items():
-        html = page.read_text(encoding="utf-8")
-        (href,) = set(re.findall(r'href="([^"]+\.csv)"', html))
-        hrefs[value] = href
-        rows = (out_dir / href).read_text().splitlines()
-        assert rows[0].startswith("panel,kind") and any(f",{value:g}" in r for r in rows[1:]), (value, href, rows)
-        assert f'search-{page.stem}.html' in html and 'action="search.html"' not in html
-        search = (out_dir / f"search-{page.stem}.html").read_text(encoding="utf-8")
-        assert f"searchindex-{page.stem}.js" in search
-        assert page.stem in (out_dir / f"searchindex-{page.stem}.js").read_text(encoding="utf-8")
-        for linking in (html, search):  # no link to a missing file
-            local = {h.split("#")[0].split("?")[0] for h in re.findall(r'(?:href|src)="([^"]+)"', linking)
-                     if not re.match(r"(?:[a-z]+:|#|//)", h)}
-            assert local and not [h for h in local if not (out_dir / h).exists()], page
-    assert len(set(hrefs.values())) == 2
-    assert sorted(p.name for p in out_dir.glob("tiny_chapter-*")) == sorted(  # a glob of a chapter's runs: its runs
-        name for page in pages.values() for name in (page.name, f"{page.stem}.ipynb"))
-    assert sorted(p.name for p in (out_dir / "_figure-data").iterdir()) == sorted(p.stem for p in pages.values())
+# Its test, test_two_reruns_of_a_chapter_each_serve_their_own_numbers, is in tests/test_run.py: it reads the tiny
+# chapter's two rendered reruns that test_rerun_html_states_the_new_numbers_not_glue_markup reads (one pair of runs).
 
 
 # --- item 3: a Dask sweep whose workers all died fails in bounded time ----------------------------------------

@@ -113,21 +113,6 @@ def test_cli_rerun_writes_notebook_and_html_outside_book(chapter, tmp_path):
     assert nb_path != run.output_path(chapter, {"eta": 0.5}, out_dir)
 
 
-def test_failed_run_keeps_partial_output(chapter, tmp_path):
-    nb = nbformat.read(str(chapter), as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('diverged at step 3')"))
-    nbformat.write(nb, str(chapter))
-    out_dir = tmp_path / "runs"
-    proc = subprocess.run(
-        [sys.executable, "-m", "htlib.run", str(chapter), "--output-dir", str(out_dir), "--no-html"],
-        capture_output=True, text=True,
-    )
-    assert proc.returncode == 1
-    assert "partial notebook" in proc.stderr
-    (partial,) = out_dir.glob("tiny-*.ipynb")
-    assert "diverged at step 3" in partial.read_text()
-
-
 def test_each_may_prefix_every_clause(tmp_path):
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("gammas = [0.1, 0.5]  # ratios [each > 0, each < 1]\n")
@@ -178,27 +163,92 @@ def _pasted_glue(nb_path: Path) -> dict[str, str]:
     return {k: v for k, v in glued.items() if k in used}
 
 
+TINY_RERUNS = ({"scale": 3.0}, {})  # the tiny chapter's two reruns: at scale 3.0 (value 22.5), at its defaults (15.0)
+
+
+@pytest.fixture(scope="module")
+def tiny_reruns(tmp_path_factory):
+    """The tiny chapter rerun twice from the command line into one folder, each page rendered: at scale 3.0, then
+    at its defaults, the second under a deep TMPDIR.  One pair of reruns (kernel start and page build, about 12 s
+    each) serves three tests, which until 2026-12-06 ran five: test_rerun_html_states_the_new_numbers_not_glue_markup
+    (two), test_two_reruns_of_a_chapter_each_serve_their_own_numbers (two, formerly in test_faults.py) and
+    test_a_rerun_under_a_deep_temporary_folder_runs (one).  Module-scoped: --dist loadfile keeps this file on one
+    worker.  Returns (output folder, {parameters as JSON: the finished process}, the deep TMPDIR)."""
+    import json
+
+    tmp = tmp_path_factory.mktemp("tiny-reruns")
+    out_dir = tmp / "runs"
+    deep = tmp / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    procs = {}
+    for overrides in TINY_RERUNS:
+        args = [a for k, v in overrides.items() for a in ("-p", k, str(v))]
+        env = {**os.environ, "TQDM_DISABLE": "1", **({} if overrides else {"TMPDIR": str(deep)})}
+        procs[json.dumps(overrides)] = subprocess.run(
+            [sys.executable, "-m", "htlib.run", str(FIXTURE), *args, "--output-dir", str(out_dir)],
+            capture_output=True, text=True, timeout=300, env=env)
+    return out_dir, procs, deep
+
+
 @pytest.mark.slow
-def test_rerun_html_states_the_new_numbers_not_glue_markup(tmp_path):
-    out_dir = tmp_path / "runs"
-    for args, expected, stale in ((["-p", "scale", "3.0"], "22.500", "15.000"), ([], "15.000", "22.500")):
-        proc = subprocess.run([sys.executable, "-m", "htlib.run", str(FIXTURE), *args, "--output-dir", str(out_dir)],
-                              capture_output=True, text=True)
+def test_rerun_html_states_the_new_numbers_not_glue_markup(tiny_reruns):
+    import json
+
+    out_dir, procs, _ = tiny_reruns
+    for overrides, expected, stale in (({"scale": 3.0}, "22.500", "15.000"), ({}, "15.000", "22.500")):
+        proc = procs[json.dumps(overrides)]
         assert proc.returncode == 0, proc.stderr
-        nb_path = run.output_path(FIXTURE, {"scale": 3.0} if args else {}, out_dir)
+        nb_path = run.output_path(FIXTURE, overrides, out_dir)
         text = _page_text(nb_path.with_suffix(".html"))
         assert f"The product is {expected}, for a criterion" in text
         assert stale not in text and "{glue" not in text and "glue:text" not in text
         assert "A rerun, not the book's page" in text
-        assert ("Parameters that differ from the book's defaults: scale = 3.0." in text) == bool(args)
-        assert ("It uses the book's default parameters." in text) != bool(args)
+        assert ("Parameters that differ from the book's defaults: scale = 3.0." in text) == bool(overrides)
+        assert ("It uses the book's default parameters." in text) != bool(overrides)
     assert (out_dir / "_static").is_dir()  # the page's assets sit beside it
+
+
+@pytest.mark.slow
+def test_two_reruns_of_a_chapter_each_serve_their_own_numbers(tiny_reruns):
+    """Two reruns with different parameters beside each other: each page's CSV link and search index are its own
+    (before: both pages linked _downloads/<md5 of _figure-data/fig-tiny.csv>/, holding the last run's numbers).
+    Issue 55, item 1 (moved here from test_faults.py to share the reruns above)."""
+    import json
+
+    out_dir, procs, _ = tiny_reruns
+    pages = {}
+    for overrides in TINY_RERUNS:
+        assert procs[json.dumps(overrides)].returncode == 0, procs[json.dumps(overrides)].stderr
+        pages[overrides.get("scale", 2.0) * 5 * 1.5] = run.output_path(FIXTURE, overrides, out_dir).with_suffix(".html")
+    assert sorted(pages) == [15.0, 22.5]
+    hrefs = {}
+    for value, page in pages.items():
+        html = page.read_text(encoding="utf-8")
+        (href,) = set(re.findall(r'href="([^"]+\.csv)"', html))
+        hrefs[value] = href
+        rows = (out_dir / href).read_text().splitlines()
+        assert rows[0].startswith("panel,kind") and any(f",{value:g}" in r for r in rows[1:]), (value, href, rows)
+        assert f'search-{page.stem}.html' in html and 'action="search.html"' not in html
+        search = (out_dir / f"search-{page.stem}.html").read_text(encoding="utf-8")
+        assert f"searchindex-{page.stem}.js" in search
+        assert page.stem in (out_dir / f"searchindex-{page.stem}.js").read_text(encoding="utf-8")
+        for linking in (html, search):  # no link to a missing file
+            local = {h.split("#")[0].split("?")[0] for h in re.findall(r'(?:href|src)="([^"]+)"', linking)
+                     if not re.match(r"(?:[a-z]+:|#|//)", h)}
+            assert local and not [h for h in local if not (out_dir / h).exists()], page
+    assert len(set(hrefs.values())) == 2
+    assert sorted(p.name for p in out_dir.glob("tiny_chapter-*")) == sorted(  # a glob of a chapter's runs: its runs
+        name for page in pages.values() for name in (page.name, f"{page.stem}.ipynb"))
+    assert sorted(p.name for p in (out_dir / "_figure-data").iterdir()) == sorted(p.stem for p in pages.values())
 
 
 @pytest.mark.slow
 def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
     chapter = Path(__file__).resolve().parent.parent / "book" / "mp_baseline.ipynb"
-    overrides = ["-p", "seed", "1", "-p", "sweep_seeds", "1", "-p", "sweep_rows", "[250, 500]"]
+    # W0 and the aspect-ratio panels at a fifth of the book's sizes (h = 1500, d = 1000, 3 draws, 2,000 rows) and one
+    # draw, at the book's d/h (so the finite-size sweep is the same): the page is under test, not the numbers.
+    overrides = ["-p", "seed", "1", "-p", "sweep_seeds", "1", "-p", "sweep_rows", "[250, 500]", "-p", "h", "300",
+                 "-p", "d", "200", "-p", "w0_draws", "1", "-p", "gamma_rows", "400"]
     # Progress bars forced on (pytest's environment turns them off): they must reach the terminal, not the page.
     proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), *overrides, "--output-dir",
                            str(tmp_path)], capture_output=True, text=True,
@@ -212,8 +262,8 @@ def test_rerun_of_a_real_chapter_renders_its_glued_numbers(tmp_path):
     assert "{glue" not in text and "glue:text" not in text
     for name, value in _pasted_glue(nb_path).items():  # empty until the chapter glues its prose
         assert value.strip("'\"") in text, f"glued {name}={value} not in the rendered rerun"
-    assert "Parameters that differ from the book's defaults: seed = 1, sweep_seeds = 1, sweep_rows = [250, 500]." \
-        in text and f"htlib version {book.version()}" in text
+    assert ("Parameters that differ from the book's defaults: seed = 1, sweep_seeds = 1, sweep_rows = [250, 500], "
+            "h = 300, d = 200, w0_draws = 1, gamma_rows = 400.") in text and f"htlib version {book.version()}" in text
     # Its links to the conventions page resolve to the copy beside it.
     html = nb_path.with_suffix(".html").read_text(encoding="utf-8")
     assert 'href="conventions.html#' in html and (tmp_path / "conventions.html").exists()
@@ -323,17 +373,23 @@ def test_papermill_gets_the_setup_chapters_cell_without_guessing(caplog):
         assert found == run.declared_parameters(ROOT / "book" / f"{stem}.ipynb").names and not caplog.records
 
 
-def test_a_failed_run_says_why(chapter, tmp_path):
+def test_a_failed_run_says_why_and_keeps_its_partial_output(chapter, tmp_path):
+    """In process and from the command line (one kernel run each: this test holds what were two, the command
+    line's run once the old test_failed_run_keeps_partial_output's)."""
     nb = nbformat.read(str(chapter), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('diverged at step 3')"))
     nbformat.write(nb, str(chapter))
     with pytest.raises(run.RunFailed, match=r"failed: cell \[\d+\] raised RuntimeError: diverged at step 3; "
                                             r"the partial notebook is"):
         run.run_chapter(chapter, {}, output_dir=tmp_path / "runs", progress=False, html=False)
-    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), "--output-dir", str(tmp_path / "runs"),
+    out_dir = tmp_path / "runs-cli"  # its own folder: the partial notebook read below is the command line's
+    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), "--output-dir", str(out_dir),
                            "--no-html"], capture_output=True, text=True)
     assert proc.returncode == 1 and "RuntimeError: diverged at step 3" in proc.stderr
     assert "TCP without encryption" not in proc.stderr
+    assert "partial notebook" in proc.stderr
+    (partial,) = out_dir.glob("tiny-*.ipynb")
+    assert "diverged at step 3" in partial.read_text()
 
 
 @pytest.mark.slow
@@ -346,7 +402,9 @@ def test_a_rerun_at_other_sizes_keeps_no_typed_size_of_the_defaults(tmp_path):
     from htlib.experiments import phases
 
     chapter = Path(__file__).resolve().parent.parent / "book" / "phases.ipynb"
-    small = dict(h=400, d=200, small_h=120, small_d=60, small_seeds=1)
+    # The sizes under test, and the counts this check does not read at their smallest (one seed per family at h x d
+    # as at the small size, one pool worker): the sizes and the rank are what the prose types.
+    small = dict(h=400, d=200, small_h=120, small_d=60, small_seeds=1, confusion_seeds=1, workers=1)
     args = [a for k, v in small.items() for a in ("-p", k, str(v))]
     proc = subprocess.run([sys.executable, "-m", "htlib.run", str(chapter), *args, "--output-dir", str(tmp_path)],
                           capture_output=True, text=True, env={**os.environ, "TQDM_DISABLE": "1"})
@@ -563,14 +621,13 @@ def test_a_killed_rerun_mid_sweep_leaves_no_process_behind(tmp_path):
                 pass
 
 
-def test_a_rerun_under_a_deep_temporary_folder_runs(tmp_path):
+def test_a_rerun_under_a_deep_temporary_folder_runs(tiny_reruns):
     """A Unix socket's path holds at most 107 bytes: under a deep TMPDIR (pytest-xdist's are) the kernel's
-    sockets go to a folder of their own under /tmp, and the run succeeds."""
-    deep = tmp_path / ("d" * 60) / ("e" * 60)
-    deep.mkdir(parents=True)
-    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(FIXTURE), "--no-html", "--output-dir",
-                           str(tmp_path / "runs")], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TQDM_DISABLE": "1", "TMPDIR": str(deep)})
+    sockets go to a folder of their own under /tmp, and the run succeeds.  The run: tiny_reruns' second (its page
+    rendered too, under the same TMPDIR)."""
+    _, procs, deep = tiny_reruns
+    assert len(str(deep)) > 107  # deeper than a socket's path may be
+    proc = procs["{}"]
     assert proc.returncode == 0, proc.stderr
     assert not list(deep.iterdir())  # nothing left behind
 

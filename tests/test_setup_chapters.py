@@ -187,10 +187,26 @@ def _rerun(stem: str, overrides: dict, out_dir: Path, cache: Path) -> tuple[Path
     return run.output_path(decl.notebook, decl.check(overrides), out_dir), proc
 
 
+@pytest.fixture(scope="module")
+def smallest_run(tmp_path_factory):
+    """``smallest_run(stem)``: (executed notebook, finished process) of the chapter rerun at SMALLEST[stem], each
+    with its own empty result cache (so it computes), run once per module: the phases run is also the process run of
+    test_a_rerun_on_a_dask_cluster_gives_the_claims_of_the_process_run (--dist loadfile keeps this file on one
+    worker)."""
+    done: dict[str, tuple[Path, subprocess.CompletedProcess]] = {}
+
+    def get(stem: str) -> tuple[Path, subprocess.CompletedProcess]:
+        if stem not in done:
+            tmp = tmp_path_factory.mktemp(f"smallest-{stem}")
+            done[stem] = _rerun(stem, SMALLEST[stem], tmp / "runs", tmp / "cache")
+        return done[stem]
+    return get
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stem", sorted(SMALLEST))
-def test_each_chapter_runs_at_its_smallest_setting_without_spurious_warnings(stem, tmp_path):
-    out, proc = _rerun(stem, SMALLEST[stem], tmp_path / "runs", tmp_path / "cache")
+def test_each_chapter_runs_at_its_smallest_setting_without_spurious_warnings(stem, smallest_run):
+    out, proc = smallest_run(stem)
     assert not [w for w in SPURIOUS if w in proc.stderr + proc.stdout], proc.stderr[-3000:]
     assert read_claims(out), f"{stem} at its smallest setting published no claims"
 
@@ -212,13 +228,15 @@ def _numbers(text: str) -> list[float]:
 
 
 @pytest.mark.slow
-def test_a_rerun_on_a_dask_cluster_gives_the_claims_of_the_process_run(tmp_path):
+def test_a_rerun_on_a_dask_cluster_gives_the_claims_of_the_process_run(tmp_path, smallest_run):
     """phases through htlib.run, once on local worker processes, once on a LocalCluster's scheduler
-    address, each with its own empty result cache (so both compute)."""
+    address, each with its own empty result cache (so both compute).  The process run is the smallest-setting
+    test's (SMALLEST["phases"]: executor at its default, "process", on one worker), shared."""
     import distributed
-    small = {"h": 120, "d": 60, "small_h": 60, "small_d": 60, "confusion_seeds": 1, "small_seeds": 1, "bins": 10}
-    local, _ = _rerun("phases", {**small, "executor": "process", "workers": 1}, tmp_path / "runs",
-                      tmp_path / "cache-process")
+    small = SMALLEST["phases"]
+    s = run.chapter_setup(ROOT / "book" / "phases.ipynb")().replace(**small)
+    assert "executor" not in small and (s.executor, s.workers) == ("process", 1)
+    local, _ = smallest_run("phases")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         address = cluster.scheduler_address
