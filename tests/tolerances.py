@@ -137,6 +137,14 @@ integers, such as the eigenvalues counted as zero, are measurements, and htmp ra
 ``tests/fixtures/portability/linear_hessian.epyc-pinned.json`` the six cells that failed, so that a control shows
 the old comparison failing them and the current one passing.
 
+References written on the AMD EPYC (2026-12-06)
+----------------------------------------------
+Every chapter was refreshed on 2026-12-06 on that AMD EPYC (AVX2, no AVX-512) under the Makefile's ``ARITH``, the
+trained results taken from a fresh clone's cold ``make nbval`` run that passed against the Intel Xeon's references
+(12:32-13:50 UTC): the committed outputs are now the EPYC's, and the Intel Xeon is the other processor in every row
+above.  The deviations measured between the two are symmetric, so the tolerances built from them hold either way;
+``tests/test_regression_controls.py`` replays the recorded runs of each processor against the new references.
+
 Overriding one cell
 -------------------
 A cell whose numbers need another tolerance than its chapter's is listed in :data:`CELLS` by its cell id,
