@@ -21,7 +21,7 @@ QUIET := TQDM_DISABLE=1 PYTHONWARNINGS=ignore::DeprecationWarning
 # this line.  Empty it to run unpinned: make nbval ARITH=
 ARITH := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
 
-.PHONY: venv book html test unit nbval nbval-cold test-book browser refresh run lab paper paper-dry-run bench bench-build clean
+.PHONY: venv book html test unit nbval nbval-ci nbval-cold test-book browser refresh run lab paper paper-dry-run bench bench-build clean
 
 venv: $(STAMP)
 
@@ -49,8 +49,10 @@ JOBS ?= 2
 XDIST := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 THREADS := $(if $(filter 0,$(JOBS)),,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 
+# UNIT_MARKS selects the tests: every one but the browser's by default; CI leaves out the slow ones (.ci/run).
+UNIT_MARKS ?= not browser
 unit: venv
-	$(QUIET) $(THREADS) $(PY) -m pytest tests/ -m "not browser" --durations=15 $(XDIST)
+	$(QUIET) $(THREADS) $(PY) -m pytest tests/ -m "$(UNIT_MARKS)" --durations=15 $(XDIST)
 
 # --keep-executed: each chapter that passes goes into the book's execution cache, so a later `make book`
 # (test-book in CI) renders these executions instead of running every chapter again (tests/nbval_keep.py).
@@ -61,6 +63,13 @@ unit: venv
 nbval: venv
 	$(QUIET) $(ARITH) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=86400 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
+
+# CI's regression: every chapter but CI_SKIP, whose training alone takes about 55 min on the project's two-core AMD
+# EPYC (2026-12-06: generalization 32 min, htmp 22 min, of a cold `make nbval` of 85 min), past CI's 90-minute limit
+# with the unit tests; `make test` re-executes them.  .ci/run renders them from their committed outputs (make html).
+CI_SKIP := book/generalization.ipynb book/htmp.ipynb
+nbval-ci: venv
+	$(MAKE) nbval CHAPTERS="$(filter-out $(CI_SKIP),$(CHAPTERS))"
 
 # One short chapter's regression cold (an empty result cache under mktemp: every run recomputed) under a second
 # arithmetic, COLD_ARITH: the pins with torch's kernels at their scalar branch, on one thread (tests/portability.py's
