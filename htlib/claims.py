@@ -669,14 +669,11 @@ class Scoreboard:
         body = []
         for paper in SCOREBOARD_ORDER:
             n, m = sum(counts[paper].values()), sum(later[paper].values())
+            after = f" (+{m} chosen after the runs)" if m else ""  # their verdicts: the paper's own lines
             body.append(f'<tr class="htlib-counts-paper"><th colspan="{len(VERDICTS)}" scope="colgroup">'
-                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"} decided in '
-                        "advance</th></tr>")
+                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"}{after}'
+                        "</th></tr>")
             body.append("<tr>" + "".join(f"<td>{counts[paper][v]}</td>" for v in VERDICTS) + "</tr>")
-            if m:
-                body.append(f'<tr class="htlib-counts-posthoc"><th colspan="{len(VERDICTS)}" scope="colgroup">'
-                            f'and {m} on a criterion chosen after the runs</th></tr>')
-                body.append("<tr>" + "".join(f"<td>{later[paper][v]}</td>" for v in VERDICTS) + "</tr>")
         return (f'<div class="htlib-scoreboard htlib-counts"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table></div>')
 
