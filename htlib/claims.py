@@ -810,10 +810,12 @@ def _tally(claims: Iterable[Claim], badge: bool = False) -> str:
     """The verdicts of the counted claims decided in advance, then apart those on a criterion chosen after the
     runs (verdicts with a count of 0 left out)."""
     claims = list(claims)
-    show = (lambda v: _badge(v)) if badge else (lambda v: v)
-    ahead = ", ".join(f"{show(v)} {n}" if badge else f"{n} {v}" for v, n in verdict_counts(claims).items() if n)
-    later = ", ".join(f"{show(v)} {n}" if badge else f"{n} {v}"
-                      for v, n in verdict_counts(claims, post_hoc=True).items() if n)
+
+    def listed(post_hoc: bool) -> str:
+        counts = verdict_counts(claims, post_hoc=post_hoc).items()
+        return ", ".join(f"{_badge(v)} {n}" if badge else f"{n} {v}" for v, n in counts if n)
+
+    ahead, later = listed(False), listed(True)
     return "; ".join(filter(None, (ahead or "none decided in advance",
                                    f"on a criterion chosen after the runs: {later}" if later else "")))
 
