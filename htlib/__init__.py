@@ -13,7 +13,7 @@ Three layers (the tooling in two parts); each may import only from the rows bene
                            reading (claims, levels, tables, figures, glue: outside the key)
             |
             v
-    BOOK TOOLING, support  cache, sweep, claims, plotting, params
+    BOOK TOOLING, support  cache, sweep, claims, records, scoreboard, plotting, params
             |
             v
     NUMERICS               spectra, htmp, linear, two_layer, two_layer_autograd, random_matrices,
@@ -28,8 +28,8 @@ spectra of deep linear networks; ``two_layer``: the two-layer student (GD / FB-A
 ``random_matrices``: Gaussian baselines and synthetic spectra; ``teacher_student``: the single-index
 teacher; ``dynamics``: update overlaps, ESD widths, phase tracks; ``small_nets``: SGD-trained LeNet /
 MiniAlexNet; ``generalization``: spectral numbers against the losses; ``datasets``: MNIST-5k, digits,
-local MNIST/FashionMNIST/CIFAR-10 (no downloads); ``stats``: Student-t interval, sign test, parametric
-bootstrap; ``_checks``: the shared argument checks.
+local MNIST/FashionMNIST/CIFAR-10 (no downloads); ``stats``: Student-t intervals (of runs, and over seeds),
+sign test, parametric bootstrap; ``_checks``: the shared argument checks.
 
 **Experiments** (``htlib.experiments.<chapter>``, one package per book chapter) hold what a chapter
 computes at the papers' settings and how it reads it; a subpackage of htlib, so that the chapters,
@@ -37,7 +37,9 @@ computes at the papers' settings and how it reads it; a subpackage of htlib, so 
 
 **Book tooling**: ``cache`` (the on-disk result cache, keyed by config and by the code the producing module
 imports), ``sweep`` (sweeps over any ``concurrent.futures.Executor``, through the cache),
-``claims`` (the Claim record, the one judge, the claims tables, glue helpers, the scoreboard feed),
+``claims`` (the one judge and the chapters' ``claims.toml`` tables), ``records`` (the Claim record, how a
+notebook stores and reads it, the glue helpers), ``scoreboard`` (the page side: a chapter's table of records,
+the scoreboard, the findings box),
 ``plotting`` (the one style, palette and table helper), ``params`` (a chapter's ``Setup``: one declaration
 per parameter, validated before any compute), ``run`` (papermill reruns of a chapter with
 validated parameters), ``book`` (execution-cache keys, reference-output refresh) and ``paper``

@@ -44,7 +44,7 @@ def use_book_style() -> None:
 
 def _html_or_none(frame: pd.DataFrame) -> str | None:
     """The notebook's HTML of a DataFrame: :func:`table_html`, unless the frame shows itself as markdown (the claim
-    records, :func:`htlib.claims.claims_frame`), which then wins."""
+    records, :func:`htlib.scoreboard.claims_frame`), which then wins."""
     return None if callable(getattr(frame, "_repr_markdown_", None)) else table_html(frame)
 
 
@@ -410,7 +410,7 @@ def figure_legend(fig: plt.Figure, axes, *, ncol: int = 3, rename: dict[str, str
 
 
 FIGURE_DATA_DIR = "_figure-data"
-"""Where :func:`htlib.claims.glue_figure` writes the numbers behind each figure, relative to the executing
+"""Where :func:`htlib.records.glue_figure` writes the numbers behind each figure, relative to the executing
 notebook's folder (the environment variable ``HTLIB_FIGURE_DATA`` names another folder).  A caption links the
 file with ``{download}`CSV <_figure-data/NAME.csv>```; nothing there is committed."""
 
@@ -503,6 +503,6 @@ def figure_data(fig: plt.Figure) -> pd.DataFrame:
 
 
 def figure_data_path(name: str) -> Path:
-    """The CSV that :func:`htlib.claims.glue_figure` writes for the figure ``name`` (:data:`FIGURE_DATA_DIR`)."""
+    """The CSV that :func:`htlib.records.glue_figure` writes for the figure ``name`` (:data:`FIGURE_DATA_DIR`)."""
     return Path(os.environ.get("HTLIB_FIGURE_DATA") or FIGURE_DATA_DIR) / f"{name}.csv"
 

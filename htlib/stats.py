@@ -1,4 +1,5 @@
-"""The statistics the book judges claims with: :func:`t_interval`, :func:`sign_test`, :func:`bootstrap_interval`.
+"""The statistics the book judges claims with: :func:`t_interval`, :func:`sign_test`, :func:`bootstrap_interval`,
+and :func:`seed_interval` (the Student-t interval of :func:`t_interval` over the last axis of an array of seeds).
 
 Non-finite inputs are refused unless the caller passes ``drop_nonfinite=True``: a diverged run or a failed
 refit must not vanish silently.
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.stats
 
-__all__ = ["Interval", "SignTest", "t_interval", "sign_test", "bootstrap_interval"]
+__all__ = ["Interval", "SignTest", "SeedInterval", "t_interval", "seed_interval", "sign_test", "bootstrap_interval"]
 
 
 @dataclass(frozen=True)
@@ -133,12 +134,66 @@ def t_interval(x, level: float = 0.95, *, drop_nonfinite: bool = False) -> Inter
     n = a.size
     if n == 0:
         raise ValueError("x must hold at least one finite value")
-    mean = float(a.mean())
+    mean, half, _, sd = (float(v) for v in _t_last_axis(a, level))
     if n < 2:
         return Interval(mean, math.nan, math.nan, 1, level, math.nan)
-    sd = float(a.std(ddof=1))
-    half = float(scipy.stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, int(n), level, sd)
+
+
+@dataclass(frozen=True)
+class SeedInterval:
+    """Means over seeds with Student-t intervals (NaN with fewer than two finite seeds), per leading index."""
+    mean: object
+    low: object
+    high: object
+    level: float
+    n_seeds: object
+
+    def at(self, index=()) -> tuple[float, tuple[float, float]]:
+        """``(mean, (low, high))`` at one leading index (what :meth:`htlib.records.Criterion.judge` takes)."""
+        return float(self.mean[index]), (float(self.low[index]), float(self.high[index]))
+
+
+def seed_interval(x, level: float = 0.95) -> SeedInterval:
+    """The mean over the last axis (seeds) of ``x`` and its Student-t interval; non-finite entries are left out.
+
+    The same computation as :func:`t_interval` (:func:`_t_last_axis`), for every leading index at once.
+
+    Examples
+    --------
+    >>> m = seed_interval([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]])
+    >>> m.mean.tolist(), [round(float(v), 3) for v in (m.low[0], m.high[0])], m.at(1)
+    ([2.0, 5.0], [-0.484, 4.484], (5.0, (5.0, 5.0)))
+    >>> t = t_interval([1.0, 2.0, 3.0])
+    >>> (t.mean, t.low, t.high) == (m.mean[0], m.low[0], m.high[0])
+    True
+    """
+    level = float(level)
+    if not 0.0 < level < 1.0: raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim < 1 or x.shape[-1] < 1: raise ValueError(f"x must have a non-empty last (seed) axis, got shape {x.shape}")
+    mean, half, n, _ = _t_last_axis(x, level)
+    return SeedInterval(mean=mean, low=mean - half, high=mean + half, level=level, n_seeds=n)
+
+
+def _t_last_axis(x: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(mean, half-width, n, sd)`` of the finite entries along the last axis of ``x``: the one Student-t
+    computation of :func:`t_interval` and :func:`seed_interval`.  The half-width is NaN where ``n < 2``.
+
+    Non-finite entries count as absent: they enter the sums as 0.0 where they stood rather than being dropped,
+    which keeps the grouping of NumPy's pairwise sums, and so every earlier :func:`seed_interval` result, to the
+    last bit; on an all-finite 1-D array the sums are NumPy's own ``mean`` and ``std(ddof=1)``.
+    """
+    ok = np.isfinite(x)
+    n = ok.sum(axis=-1)
+    v = np.where(ok, x, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, v.sum(axis=-1) / np.maximum(n, 1), np.nan)
+        dev = np.where(ok, x - mean[..., None], 0.0)
+        sd = np.sqrt((dev ** 2).sum(axis=-1) / np.maximum(n - 1, 1))
+        half = scipy.stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
+    half = np.where(n >= 2, half, np.nan)
+    return mean, half, n, sd
 
 
 def sign_test(x, direction: str, value: float = 0.0, level: float = 0.95, *, share: float = 0.5,

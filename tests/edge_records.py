@@ -13,7 +13,7 @@ any that is not in :data:`ALLOWED` with its reason.  A record (or one part of a 
 
 Records the chapter could not judge (not tested, or gated: too few runs, a setting that cannot test it) are skipped:
 their verdict does not read the values.  The records are read as the scoreboard reads them
-(:func:`htlib.claims.read_claims`) and their levels from each chapter's claims table.
+(:func:`htlib.records.read_claims`) and their levels from each chapter's claims table.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import re
 import sys
 from pathlib import Path
 
-from htlib.claims import read_claims, read_table
+from htlib.claims import read_table
+from htlib.records import read_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = {"generalization": "generalization", "htmp": "htmp", "linear_hessian": "linear_hessian",

@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 CLAIMS_MIME = "text/x-htlib-claims+json"
-"""The claim records' MIME type (``htlib.claims.CLAIMS_MIME``; repeated so that collecting a notebook
+"""The claim records' MIME type (``htlib.records.CLAIMS_MIME``; repeated so that collecting a notebook
 needs no import of htlib, and checked equal by the controls)."""
 
 EXACT_FIELDS = frozenset({"verdict", "paper", "section", "chapter", "key", "variant_of"})

@@ -301,11 +301,11 @@ def test_no_chapter_glues_a_name_twice():
 
 @pytest.mark.parametrize("path", book.chapters(), ids=lambda p: p.stem)
 def test_every_figure_links_the_numbers_behind_it(path):
-    """Each glued figure goes through htlib.claims.glue_figure (which writes its CSV) and each {glue:figure}
+    """Each glued figure goes through htlib.records.glue_figure (which writes its CSV) and each {glue:figure}
     caption links that CSV by the figure's own name."""
     nb = nbformat.read(str(path), as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    assert not re.search(r"\bglue\(f?[\"']fig-", code), f"{path.name}: a figure glued without its data (use htlib.claims.glue_figure)"
+    assert not re.search(r"\bglue\(f?[\"']fig-", code), f"{path.name}: a figure glued without its data (use htlib.records.glue_figure)"
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     blocks = re.findall(r"```\{glue:figure\} (\S+)\n(.*?)```", md, flags=re.S)
     missing = [name for name, body in blocks if f"{{download}}`CSV <_figure-data/{name}.csv>`" not in body]

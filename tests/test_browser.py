@@ -34,7 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from htlib import book, claims
+from htlib import book
+from htlib import records as rc
+from htlib import scoreboard as sb
 
 pytestmark = pytest.mark.browser
 
@@ -308,15 +310,15 @@ def _reader(browser, server, path: str):
 
 
 def test_scoreboard_reads_in_a_minute(server, browser):
-    board = claims.scoreboard(ROOT / "book")  # what the chapters stored, read independently of the page
+    board = sb.scoreboard(ROOT / "book")  # what the chapters stored, read independently of the page
     page = _reader(browser, server, "book/scoreboard.html")
     # First screen: the counts per paper (one row of counts per paper) and the first verdict-bearing rows.
     box = page.evaluate("() => { const r = document.querySelector('.htlib-counts table').getBoundingClientRect();"
                         " return [r.top + window.scrollY, r.bottom + window.scrollY]; }")
     assert box[1] <= READER["height"], f"the counts table ends at {box[1]:.0f} px, below the first screen"
     counts = page.evaluate(_COUNTS)
-    expected = claims.paper_counts(board.claims_by_notebook)
-    assert counts == [[expected[p][v] for v in claims.VERDICTS] for p in claims.SCOREBOARD_ORDER]
+    expected = sb.paper_counts(board.claims_by_notebook)
+    assert counts == [[expected[p][v] for v in rc.VERDICTS] for p in sb.SCOREBOARD_ORDER]
     first = page.evaluate("() => document.querySelector('article.bd-article h2').innerText")
     assert first.startswith("Where the book and the papers differ"), first
     # The differences: one line per counted record that does not agree; every record in a closed dropdown.
@@ -326,7 +328,7 @@ def test_scoreboard_reads_in_a_minute(server, browser):
     assert all(line.count("…") <= 2 for line in lines)
     records = page.evaluate("() => { const d = document.querySelectorAll('.htlib-paper details.htlib-record');"
                             " return [d.length, Array.from(d).filter(x => x.open).length]; }")
-    n_counted = sum(len(board.rows(p)) for p in claims.SCOREBOARD_ORDER)
+    n_counted = sum(len(board.rows(p)) for p in sb.SCOREBOARD_ORDER)
     assert records == [n_counted, 0], f"{records[0]} dropdowns ({records[1]} open) for {n_counted} records"
     sections = page.evaluate("() => Array.from(document.querySelectorAll('details.htlib-section')).map(d => d.open)")
     assert sections and not any(sections), "the variants, checks and revisions sections must start closed"
@@ -364,14 +366,14 @@ def test_the_scoreboard_checks_catch_a_long_page_and_a_squeezed_table(server, br
 
 
 def test_landing_page_has_the_scoreboards_counts_and_disagreements(server, browser):
-    board = claims.scoreboard(ROOT / "book")
+    board = sb.scoreboard(ROOT / "book")
     landing = _reader(browser, server, "book/index.html")
     counts = landing.evaluate(_COUNTS)
-    expected = claims.paper_counts(board.claims_by_notebook)
-    assert counts == [[expected[p][v] for v in claims.VERDICTS] for p in claims.SCOREBOARD_ORDER]
+    expected = sb.paper_counts(board.claims_by_notebook)
+    assert counts == [[expected[p][v] for v in rc.VERDICTS] for p in sb.SCOREBOARD_ORDER]
     names = landing.evaluate("() => Array.from(document.querySelectorAll('.htlib-counts tr.htlib-counts-paper'))"
                              ".map(r => r.innerText)")
-    assert all(claims.PAPER_NAMES[p][1] in n for p, n in zip(claims.SCOREBOARD_ORDER, names)), names
+    assert all(rc.PAPER_NAMES[p][1] in n for p, n in zip(sb.SCOREBOARD_ORDER, names)), names
     items = landing.evaluate("() => Array.from(document.querySelectorAll('.htlib-landing-differences li'))"
                              ".map(li => [li.innerText, li.querySelectorAll('mjx-container').length])")
     disagree = [c for _, c in board.differences() if c.verdict == "disagrees"]
@@ -403,7 +405,7 @@ def _chapter_faults(page, records) -> list[str]:
         else:
             if box[0] >= READER["height"]:
                 out.append(f"the findings box starts at {box[0]:.0f} px, below the first screen")
-            want = min(len({c.section for c in records}), claims.FINDING_GROUPS)
+            want = min(len({c.section for c in records}), sb.FINDING_GROUPS)
             if box[1] != want:
                 out.append(f"the findings box has {box[1]} lines for {want} sections of counted claims")
     out += _table_faults(page)
@@ -417,7 +419,7 @@ def test_a_chapter_opens_with_its_findings_and_its_tables_fit(server, browser, p
     """At 1280 px: the findings box starts on the first screen with one line per section of counted claims (read
     from the chapter's records, not from the page), no table overflows the text column or has a column narrower
     than MIN_COLUMN px, and no undefined value prints as ``nan``."""
-    records = [c for c in claims.read_claims(_source(page_path)) if c.counted]
+    records = [c for c in rc.read_claims(_source(page_path)) if c.counted]
     page = _reader(browser, server, page_path)
     faults = _chapter_faults(page, records)
     page.close()
@@ -427,7 +429,7 @@ def test_a_chapter_opens_with_its_findings_and_its_tables_fit(server, browser, p
 def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browser):
     """Negative controls on a real chapter page: each injected fault is reported by the check above."""
     path = CHAPTERS[0]
-    records = [c for c in claims.read_claims(_source(path)) if c.counted]
+    records = [c for c in rc.read_claims(_source(path)) if c.counted]
     page = _reader(browser, server, path)
     page.evaluate("() => { const p = document.createElement('p'); p.textContent = 'tail alpha nan';"
                   " document.querySelector('article.bd-article').appendChild(p); }")

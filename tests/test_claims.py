@@ -10,8 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from htlib import claims as cl
-from htlib.claims import Claim
+from htlib import records as rc
+from htlib import scoreboard as sb
+from htlib.records import Claim
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "tiny_chapter.ipynb"
@@ -27,10 +28,10 @@ def _claim(paper="003", verdict="agrees", **kw):
 
 def _stored(path: Path, records: list[Claim], chapter: str) -> Path:
     """A notebook holding what publish_claims stores, without running a kernel."""
-    bundle = cl._ClaimsPayload(records, chapter)._repr_mimebundle_()
+    bundle = rc._ClaimsPayload(records, chapter)._repr_mimebundle_()
     out = nbformat.v4.new_output("display_data", data={f"application/papermill.record/{k}": v
                                                        for k, v in bundle.items()},
-                                 metadata={"scrapbook": {"name": cl.CLAIMS_GLUE_KEY, "mime_prefix": ""}})
+                                 metadata={"scrapbook": {"name": rc.CLAIMS_GLUE_KEY, "mime_prefix": ""}})
     cell = nbformat.v4.new_code_cell("publish_claims(...)")
     cell.outputs = [out]
     nb = nbformat.v4.new_notebook()
@@ -51,7 +52,7 @@ def test_claim_validates_itself():
 def test_read_back_what_was_stored(tmp_path):
     records = [_claim(), _claim(paper="001", verdict="not tested", measured="")]
     path = _stored(tmp_path / "one_step_adam.ipynb", records, "one_step_adam")
-    assert cl.read_claims(path) == records
+    assert rc.read_claims(path) == records
 
 
 def test_scoreboard_one_closed_dropdown_per_record_grouped_by_paper_with_links(tmp_path):
@@ -59,15 +60,15 @@ def test_scoreboard_one_closed_dropdown_per_record_grouped_by_paper_with_links(t
             [_claim(), _claim(verdict="disagrees", claim="a | pipe", where="§5, Fig. 5")], "one_step_adam")
     _stored(tmp_path / "htmp.ipynb", [_claim(paper="001", verdict="partly", section="htmp-fig5")], "htmp")
     nbformat.write(nbformat.v4.new_notebook(), str(tmp_path / "no_claims.ipynb"))
-    board = cl.scoreboard(tmp_path)
+    board = sb.scoreboard(tmp_path)
     md = board._repr_markdown_()
     assert _records_in(md) == 3 and ":open:" not in md
     # the papers by short title and authors, in the scoreboard's order, never by an id
-    assert md.index(cl.paper_name("003")) < md.index(cl.paper_name("001")) and "**003" not in md
+    assert md.index(rc.paper_name("003")) < md.index(rc.paper_name("001")) and "**003" not in md
     assert "{ref}`§4, Fig. 3 <one-step-fig3>`" in md and "a \\| pipe" in md
-    html_md = cl.scoreboard(tmp_path, links="html")._repr_markdown_()
+    html_md = sb.scoreboard(tmp_path, links="html")._repr_markdown_()
     assert '<a href="one_step_adam.html#one-step-fig3">§4, Fig. 3</a>' in html_md
-    counts = cl.paper_counts(board.claims_by_notebook)
+    counts = sb.paper_counts(board.claims_by_notebook)
     assert counts["003"] == {"agrees": 1, "partly": 0, "disagrees": 1, "inconclusive": 0, "not tested": 0}
     assert counts["001"]["partly"] == 1 and sum(counts["004"].values()) == 0
     assert repr(board).splitlines()[0].startswith("003 | one_step_adam | §4, Fig. 3 | agrees")
@@ -92,7 +93,7 @@ def _within_limits(line: str) -> bool:
     import re
     m = re.fullmatch(r"\{bdg-\w+\}`[a-z ]+` (?P<claim>.*?) — <span class=\"htlib-reason\">(?P<reason>.*)</span> "
                      r"\((?P<link>.*)\)", line)
-    return bool(m) and len(m["claim"].split()) <= cl.CLAIM_WORDS and len(m["reason"].split()) <= cl.REASON_WORDS
+    return bool(m) and len(m["claim"].split()) <= sb.CLAIM_WORDS and len(m["reason"].split()) <= sb.REASON_WORDS
 
 
 def test_first_section_lists_every_non_agreeing_counted_record_within_the_word_limits(tmp_path):
@@ -107,7 +108,7 @@ def test_first_section_lists_every_non_agreeing_counted_record_within_the_word_l
                       cause="a variant"),
                _claim(key="g", where="§7", verdict="disagrees", kind="check", cause="an identity")]
     _stored(tmp_path / "ch.ipynb", records, "ch")
-    board = cl.scoreboard(tmp_path)
+    board = sb.scoreboard(tmp_path)
     md = board.differences_markdown()
     lines = _first_section_lines(md)
     # every counted record that does not agree, and only those (no agreeing claim, variant or check)
@@ -117,12 +118,12 @@ def test_first_section_lists_every_non_agreeing_counted_record_within_the_word_l
         [c.where for c in wanted]
     assert all(_within_limits(line) for line in lines), lines
     # cut at a word boundary with an ellipsis; the reason leads with the part that does not agree
-    assert " ".join(long_claim.split()[:cl.CLAIM_WORDS]) + "…" in lines[0] and "w20" not in lines[0]
+    assert " ".join(long_claim.split()[:sb.CLAIM_WORDS]) + "…" in lines[0] and "w20" not in lines[0]
     assert "r0 r1" in lines[0] and "x > 0" not in lines[0]
     # the full texts are in the records below
     assert long_claim in board.papers_markdown() and long_cause.split(";")[0] in board.papers_markdown()
     # negative control: a line with the whole claim and cause breaks the limits
-    full = lines[0].replace(" ".join(long_claim.split()[:cl.CLAIM_WORDS]) + "…", long_claim)
+    full = lines[0].replace(" ".join(long_claim.split()[:sb.CLAIM_WORDS]) + "…", long_claim)
     assert not _within_limits(full)
     # the variants and the checks sit in their own closed sections, one record each
     assert _records_in(board.variants_markdown()) == 1 and _records_in(board.checks_markdown()) == 1
@@ -130,31 +131,31 @@ def test_first_section_lists_every_non_agreeing_counted_record_within_the_word_l
 
 
 def test_clip_words_and_the_rendered_math():
-    assert cl.clip_words("a b c", 3) == "a b c" and cl.clip_words("a b c d", 3) == "a b c…"
+    assert sb.clip_words("a b c", 3) == "a b c" and sb.clip_words("a b c d", 3) == "a b c…"
     with pytest.raises(ValueError, match="n must be"):
-        cl.clip_words("a", 0)
-    md = cl.render_math("r^2 of lambda_ij and s_i^(2(L-1)) at eta >= 1 with PL_Alpha_KS and sqrt(hd)")
+        sb.clip_words("a", 0)
+    md = sb.render_math("r^2 of lambda_ij and s_i^(2(L-1)) at eta >= 1 with PL_Alpha_KS and sqrt(hd)")
     assert md == ("$r^{2}$ of $\\lambda_{ij}$ and $s_{i}^{2(L-1)}$ at $\\eta$ ≥ 1 with PL_Alpha_KS and "
                   "$\\sqrt{hd}$")
-    html = cl.render_math("lambda_max < 4 & eta", "html")
+    html = sb.render_math("lambda_max < 4 & eta", "html")
     assert html == ('<span class="math notranslate nohighlight">\\(\\lambda_{\\max}\\)</span> &lt; 4 &amp; '
                     '<span class="math notranslate nohighlight">\\(\\eta\\)</span>')
-    assert cl.render_math("already $x_1$ math") == "already $x_1$ math"  # MyST math is left as written
+    assert sb.render_math("already $x_1$ math") == "already $x_1$ math"  # MyST math is left as written
 
 
 def test_papers_named_by_short_title_and_authors_from_one_mapping():
     import re
     bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
-    assert set(cl.PAPER_NAMES) == set(cl.PAPERS) == set(cl.SCOREBOARD_ORDER)
+    assert set(rc.PAPER_NAMES) == set(rc.PAPERS) == set(sb.SCOREBOARD_ORDER)
     # each name's authors and title words are those of the bibliography entry (004 has no authors there)
     for paper, key in (("003", "kothapalli2025spikes"), ("001", "hodgkinson2025htmp"),
                        ("004", "linearhessian2026"), ("MM21", "martin2021implicit"), ("MP", "marchenko1967")):
         entry = bib[bib.index(f"{{{key},"):].split("\n}", 1)[0].lower()
-        who, title = cl.PAPER_NAMES[paper]
+        who, title = rc.PAPER_NAMES[paper]
         surnames = [w for w in re.findall(r"[A-Za-z]+", who) if w[0].isupper() and w not in ("HiLD", "et")]
         assert all(s.lower() in entry for s in surnames), (paper, who)
         assert sum(w.lower() in entry for w in re.findall(r"[A-Za-z]{4,}", title)) >= 1, (paper, title)
-    assert cl.paper_name("001", markup="html").startswith("<em>") and "&amp;" in cl.paper_name("001", markup="html")
+    assert rc.paper_name("001", markup="html").startswith("<em>") and "&amp;" in rc.paper_name("001", markup="html")
 
 
 def test_landing_page_differences_are_the_disagreements_with_rendered_math(tmp_path):
@@ -164,15 +165,15 @@ def test_landing_page_differences_are_the_disagreements_with_rendered_math(tmp_p
                cause="measured 3 < 4", section="sec-one"),
         _claim(where="§2", verdict="inconclusive", cause="few runs"),
         _claim(where="§3")], "ch")
-    board = cl.scoreboard(tmp_path)
+    board = sb.scoreboard(tmp_path)
     html = board.differences_html()
     assert html.count("<li>") == 1 and "§2" not in html
     ascii_math = re.compile(r"(?<!\\)\blambda_|\bs_i\^\(|\br\^2")  # TeX's \\lambda_{ij} is not ASCII math
     assert not ascii_math.search(html), html
     assert html.count('class="math notranslate nohighlight"') == 3 and "3 &lt; 4" in html
-    assert 'href="ch.html#sec-one"' in html and cl.paper_name("003", markup="html") in html
+    assert 'href="ch.html#sec-one"' in html and rc.paper_name("003", markup="html") in html
     table = board.counts_html()
-    assert table.count('<tr class="htlib-counts-paper">') == len(cl.SCOREBOARD_ORDER)
+    assert table.count('<tr class="htlib-counts-paper">') == len(sb.SCOREBOARD_ORDER)
     assert "<td>1</td><td>0</td><td>1</td><td>1</td><td>0</td>" in table  # 003: agrees, ..., not tested
     # negative control: the rendering without the math conversion leaves the ASCII math in
     assert ascii_math.search(html.replace("\\lambda_{ij}", "lambda_ij"))
@@ -182,15 +183,15 @@ def test_the_latest_rerun_of_a_chapter_wins(tmp_path):
     old = _stored(tmp_path / "ch-aaaa.ipynb", [_claim(verdict="disagrees")], "ch")
     new = _stored(tmp_path / "ch-bbbb.ipynb", [_claim(verdict="agrees")], "ch")
     os.utime(old, (1_000_000, 1_000_000))
-    found = cl.collect_claims([old, new])
+    found = rc.collect_claims([old, new])
     assert list(found) == [new] and found[new][0].verdict == "agrees"
 
 
 def test_scoreboard_refuses_a_missing_folder(tmp_path):
     with pytest.raises(ValueError, match="source must be a folder"):
-        cl.scoreboard(tmp_path / "nope")
+        sb.scoreboard(tmp_path / "nope")
     with pytest.raises(ValueError, match="links must be"):
-        cl.Scoreboard({}, links="pdf")
+        sb.Scoreboard({}, links="pdf")
 
 
 @pytest.mark.slow
@@ -200,7 +201,7 @@ def test_fixture_chapter_executes_and_feeds_the_scoreboard_notebook(tmp_path):
 
     executed = tmp_path / "tiny_chapter.ipynb"
     pm.execute_notebook(str(FIXTURE), str(executed), cwd=str(tmp_path), progress_bar=False)
-    assert [c.verdict for c in cl.read_claims(executed)] == ["agrees", "not tested"]
+    assert [c.verdict for c in rc.read_claims(executed)] == ["agrees", "not tested"]
     board = tmp_path / "board.ipynb"
     pm.execute_notebook(str(ROOT / "book" / "scoreboard.ipynb"), str(board), cwd=str(tmp_path),
                         parameters={"source": str(tmp_path)}, progress_bar=False)
@@ -223,11 +224,11 @@ def test_records_survive_the_commit_strip(tmp_path):
     path = _stored(tmp_path / "ch.ipynb", [_claim()], "ch")
     stripped = strip_for_commit(nbformat.read(str(path), as_version=4))
     nbformat.write(stripped, str(path))
-    assert cl.read_claims(path) == [_claim()]
+    assert rc.read_claims(path) == [_claim()]
     out = stripped.cells[0].outputs[0]
     out["metadata"] = {}  # even a notebook stripped by the older refresh, which dropped glue's name
     nbformat.write(stripped, str(path))
-    assert cl.read_claims(path) == [_claim()] and list(cl.collect_claims([path])) == [path]
+    assert rc.read_claims(path) == [_claim()] and list(rc.collect_claims([path])) == [path]
 
 
 def _chapters():
@@ -241,7 +242,7 @@ def test_each_stored_claim_links_to_a_label_of_its_chapter(chapter):
     """The scoreboard links each claim to ``section``: it must be a MyST label of that chapter."""
     import re
 
-    records = cl.read_claims(chapter)
+    records = rc.read_claims(chapter)
     assert records, f"{chapter.name} has no stored claims (publish_claims, then make refresh)"
     nb = nbformat.read(str(chapter), as_version=4)
     labels = set(re.findall(r"^\(([\w:.-]+)\)=\s*$", "\n".join(c.source for c in nb.cells
@@ -253,7 +254,7 @@ def test_each_stored_claim_links_to_a_label_of_its_chapter(chapter):
 def test_claims_table_shows_long_claims_whole():
     # pandas cuts cells at 50 characters by default; a claim cut short hides what it is judged by.
     long_claim = "the sharpness of a deep linear network floats between the two bounds " * 2
-    frame = cl.claims_frame([Claim(paper="004", where="Fig. 5", claim=long_claim, criterion="c" * 90,
+    frame = sb.claims_frame([Claim(paper="004", where="Fig. 5", claim=long_claim, criterion="c" * 90,
                                    measured="1", verdict="agrees", setting="paper", section="x")])
     # a page shows each record as a closed dropdown that holds every field whole (a wide HTML table would not fit)
     assert frame._repr_html_() is None and long_claim.strip() in frame._repr_markdown_()
@@ -275,7 +276,7 @@ def test_every_verdict_but_agrees_needs_a_cause():
 def test_a_record_needs_a_setting_and_a_statistic_needs_an_uncertainty():
     with pytest.raises(ValueError, match="setting must not be empty"):
         _claim(setting="")
-    crit = cl.Criterion("seed-median ratio", ">", 1.1)
+    crit = rc.Criterion("seed-median ratio", ">", 1.1)
     with pytest.raises(ValueError, match="needs an uncertainty"):
         _claim(criterion=crit)
     c = _claim(criterion=crit, uncertainty="5 seeds, range [2.5, 2.7]")
@@ -294,19 +295,19 @@ def test_a_disagreement_outside_the_paper_setting_must_rule_out_the_reduction():
 
 
 def test_a_straddling_interval_gives_inconclusive():
-    crit = cl.Criterion("fitted slope", "<", 0.1)
+    crit = rc.Criterion("fitted slope", "<", 0.1)
     assert crit.judge(0.05, (0.0, 0.09)) == "agrees"
     assert crit.judge(0.13, (0.11, 0.2)) == "disagrees"
     assert crit.judge(0.13, (0.05, 0.2)) == "inconclusive"
     assert crit.judge(float("nan")) == "inconclusive"
     # a two-sided criterion: "within 3x of 10" is 10/3 to 30
-    within = cl.Criterion("steps to a heavy tail", "in", (10 / 3, 30))
+    within = rc.Criterion("steps to a heavy tail", "in", (10 / 3, 30))
     assert within.judge(2) == "disagrees" and within.judge(12) == "agrees" and within.judge(40) == "disagrees"
     assert within.judge(20, (10, 40)) == "inconclusive" and within.judge(50, (35, 60)) == "disagrees"
     with pytest.raises(ValueError, match="threshold must be finite"):
-        cl.Criterion("x", "<", float("inf"))
+        rc.Criterion("x", "<", float("inf"))
     with pytest.raises(ValueError, match="op must be one of"):
-        cl.Criterion("x", "=", 1.0)
+        rc.Criterion("x", "=", 1.0)
 
 
 def test_variants_are_never_counted_and_must_name_their_claim(tmp_path):
@@ -314,18 +315,18 @@ def test_variants_are_never_counted_and_must_name_their_claim(tmp_path):
     variant = _claim(verdict="disagrees", key="fig3a-sqrtd", variant_of="fig3a",
                      setting="paper, with the /sqrt(d) readout", cause="the readout convention")
     assert not variant.counted
-    assert cl.verdict_counts([base, variant]) == {"agrees": 1, "partly": 0, "disagrees": 0,
+    assert rc.verdict_counts([base, variant]) == {"agrees": 1, "partly": 0, "disagrees": 0,
                                                    "inconclusive": 0, "not tested": 0}
     with pytest.raises(ValueError, match="names no claim key"):
-        cl.check_records([base, _claim(variant_of="nope")])
+        rc.check_records([base, _claim(variant_of="nope")])
     with pytest.raises(ValueError, match="unique"):
-        cl.check_records([base, _claim(key="fig3a")])
+        rc.check_records([base, _claim(key="fig3a")])
     _stored(tmp_path / "one_step_adam.ipynb", [base, variant], "one_step_adam")
-    board = cl.scoreboard(tmp_path)
+    board = sb.scoreboard(tmp_path)
     assert len(board.rows("003")) == 1 and len(board.rows("003", variants=True)) == 1
     assert board.differences() == []
     assert "the readout convention" in board.variants_markdown()
-    assert len(cl.claims_frame([base, variant])) == 1 and len(cl.robustness_frame([base, variant])) == 1
+    assert len(sb.claims_frame([base, variant])) == 1 and len(sb.robustness_frame([base, variant])) == 1
 
 
 def test_scoreboard_leads_with_the_differences_in_the_papers_order(tmp_path):
@@ -334,17 +335,17 @@ def test_scoreboard_leads_with_the_differences_in_the_papers_order(tmp_path):
         _claim(where="§4, Fig. 2", verdict="agrees", section=""),
         _claim(where="App. B", verdict="disagrees", cause="measured in the App. B table", section=""),
         _claim(where="§4, Fig. 3(b)", verdict="partly", cause="only at eta=1", section="")], "ch")
-    board = cl.scoreboard(tmp_path)
+    board = sb.scoreboard(tmp_path)
     assert [c.where for _, c in board.rows("003")] == ["§4, Fig. 2", "§4, Fig. 3(b)", "§5.3, Fig. 7", "App. B"]
     assert [c.where for _, c in board.differences()] == ["§4, Fig. 3(b)", "§5.3, Fig. 7", "App. B"]
     md = board.differences_markdown()
     assert "three points" in md and "measured in the App. B table" in md and "§4, Fig. 2" not in md
-    split = cl.paper_counts(board.claims_by_notebook, setting="reduced")
+    split = sb.paper_counts(board.claims_by_notebook, setting="reduced")
     assert sum(split["003"].values()) == 0
 
 
 def test_glue_text_shows_nothing_when_it_ends_a_cell():
-    text = cl.GluedText("90%")
+    text = rc.GluedText("90%")
     assert text == "90%" and text._ipython_display_() is None and f"{text}" == "90%"
 
 
@@ -353,15 +354,16 @@ def test_every_executed_chapter_follows_the_claim_rules():
     from htlib import book
 
     for chapter in book.chapters():
-        records = cl.read_claims(chapter)  # constructing each record re-checks the per-record rules
+        records = rc.read_claims(chapter)  # constructing each record re-checks the per-record rules
         if records:
-            cl.check_records(records)
+            rc.check_records(records)
 
 
 def test_seed_interval_is_the_student_t_interval_and_covers_with_two_seeds():
     import numpy as np
 
-    from htlib.claims import Criterion, seed_interval
+    from htlib.records import Criterion
+    from htlib.stats import seed_interval
 
     # Hand-derived: x = 1, 2, 3 has mean 2, s = 1, and t(2 dof, 0.975) = 4.302652729911275 (tables: 4.303).
     m = seed_interval([1.0, 2.0, 3.0])
@@ -394,17 +396,17 @@ def test_the_findings_box_is_read_from_the_records_one_line_per_section():
                       revised_because="the level moved after the runs"),
                _claim(verdict="disagrees", section="s0", key="v1", kind="variant", variant_of="a0", cause="x"),
                _claim(verdict="disagrees", section="s0", key="c1", kind="check", cause="algebra")])
-    box = cl.findings_markdown(rows)
+    box = sb.findings_markdown(rows)
     top = [line for line in box.splitlines() if line.startswith("- ")]
     subs = [line for line in box.splitlines() if line.startswith("  - ")]
-    assert len(top) == cl.FINDING_GROUPS  # 10 sections: the last line gathers the sections beyond the box
+    assert len(top) == sb.FINDING_GROUPS  # 10 sections: the last line gathers the sections beyond the box
     # every counted record is in exactly one tally; variants and checks are not counted
     tallies = [int(n) for line in top for n in re.findall(r"`[a-z ]+` (\d+)", line)]
-    ahead, later = cl.verdict_counts(rows), cl.verdict_counts(rows, post_hoc=True)
+    ahead, later = rc.verdict_counts(rows), rc.verdict_counts(rows, post_hoc=True)
     assert sum(tallies) == sum(ahead.values()) + sum(later.values()) == 14 and sum(later.values()) == 1
     # the differing claims with their reasons; one line for two claims of one verdict and reason; post-hoc marked
     assert any("the tail is heavy" in s and "ratio 3 > 2" in s and "disagrees" in s for s in subs)
     assert [s for s in subs if "run A" in s] == [s for s in subs if "run B" in s] and len(subs) == 3
-    assert any("a revised one" in s and cl.POSTHOC in s for s in subs)
+    assert any("a revised one" in s and sb.POSTHOC in s for s in subs)
     assert "variant" not in box and "algebra" not in box
-    assert cl.findings_markdown([_claim(kind="check", key="c")]) == "*No counted claim in this run.*"
+    assert sb.findings_markdown([_claim(kind="check", key="c")]) == "*No counted claim in this run.*"

@@ -19,7 +19,7 @@ def test_every_record_on_an_edge_is_listed_with_its_reason_and_every_listed_one_
 
 
 def _notebook(tmp_path, claims) -> Path:
-    from htlib.claims import CLAIMS_MIME, _record
+    from htlib.records import CLAIMS_MIME, _record
 
     payload = json.dumps({"chapter": "htmp", "claims": [_record(c) for c in claims]})
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1,
@@ -33,7 +33,7 @@ def _notebook(tmp_path, claims) -> Path:
 def test_an_interval_end_at_the_level_a_tie_and_a_bound_are_found_and_a_clear_record_is_not(tmp_path):
     """A negative control on records made here: htmp's lenet-falls (mean of per-seed values > 0) with its interval's
     low end at 0 or within 1e-6 of the interval's size from it, and clear of 0; a bound named in the note."""
-    from htlib.claims import Claim
+    from htlib.records import Claim
     from htlib.claims import read_table
 
     spec = read_table(er.ROOT / "htlib" / "experiments" / "htmp" / "claims.toml")["lenet-falls"]

@@ -15,7 +15,8 @@ import torch
 
 from htlib import generalization as gen
 from htlib.experiments import generalization as exp
-from htlib.claims import claim_glue, judge
+from htlib.claims import judge
+from htlib.records import claim_glue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import perturb  # noqa: E402

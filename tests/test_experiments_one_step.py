@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from htlib import spectra
-from htlib.claims import Claim, judge, judge_table
+from htlib.claims import judge, judge_table
+from htlib.records import Claim
 from htlib.experiments import one_step as ch
 from htlib.two_layer import RunGrid, TwoLayerConfig, full_batch_gradient, init_weights, make_data
 

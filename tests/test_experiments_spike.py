@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from htlib import dynamics, spectra
-from htlib.claims import Claim, Measurement, check_records
+from htlib.claims import Measurement
+from htlib.records import Claim, check_records
 from htlib.experiments import spike
 from htlib.two_layer import train
 

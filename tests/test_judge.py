@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 from htlib import claims as cl
-from htlib.claims import Claim, Measurement, Spec, judge, judge_table, read_table
+from htlib import records as rc
+from htlib import scoreboard as sb
+from htlib.claims import Measurement, Spec, judge, judge_table, read_table
+from htlib.records import Claim
 from htlib.stats import t_interval
 
 ORIGINAL_FIELDS = {"paper", "where", "claim", "criterion", "measured", "verdict", "setting", "uncertainty",
@@ -146,10 +149,10 @@ def test_checks_pass_or_fail_and_are_never_counted():
     assert bad.cause.strip() and "0.5" in bad.cause
     claim = judge(spec(), m([1.5, 1.6, 1.7]))
     assert claim.counted
-    counts = cl.verdict_counts([ok, bad, claim])
+    counts = rc.verdict_counts([ok, bad, claim])
     assert counts["agrees"] == 1 and counts["disagrees"] == 0
-    assert cl.verdict_counts([cl._record(c) for c in (ok, bad, claim)]) == counts
-    assert len(cl.claims_frame([ok, bad, claim])) == 1
+    assert rc.verdict_counts([rc._record(c) for c in (ok, bad, claim)]) == counts
+    assert len(sb.claims_frame([ok, bad, claim])) == 1
 
 
 def test_a_check_may_also_be_a_one_sided_value():
@@ -173,7 +176,7 @@ def test_a_revised_level_is_kept_in_the_record_and_named_in_an_agreement():
     assert c.verdict == "agrees"
     assert c.revised_from == 1.5 and c.revised_because == s.revised_because
     assert "1.5" in c.cause and s.revised_because in c.cause and "disagrees" in c.cause  # the old level's verdict
-    stored = cl._record(c)
+    stored = rc._record(c)
     assert stored["revised_from"] == 1.5 and Claim(**stored) == c
 
 
@@ -190,7 +193,7 @@ def test_a_criterion_chosen_after_the_runs_is_recorded_and_listed_without_an_ear
     assert c.verdict == "agrees" and c.revised_from is None and c.revised_because == s.revised_because
     assert "chosen after" in c.cause and s.revised_because in c.cause
     path, _ = _notebook(tmp_path, [c])
-    board = cl.Scoreboard(cl.collect_claims([path]))
+    board = sb.Scoreboard(rc.collect_claims([path]))
     assert [r.key for _, r in board.revisions()] == ["spike"]
     assert "none" in board.revisions_markdown()
 
@@ -198,9 +201,9 @@ def test_a_criterion_chosen_after_the_runs_is_recorded_and_listed_without_an_ear
 # --- stored records stay byte-identical -------------------------------------------------------------------
 
 def _notebook(tmp_path, claims):
-    payload = cl._ClaimsPayload(claims, "ch")._repr_mimebundle_()[cl.CLAIMS_MIME]
+    payload = rc._ClaimsPayload(claims, "ch")._repr_mimebundle_()[rc.CLAIMS_MIME]
     path = tmp_path / "ch.ipynb"
-    path.write_text(json.dumps({"cells": [{"outputs": [{"data": {cl.CLAIMS_MIME: payload}}]}]}))
+    path.write_text(json.dumps({"cells": [{"outputs": [{"data": {rc.CLAIMS_MIME: payload}}]}]}))
     return path, payload
 
 
@@ -213,7 +216,7 @@ def test_records_at_the_defaults_store_the_original_fields_only(tmp_path):
     assert payload == json.dumps({"chapter": "ch", "claims": [{k: v for k, v in asdict(old).items()
                                                                if k in ORIGINAL_FIELDS}]},
                                  ensure_ascii=False, sort_keys=True)
-    assert cl.read_claims(path) == [old]
+    assert rc.read_claims(path) == [old]
 
 
 def test_new_records_round_trip_with_their_new_fields(tmp_path):
@@ -222,7 +225,7 @@ def test_new_records_round_trip_with_their_new_fields(tmp_path):
                judge(spec(revised_from=(1.5), revised_because="read off the figure"), m([1.3, 1.4, 1.35])),
                judge(spec(key="v", kind="variant", variant_of="spike", setting="median"), m([1.3, 1.4, 1.35]))]
     path, payload = _notebook(tmp_path, records)
-    assert cl.read_claims(path) == records
+    assert rc.read_claims(path) == records
 
 
 # --- validation at the edge -----------------------------------------------------------------------------
@@ -289,7 +292,7 @@ def test_judge_table_needs_one_measurement_per_spec():
 def test_glue_comes_from_the_records():
     records = judge_table([spec(), spec(key="v", kind="variant", variant_of="spike", setting="median")],
                           {"spike": m([0.9, 1.3, 1.0, 1.4]), "v": Measurement.not_run("costly")})
-    names = cl.claim_glue(records, prefix="ch_")
+    names = rc.claim_glue(records, prefix="ch_")
     for c in records:
         for field in ("verdict", "measured", "uncertainty", "cause", "criterion"):
             assert names[f"ch_{c.key}_{field}"] == " ".join(getattr(c, field).split())
@@ -331,20 +334,20 @@ def test_scoreboard_lists_checks_and_revisions_apart_from_the_counted_claims(tmp
     revised = judge(spec(key="kta", level=1.1, revised_from=1.5, revised_because="set after the runs"),
                     m([1.2, 1.25, 1.3]))
     plain = judge(spec(key="loss"), m([1.3, 1.4, 1.5]))
-    board = cl.Scoreboard({Path("one_step_adam.ipynb"): [check, revised, plain]})
+    board = sb.Scoreboard({Path("one_step_adam.ipynb"): [check, revised, plain]})
     assert [c.key for _, c in board.rows("003")] == ["kta", "loss"]
     assert [c.key for _, c in board.rows("003", kind="check")] == ["frob"]
     assert [c.key for _, c in board.revisions()] == ["kta"]
     assert "sqrt(hd)" in board.checks_markdown() and "sqrt(hd)" not in board.papers_markdown()
     assert "1.5" in board.revisions_markdown() and "set after the runs" in board.revisions_markdown()
     # the revised record is counted apart: decided on a criterion chosen after the runs
-    assert cl.verdict_counts([check, revised, plain])["agrees"] == 1
-    assert cl.verdict_counts([check, revised, plain], post_hoc=True)["agrees"] == 1
-    frame = cl.checks_frame([check, revised, plain])
+    assert rc.verdict_counts([check, revised, plain])["agrees"] == 1
+    assert rc.verdict_counts([check, revised, plain], post_hoc=True)["agrees"] == 1
+    frame = sb.checks_frame([check, revised, plain])
     assert list(frame["identity"]) == ["||G||_F = sqrt(hd)"] and list(frame["result"]) == ["holds"]
-    assert len(cl.claims_frame([check, revised, plain])) == 2 and len(cl.robustness_frame([check, plain])) == 0
+    assert len(sb.claims_frame([check, revised, plain])) == 2 and len(sb.robustness_frame([check, plain])) == 0
     # a board without any: the sections say so instead of showing an empty table
-    empty = cl.Scoreboard({Path("x.ipynb"): [plain]})
+    empty = sb.Scoreboard({Path("x.ipynb"): [plain]})
     assert "|" not in empty.checks_markdown() and "|" not in empty.revisions_markdown()
 
 

@@ -29,12 +29,12 @@ PKG = Path(htlib.__file__).resolve().parent
 
 NUMERICS = {"spectra", "htmp", "linear", "two_layer", "two_layer_autograd", "random_matrices", "teacher_student",
             "dynamics", "small_nets", "datasets", "generalization", "stats", "_checks"}
-SUPPORT = {"cache", "sweep", "claims", "plotting", "params"}
+SUPPORT = {"cache", "sweep", "claims", "records", "scoreboard", "plotting", "params"}
 RUNNERS = {"run", "book", "paper"}
 NOTEBOOK_TOOLS = {"papermill", "nbformat", "nbconvert", "nbclient", "yaml", "myst_nb"}
-# myst_nb's glue is what a chapter's cell calls to hand a number to the prose: claims.glue_text and
-# claims.publish_claims import it lazily, inside the function, and only a running notebook calls them.
-NOTEBOOK_TOOL_USERS = RUNNERS | {"claims"}
+# myst_nb's glue is what a chapter's cell calls to hand a number to the prose: records.glue_text and
+# scoreboard.publish_claims import it lazily, inside the function, and only a running notebook calls them.
+NOTEBOOK_TOOL_USERS = RUNNERS | {"records", "scoreboard"}
 NUMERICS_THIRD_PARTY = {"numpy", "scipy", "torch", "mpmath", "sklearn", "mlxtend"}
 PAPER_REF = re.compile(r"\bFig(?:ure|s?\.)|§|\bTable \d|\bTheorem \d|\bEq\. ?\(?\d")
 

@@ -63,7 +63,8 @@ def test_float32_data_are_perturbed_in_float64():
 def test_a_verdict_at_its_level_fails_and_one_with_margin_passes():
     """The negative control: a seed mean whose interval ends exactly at the level (three equal seeds) agrees only by
     the last bit; the same criterion with the values a tenth above it holds under every draw."""
-    from htlib.claims import Criterion, seed_interval
+    from htlib.records import Criterion
+    from htlib.stats import seed_interval
 
     def verdict(values):
         return Criterion("mean", ">=", 1.0).judge(*seed_interval(values).at())

@@ -154,7 +154,7 @@ def test_figure_data_holds_every_drawn_number(tmp_path, monkeypatch):
     import pandas as pd
 
     from htlib import plotting
-    from htlib.claims import glue_figure
+    from htlib.records import glue_figure
 
     rng = np.random.default_rng(1)
     x = rng.standard_normal(400)

@@ -35,7 +35,7 @@ import nbval_numbers as nn  # noqa: E402
 import tolerances as tl  # noqa: E402
 
 from htlib import book  # noqa: E402
-from htlib.claims import CLAIMS_MIME  # noqa: E402
+from htlib.records import CLAIMS_MIME  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = [p for p in book.chapters() if p.stem != "scoreboard"]

@@ -425,7 +425,7 @@ def test_a_rerun_writes_the_numbers_behind_its_figures_beside_it(chapter, tmp_pa
     """A glued figure's CSV goes beside the rerun notebook, never into book/ (where the chapter runs)."""
     nb = nbformat.read(str(chapter), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(
-        "import matplotlib.pyplot as plt\nfrom htlib.claims import glue_figure\nfig, ax = plt.subplots()\n"
+        "import matplotlib.pyplot as plt\nfrom htlib.records import glue_figure\nfig, ax = plt.subplots()\n"
         "ax.plot([0, 1], [n, 2 * n])\nglue_figure('fig-rerun', fig)\nplt.close(fig)"))
     nbformat.write(nb, str(chapter))
     out = run.run_chapter(chapter, {"n": 7}, output_dir=tmp_path / "runs", progress=False, html=False)

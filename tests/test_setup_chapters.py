@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from htlib import book, run
-from htlib.claims import read_claims
+from htlib.records import read_claims
 from htlib.experiments import INT_MAX, ParameterError
 
 ROOT = Path(__file__).resolve().parent.parent

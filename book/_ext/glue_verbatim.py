@@ -1,7 +1,7 @@
 """Sphinx extension: paste glued text exactly as the chapter formatted it.
 
 ``{glue:text}`key``` runs the stored ``text/plain`` through ``ast.literal_eval`` before printing it, so a
-value that :func:`htlib.claims.glue_text` formatted as ``"15.000"`` is pasted as ``15.0``, ``"1e3"`` as
+value that :func:`htlib.records.glue_text` formatted as ``"15.000"`` is pasted as ``15.0``, ``"1e3"`` as
 ``1000.0`` and ``"1,024"`` as ``(1, 024)``.  The chapters format every number on purpose (the precision
 is part of the claim), so without an explicit format spec the text is pasted verbatim; a quoted string
 literal still loses its quotes.  With a format spec (``{glue:text}`key:.2f```) myst-nb's own behaviour

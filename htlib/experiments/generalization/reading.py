@@ -13,8 +13,10 @@ import scipy.stats
 
 from htlib import dynamics, stats
 from htlib._checks import check_int
-from htlib.claims import PAPER_SETTING, Claim, Measurement, SeedInterval, judge_table, read_table, seed_interval
+from htlib.claims import Measurement, judge_table, read_table
 from htlib.generalization import final_metrics
+from htlib.records import PAPER_SETTING, Claim
+from htlib.stats import SeedInterval, seed_interval
 from htlib.two_layer import READOUT_SCALES, RunGrid, Trajectory
 from htlib.experiments.generalization.compute import AUTHORS_FIG8_SEEDS, Fig7Result, Fig8Result, Setup
 

@@ -11,7 +11,8 @@ import pandas as pd
 from scipy import stats
 
 from htlib import htmp, spectra
-from htlib.claims import Claim, Measurement, judge_table, read_table
+from htlib.claims import Measurement, judge_table, read_table
+from htlib.records import Claim
 from htlib.experiments.htmp.compute import (ALEX_IMAGES_PER_SECOND, BatchResult, NTKFit, PAPER_KAPPA, _delta, _q,
                                             alex_paper_hours, bulk_fit)
 

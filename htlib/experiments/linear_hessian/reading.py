@@ -8,7 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from htlib.claims import Claim, Measurement, judge, judge_table, read_table
+from htlib.claims import Measurement, judge, judge_table, read_table
+from htlib.records import Claim
 from htlib.experiments.linear_hessian.compute import (FIG5_FRESH_N, PATH_FAMILIES, Count, Fig12, Fig3, Fig4, Fig5, Fig6,
                                                       Fig7, Fig8, PAPER, PAPER_EPOCHS, Setup, convergence, log_slopes)
 

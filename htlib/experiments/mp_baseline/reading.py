@@ -9,7 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from htlib import plotting
-from htlib.claims import Claim, Measurement, judge_table, read_table
+from htlib.claims import Measurement, judge_table, read_table
+from htlib.records import Claim
 from htlib.random_matrices import MPComparison
 from htlib.experiments.mp_baseline.compute import GammaPanel, PAPER, SizeSweep
 

@@ -15,8 +15,9 @@ import torch
 
 from htlib import spectra
 from htlib._checks import check_choice
-from htlib.claims import PAPER_SETTING, SeedInterval, seed_interval
 from htlib.params import MIN_WIDTH, SweepSetup, param
+from htlib.records import PAPER_SETTING
+from htlib.stats import SeedInterval, seed_interval
 from htlib.sweep import run_sweep
 from htlib.two_layer import (ADAM_BETAS, READOUT_SCALES, AdamState, RunGrid, Trajectory, TwoLayerConfig,
                              adam_direction, full_batch_gradient, init_weights, make_data, run_grid,

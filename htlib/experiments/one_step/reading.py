@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from htlib import stats
-from htlib.claims import PAPER_SETTING, Claim, Measurement, Spec, judge_table, read_table
+from htlib.claims import Measurement, Spec, judge_table, read_table
+from htlib.records import PAPER_SETTING, Claim
 from htlib.two_layer import READOUT_SCALES
 from htlib.experiments.one_step.compute import (COR_FORMS, ONSET_CS, Fig2Result, Fig3Result, MODE_MASS, OPTIMIZERS,
     SCALING_QUANTITIES, SIGN_FACTOR, ScalingResult, Setup, finite_size_form, residual_exponents)

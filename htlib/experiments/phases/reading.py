@@ -9,7 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from htlib import plotting, spectra
-from htlib.claims import Claim, Measurement, judge_table, read_table
+from htlib.claims import Measurement, judge_table, read_table
+from htlib.records import Claim
 from htlib.experiments.phases.compute import Confusion, EXPECTED_PHASES, LARGE, expected_phases
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))

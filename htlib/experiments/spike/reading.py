@@ -11,7 +11,8 @@ import numpy as np
 
 from htlib import dynamics, plotting, spectra
 from htlib.dynamics import tail_shape
-from htlib.claims import Claim, Measurement, judge_table, read_table
+from htlib.claims import Measurement, judge_table, read_table
+from htlib.records import Claim
 from htlib.experiments.spike.compute import PAPER
 from htlib.two_layer import Trajectory
 

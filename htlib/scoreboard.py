@@ -1,0 +1,582 @@
+"""The page side of the claims: a chapter's table of records, its findings box, and the scoreboard.
+
+:func:`publish_claims` stores a chapter's records (:mod:`htlib.records`) and returns its table of records
+(:func:`claims_frame`; :func:`robustness_frame` and :func:`checks_frame` show the variants and checks);
+:func:`findings_markdown` writes the "what the book finds" box at the top of a chapter; :func:`scoreboard` reads
+every executed chapter into a :class:`Scoreboard`, which ``book/scoreboard.ipynb`` shows section by section
+(:func:`counts`, :func:`differences`, :func:`variants`, :func:`checks`, :func:`revisions`,
+:func:`split_counts_table`) and whose counts :func:`glue_counts` hands to the landing page."""
+
+from __future__ import annotations
+
+import functools
+import html as _html
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from htlib.records import (CLAIMS_GLUE_KEY, KINDS, VERDICTS, Claim, GluedText, _ClaimsPayload, _fmt, _Markdown,
+                           _Plain, check_records, collect_claims, glue_text, paper_name, verdict_counts)
+
+__all__ = [
+    "DIFFERENCES", "SCOREBOARD_ORDER", "where_key", "claims_frame", "robustness_frame", "checks_frame",
+    "publish_claims", "paper_counts", "CLAIM_WORDS", "REASON_WORDS", "TITLE_WORDS", "clip_words", "short_reason",
+    "render_math", "Scoreboard", "FINDING_GROUPS", "POSTHOC", "findings_markdown", "glue_findings", "counts",
+    "differences", "variants", "checks", "revisions", "scoreboard", "glue_counts", "split_counts_table",
+]
+
+DIFFERENCES: tuple[str, ...] = ("disagrees", "partly", "inconclusive")  # listed first on the scoreboard
+SCOREBOARD_ORDER: tuple[str, ...] = ("003", "001", "004", "MM21", "MP")  # the papers in the order pages list them
+
+_WHERE_TOKEN = re.compile(r"(§|Sec\.?|Fig\.?|Figure|Table|Thm\.?|Theorem|Cor\.?|Corollary|App\.?|Appendix|Eq\.?)\s*"
+                          r"([A-Z]?)(\d+(?:\.\d+)*)?", re.IGNORECASE)
+
+def where_key(where: str) -> tuple:
+    """A sort key that puts claims in the paper's own order: sections, then figures; appendices last.
+
+    Examples
+    --------
+    >>> sorted(["App. B", "§5.3, Fig. 7", "§4, Fig. 3(b)", "§4, Fig. 2", "Fig. 8(a)"], key=where_key)
+    ['§4, Fig. 2', '§4, Fig. 3(b)', '§5.3, Fig. 7', 'Fig. 8(a)', 'App. B']
+    """
+    section, figure, appendix = (), (), ""
+    for m in _WHERE_TOKEN.finditer(where):
+        kind = m.group(1).lower().rstrip(".")
+        number = tuple(int(p) for p in m.group(3).split(".")) if m.group(3) else ()
+        if kind in ("app", "appendix"):
+            appendix = appendix or (m.group(2) or (where[m.end():].strip()[:1])).upper() or "Z"
+        elif kind in ("§", "sec") and not section:
+            section = number
+        elif kind in ("fig", "figure", "table") and not figure:
+            figure = number
+    # Claims that name only a figure follow the sectioned ones; appendices come last.
+    return (1 if appendix else 0, appendix, section or (10**6,), figure, where)
+
+_COLUMNS = {"where": "where", "claim": "claim", "criterion": "criterion", "setting": "setting",
+            "measured": "measured", "uncertainty": "uncertainty", "verdict": "verdict", "cause": "cause"}
+
+_CHECK_RESULT = {"agrees": "holds", "disagrees": "fails", "inconclusive": "undecided", "partly": "partly holds",
+                 "not tested": "not run"}  # a check holds or fails, it does not agree with a paper
+
+def _frame(claims: Sequence[Claim], columns: dict[str, str], bases: dict[str, Claim] | None = None):
+    import pandas as pd
+    rows = [{label: getattr(c, key) for key, label in columns.items()} for c in claims]
+    frame = _RecordTable(rows, columns=list(columns.values()))
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="#")
+    board = Scoreboard({})
+    frame.attrs["markdown"] = "\n".join(
+        board.record_markdown(Path("."), c, base=(bases or {}).get(c.variant_of), evidence=bool(c.section))
+        for c in claims) or "*None in this run.*"
+    return frame
+
+@functools.cache
+def _record_table():
+    """The class, made once on first use (htlib.plotting, and with it matplotlib, loads only then)."""
+    from htlib.plotting import Table
+
+    class RecordTable(Table):
+        """A table of claim records that a page shows as one closed dropdown per record (a wide table of long
+        texts does not fit the text column); the rows stay a DataFrame for code and for its text form."""
+
+        @property
+        def _constructor(self):
+            return Table  # a slice or a computed frame is a plain table again
+
+        def _repr_html_(self) -> None:
+            return None
+
+        def _repr_markdown_(self) -> str:
+            return self.attrs.get("markdown", "")
+
+    return RecordTable
+
+def _RecordTable(*args, **kwargs):
+    return _record_table()(*args, **kwargs)
+
+def claims_frame(claims: Sequence[Claim]):
+    """The counted claims, one row each, as a :class:`htlib.plotting.Table` (shown whole, never cut)."""
+    return _frame([c for c in claims if c.counted], _COLUMNS)
+
+def robustness_frame(claims: Sequence[Claim]):
+    """The variants among ``claims`` (other conventions, fits, whitenings), each next to the claim it varies."""
+    by_key = {c.key: c for c in claims if c.key}
+    variants = [c for c in claims if c.variant_of and c.kind != "check"]
+    columns = {"variant_of": "variant of", **{k: v for k, v in _COLUMNS.items() if k != "where"}}
+    frame = _frame(variants, columns, by_key)
+    frame["variant of"] = [f"{by_key[c.variant_of].where}: {by_key[c.variant_of].claim}"
+                           if c.variant_of in by_key else c.variant_of for c in variants]
+    return frame
+
+def checks_frame(claims: Sequence[Claim]):
+    """The numerical checks among ``claims`` (identities that hold by algebra), shown apart and never counted."""
+    checks = [c for c in claims if c.kind == "check"]
+    frame = _frame(checks, {"where": "where", "claim": "identity", "criterion": "check", "measured": "measured",
+                            "verdict": "result", "cause": "why it cannot fail"})
+    frame["result"] = [_CHECK_RESULT[c.verdict] for c in checks]
+    return frame
+
+def publish_claims(claims: Sequence[Claim], *, chapter: str):
+    """Store the records in the notebook (glued under :data:`htlib.records.CLAIMS_GLUE_KEY`) and return the claims
+    table (:func:`claims_frame`); the chapter's records must pass :func:`htlib.records.check_records`."""
+    claims = list(claims)
+    if not claims: raise ValueError("claims must not be empty")
+    if not all(isinstance(c, Claim) for c in claims): raise TypeError("claims must be Claim records")
+    check_records(claims)
+    from myst_nb import glue
+    glue(CLAIMS_GLUE_KEY, _ClaimsPayload(claims, chapter), display=False)
+    return claims_frame(claims)
+
+# The scoreboard: every chapter's records, one table per paper.
+
+def paper_counts(claims_by_notebook: dict[Path, list[Claim]], *, setting: str | None = None,
+                 post_hoc: bool = False) -> dict[str, dict[str, int]]:
+    """``{paper: {verdict: count}}`` of the counted records decided in advance (``post_hoc``: those decided on a
+    criterion chosen after the runs; ``setting``: only "paper" or only "reduced" ones)."""
+    if setting not in (None, "paper", "reduced"):
+        raise ValueError(f"setting must be None, 'paper' or 'reduced', got {setting!r}")
+    everything = [c for records in claims_by_notebook.values() for c in records
+                  if setting is None or c.at_paper_setting == (setting == "paper")]
+    return {paper: verdict_counts((c for c in everything if c.paper == paper), post_hoc=post_hoc)
+            for paper in SCOREBOARD_ORDER}
+
+# sphinx-design badge colour per verdict; the word is always shown, so colour is never the only cue.
+_BADGES = {"agrees": "success", "partly": "warning", "disagrees": "danger", "inconclusive": "info",
+           "not tested": "secondary"}
+
+def _badge(verdict: str) -> str:
+    return f"{{bdg-{_BADGES[verdict]}}}`{verdict}`"
+
+def _html_badge(verdict: str) -> str:
+    tone = _BADGES[verdict]
+    return f'<span class="sd-sphinx-override sd-badge sd-bg-{tone} sd-bg-text-{tone}">{verdict}</span>'
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+CLAIM_WORDS = 20  # the most words of a claim in the scoreboard's first section
+REASON_WORDS = 25  # the most words of its reason there
+TITLE_WORDS = 12  # the most words of a claim in a closed record's title
+
+def clip_words(text: str, n: int) -> str:
+    """``text`` cut to its first ``n`` words, with an ellipsis where it was cut.
+
+    Examples
+    --------
+    >>> clip_words("one two three four", 2), clip_words("one two", 2)
+    ('one two…', 'one two')
+    """
+    if n < 1: raise ValueError(f"n must be a positive number of words, got {n!r}")
+    words = str(text).split()
+    return " ".join(words) if len(words) <= n else " ".join(words[:n]) + "…"
+
+def _top_level(text: str, sep: str = "; ") -> list[str]:
+    """``text`` split at ``sep`` outside parentheses and brackets."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+        if depth <= 0 and text.startswith(sep, i):
+            parts.append(text[start:i]); start = i + len(sep); i += len(sep); continue
+        i += 1
+    return [p for p in parts + [text[start:]] if p.strip()]
+
+_AGREEING_PART = re.compile(r":\s*agrees\s*$")
+
+def short_reason(cause: str, n: int = REASON_WORDS) -> str:
+    """The reason of a verdict in at most ``n`` words: of a compound cause ("a: agrees; b: disagrees (...)")
+    the parts that do not agree come first; the full cause stays in the record.
+
+    Examples
+    --------
+    >>> short_reason("x > 0: agrees; y < 1: disagrees (interval [2, 3])", 5)
+    'y < 1: disagrees (interval…'
+    """
+    parts = _top_level(" ".join(str(cause).split()))
+    differing = [p for p in parts if not _AGREEING_PART.search(p)]
+    return clip_words("; ".join(differing if 0 < len(differing) < len(parts) else parts), n)
+
+# ASCII math of the records (lambda_+, s_i^(2(L-1)), sqrt(hd)) as TeX, for the rendered pages.
+_GREEK = ("alpha|beta|gamma|delta|epsilon|zeta|eta|theta|kappa|lambda|mu|rho|sigma|tau|phi|psi|omega")
+_POWER = r"(?:\^\((?:[^()]|\([^()]*\))*\)|\^[A-Za-z0-9]+)?"
+_ASCII_MATH = re.compile(
+    rf"(?<![A-Za-z0-9_])(?:(?P<greek>{_GREEK})(?:_(?P<gsub>[A-Za-z0-9+]+))?(?P<gpow>{_POWER})"
+    rf"|(?P<var>[A-Za-z])(?=[_^][A-Za-z0-9+(])(?:_(?P<vsub>[A-Za-z0-9+]+))?(?P<vpow>{_POWER})"
+    r"|sqrt\((?P<root>[A-Za-z0-9 ]+)\))(?![A-Za-z0-9_])")
+
+_SIGNS = {" >= ": " ≥ ", " <= ": " ≤ ", " != ": " ≠ "}
+
+def _tex(m: re.Match) -> str:
+    def sub(s):
+        if not s: return ""
+        s = {"max": r"\max", "min": r"\min"}.get(s, s if len(s) <= 2 or not s.isalpha() else rf"\mathrm{{{s}}}")
+        return f"_{{{s}}}"
+    def power(p):
+        if not p: return ""
+        body = p[1:]
+        return "^{" + (body[1:-1] if body.startswith("(") else body) + "}"
+    if m.group("root") is not None:
+        return rf"\sqrt{{{m.group('root')}}}"
+    if m.group("greek"):
+        return "\\" + m.group("greek") + sub(m.group("gsub")) + power(m.group("gpow"))
+    return m.group("var") + sub(m.group("vsub")) + power(m.group("vpow"))
+
+def render_math(text: str, markup: str = "myst") -> str:
+    """``text`` with its ASCII math (Greek names, ``x_i^(k)``, ``sqrt(.)``) as TeX: ``$..$`` in MyST, MathJax
+    spans in HTML (the rest escaped); a text that already holds ``$`` is left as it is.
+
+    Examples
+    --------
+    >>> render_math("s_i^(2(L-1)) above lambda_+ at eta = 1")
+    '$s_{i}^{2(L-1)}$ above $\\\\lambda_{+}$ at $\\\\eta$ = 1'
+    """
+    if markup not in ("myst", "html"): raise ValueError(f"markup must be 'myst' or 'html', got {markup!r}")
+    text = " ".join(str(text).split())
+    for ascii_, sign in _SIGNS.items():
+        text = text.replace(ascii_, sign)
+    if markup == "myst":
+        return text if "$" in text else _ASCII_MATH.sub(lambda m: f"${_tex(m)}$", text)
+    out, at = [], 0
+    for m in ([] if "$" in text else _ASCII_MATH.finditer(text)):
+        out += [_html.escape(text[at:m.start()]),
+                f'<span class="math notranslate nohighlight">\\({_html.escape(_tex(m))}\\)</span>']
+        at = m.end()
+    return "".join(out + [_html.escape(text[at:])])
+
+def _anchor(section: str) -> str:
+    from docutils.nodes import make_id
+    return make_id(section)
+
+class _Html(_Plain):
+    """An HTML fragment that displays as HTML (its text form for nbval), for the landing page's glue."""
+    def __init__(self, html: str, text: str) -> None:
+        super().__init__(text)
+        self.html = html
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+class Scoreboard:
+    """The claims of several chapters: counts per paper, the differences one line each, and every record in
+    a closed dropdown, linking each claim to its section (``links="ref"``) or to ``<notebook stem>.html#<label>``
+    (``links="html"``, for standalone reruns in one folder)."""
+    def __init__(self, claims_by_notebook: dict[Path, list[Claim]], *, links: str = "ref") -> None:
+        if links not in ("ref", "html"): raise ValueError(f"links must be 'ref' or 'html', got {links!r}")
+        self.claims_by_notebook = claims_by_notebook
+        self.links = links
+
+    def rows(self, paper: str, *, variants: bool = False, kind: str | None = None) -> list[tuple[Path, Claim]]:
+        """The records of ``paper`` of one ``kind`` (``variants=True``: ``"variant"``), in the paper's order."""
+        kind = kind or ("variant" if variants else "claim")
+        if kind not in KINDS: raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+        rows = [(nb, c) for nb, records in self.claims_by_notebook.items() for c in records if c.paper == paper
+                and ("check" if c.kind == "check" else "variant" if c.variant_of else "claim") == kind]
+        return sorted(rows, key=lambda row: where_key(row[1].where))
+
+    def revisions(self) -> list[tuple[Path, Claim]]:
+        """Every record whose level was changed, or whose criterion was chosen, after the numbers were seen."""
+        return [(nb, c) for paper in SCOREBOARD_ORDER for k in KINDS for nb, c in self.rows(paper, kind=k)
+                if c.revised_because.strip()]
+
+    def differences(self) -> list[tuple[Path, Claim]]:
+        """Every counted record whose verdict is one of :data:`DIFFERENCES`, paper by paper."""
+        return [(nb, c) for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper) if c.verdict in DIFFERENCES]
+
+    def _link(self, notebook: Path, claim: Claim) -> str:
+        text = _cell(claim.where).replace("<", "\\<").replace("`", "'")
+        if self.links == "html":
+            # Raw HTML: the pages of a rerun folder are not documents of one Sphinx project.
+            anchor = f"#{claim.section}" if claim.section else ""
+            return f'<a href="{notebook.stem}.html{anchor}">{_html.escape(claim.where).replace("|", "&#124;")}</a>'
+        if claim.section:
+            return f"{{ref}}`{text} <{claim.section}>`"
+        return f"{{doc}}`{text} <{notebook.stem}>`"
+
+    def _html_link(self, notebook: Path, claim: Claim) -> str:
+        anchor = f"#{_anchor(claim.section)}" if claim.section else ""
+        return f'<a href="{notebook.stem}.html{anchor}">{_html.escape(" ".join(claim.where.split()))}</a>'
+
+    @staticmethod
+    def _setting(claim: Claim) -> str:
+        return _cell(claim.setting_text)
+
+    # -- the first screen: counts per paper, then the differences one line each
+
+    def counts_html(self) -> str:
+        """The counted claims per paper and verdict: a paper's name heads its row of counts (five columns) of the
+        claims decided in advance; the claims decided on a criterion chosen after the runs follow in a row apart."""
+        counts = paper_counts(self.claims_by_notebook)
+        later = paper_counts(self.claims_by_notebook, post_hoc=True)
+        head = "".join(f"<th>{v}</th>" for v in VERDICTS)
+        body = []
+        for paper in SCOREBOARD_ORDER:
+            n, m = sum(counts[paper].values()), sum(later[paper].values())
+            after = f" (+{m} chosen after the runs)" if m else ""  # their verdicts: the paper's own lines
+            body.append(f'<tr class="htlib-counts-paper"><th colspan="{len(VERDICTS)}" scope="colgroup">'
+                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"}{after}'
+                        "</th></tr>")
+            body.append("<tr>" + "".join(f"<td>{counts[paper][v]}</td>" for v in VERDICTS) + "</tr>")
+        return (f'<div class="htlib-scoreboard htlib-counts"><table><thead><tr>{head}</tr></thead>'
+                f'<tbody>{"".join(body)}</tbody></table></div>')
+
+    def counts_text(self) -> str:
+        counts = paper_counts(self.claims_by_notebook)
+        later = paper_counts(self.claims_by_notebook, post_hoc=True)
+        return "\n".join(f"{paper}: " + ", ".join(f"{n} {v}" for v, n in counts[paper].items())
+                         + "; after the runs: " + ", ".join(f"{n} {v}" for v, n in later[paper].items())
+                         for paper in SCOREBOARD_ORDER)
+
+    def difference_line(self, notebook: Path, claim: Claim, markup: str = "myst") -> str:
+        """One line: the verdict, the claim (at most :data:`CLAIM_WORDS` words), the reason (at most
+        :data:`REASON_WORDS`) and the link to the evidence."""
+        text, reason = clip_words(claim.claim, CLAIM_WORDS), short_reason(claim.cause)
+        if markup == "html":
+            return (f"{_html_badge(claim.verdict)} {render_math(text, 'html')} "
+                    f"— <span class=\"htlib-reason\">{render_math(reason, 'html')}</span> "
+                    f"({self._html_link(notebook, claim)})")
+        return (f"{_badge(claim.verdict)} {_cell(render_math(text))} "
+                f"— <span class=\"htlib-reason\">{_cell(render_math(reason))}</span> ({self._link(notebook, claim)})")
+
+    def not_agreeing(self) -> list[tuple[Path, Claim]]:
+        """Every counted record whose verdict is not "agrees" (the differences, then those not tested), paper
+        by paper: the first section of the scoreboard."""
+        return [(nb, c) for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper) if c.verdict != "agrees"]
+
+    def differences_markdown(self) -> str:
+        """The first section: one line per :meth:`not_agreeing` record, paper by paper."""
+        parts: list[str] = []
+        for paper in SCOREBOARD_ORDER:
+            if rows := [(nb, c) for nb, c in self.not_agreeing() if c.paper == paper]:
+                parts.append(f"**{paper_name(paper)}**\n")
+                parts.append("\n".join(f"- {self.difference_line(nb, c)}" for nb, c in rows) + "\n")
+        if not parts:
+            return "*Every counted claim agrees.*"
+        return "\n".join([":::{container} htlib-scoreboard htlib-differences", *parts, ":::", ""])
+
+    def differences_html(self, verdicts: Sequence[str] = ("disagrees",)) -> str:
+        """The differences of ``verdicts`` as an HTML list, paper by paper (for the landing page)."""
+        items = [f"<li><strong>{paper_name(c.paper, markup='html')}.</strong> {self.difference_line(nb, c, 'html')}"
+                 "</li>" for nb, c in self.differences() if c.verdict in verdicts]
+        return f'<ul class="htlib-scoreboard htlib-landing-differences">{"".join(items)}</ul>' if items else ""
+
+    # -- the full records, each in a closed dropdown
+
+    def _fields(self, notebook: Path, c: Claim, base: Claim | None = None) -> list[tuple[str, str]]:
+        first = "none: the criterion was chosen after the numbers were seen"
+        fields_ = [("variant of", base.claim if base else c.variant_of) if c.variant_of else None,
+                   ("identity" if c.kind == "check" else "claim", c.claim),
+                   ("check" if c.kind == "check" else "criterion (chosen after the runs)" if c.post_hoc
+                    else "criterion (fixed in advance)", c.criterion),
+                   ("setting", c.setting_text) if c.kind != "variant"
+                   and not c.variant_of else ("variant", c.setting),
+                   ("measured", c.measured) if str(c.measured).strip() else None,
+                   ("uncertainty", c.uncertainty) if c.uncertainty.strip() else None,
+                   ("result" if c.kind == "check" else "verdict", _CHECK_RESULT[c.verdict] if c.kind == "check"
+                    else c.verdict),
+                   ("why it cannot fail" if c.kind == "check" else "cause", c.cause) if c.cause.strip() else None,
+                   ("level fixed first", first if c.revised_from is None else _fmt(c.revised_from))
+                   if c.revised_because.strip() else None,
+                   ("why it changed", c.revised_because) if c.revised_because.strip() else None]
+        return [f for f in fields_ if f]
+
+    def record_markdown(self, notebook: Path, c: Claim, *, colons: int = 3, base: Claim | None = None,
+                        evidence: bool = True) -> str:
+        """One record as a closed dropdown: verdict, where and the claim in its title, every field inside (and,
+        with ``evidence``, the link to the section that holds the evidence)."""
+        fence = ":" * colons
+        verdict = _CHECK_RESULT[c.verdict] if c.kind == "check" else c.verdict
+        title = (f"{{bdg-{_BADGES[c.verdict]}}}`{verdict}` {_cell(c.where)}: "
+                 f"{_cell(clip_words(c.setting if c.variant_of else c.claim, TITLE_WORDS))}")
+        # The record's own text, as the chapter stored it (the first section renders its math).
+        body = [f"{name}\n: {_cell(value)}\n" for name, value in self._fields(notebook, c, base)]
+        if evidence:
+            body.append(f"evidence\n: {self._link(notebook, c)}\n")
+        return "\n".join([f"{fence}{{dropdown}} {title}", f":class-container: htlib-record", "", *body, fence, ""])
+
+    def papers_markdown(self) -> str:
+        """Every counted record, paper by paper in the paper's order, each in a closed dropdown."""
+        parts: list[str] = []
+        for paper in SCOREBOARD_ORDER:
+            if not (rows := self.rows(paper)):
+                continue
+            parts.append(f"**{paper_name(paper)}.** {_tally(c for _, c in rows)}.\n")
+            parts += [self.record_markdown(nb, c) for nb, c in rows]
+        if not parts:
+            return "*No chapter has published claims yet.*"
+        return "\n".join([":::::{container} htlib-scoreboard htlib-paper", *parts, ":::::", ""])
+
+    def _section(self, title: str, records: list[str], kind: str, empty: str) -> str:
+        if not records:
+            return empty
+        return "\n".join([f"::::{{dropdown}} {title} ({len(records)})", f":class-container: htlib-section htlib-{kind}",
+                          "", *records, "::::", ""])
+
+    def variants_markdown(self) -> str:
+        records = []
+        for paper in SCOREBOARD_ORDER:
+            for nb, c in self.rows(paper, variants=True):
+                base = next((b for b in self.claims_by_notebook.get(nb, []) if b.key == c.variant_of), None)
+                records.append(self.record_markdown(nb, c, base=base))
+        return self._section("Variants of the claims, never counted", records, "variants",
+                             "*No chapter reports variants.*")
+
+    def checks_markdown(self) -> str:
+        records = [self.record_markdown(nb, c)
+                   for paper in SCOREBOARD_ORDER for nb, c in self.rows(paper, kind="check")]
+        return self._section("Numerical checks, never counted", records, "checks",
+                             "*No chapter reports numerical checks.*")
+
+    def revisions_markdown(self) -> str:
+        first = "none: the criterion was chosen after the numbers were seen"
+        items = [f"- {_badge(c.verdict)} {self._link(nb, c)}: {_cell(clip_words(c.claim, CLAIM_WORDS))}"
+                 f" — level fixed first: {_cell(first if c.revised_from is None else _fmt(c.revised_from))}; "
+                 f"judged: {_cell(c.criterion)}. Why: {_cell(c.revised_because)}"
+                 for nb, c in self.revisions()]
+        if not items:
+            return "*No level was changed after the numbers were seen.*"
+        return "\n".join([f"::::{{dropdown}} Levels changed after the runs ({len(items)})",
+                          ":class-container: htlib-section htlib-revisions", "", *items, "", "::::", ""])
+
+    def _repr_markdown_(self) -> str:
+        return self.papers_markdown()
+
+    def __repr__(self) -> str:
+        lines = []
+        for paper in SCOREBOARD_ORDER:
+            for nb, c in self.rows(paper) + self.rows(paper, variants=True) + self.rows(paper, kind="check"):
+                tag = (" | check" if c.kind == "check" else f" | variant of {c.variant_of}" if c.variant_of else "")
+                lines.append(f"{paper} | {nb.stem} | {c.where} | {c.verdict} | {c.measured}{tag}")
+        return "\n".join(lines) if lines else "no claims"
+
+def _tally(claims: Iterable[Claim], badge: bool = False) -> str:
+    """The verdicts of the counted claims decided in advance, then apart those on a criterion chosen after the
+    runs (verdicts with a count of 0 left out)."""
+    claims = list(claims)
+
+    def listed(post_hoc: bool) -> str:
+        counts = verdict_counts(claims, post_hoc=post_hoc).items()
+        return ", ".join(f"{_badge(v)} {n}" if badge else f"{n} {v}" for v, n in counts if n)
+
+    ahead, later = listed(False), listed(True)
+    return "; ".join(filter(None, (ahead or "none decided in advance",
+                                   f"on a criterion chosen after the runs: {later}" if later else "")))
+
+FINDING_GROUPS = 8  # the most lines of a chapter's findings box
+FINDING_CLAIM_WORDS = 14  # a differing claim in the box, in words
+FINDING_REASON_WORDS = 20  # its reason there
+POSTHOC = "criterion chosen after the numbers were seen"  # how the box marks a revised criterion
+
+def findings_markdown(claims: Sequence[Claim]) -> str:
+    """A chapter's "what the book finds" box, from its records alone: one line per section of evidence (at most
+    :data:`FINDING_GROUPS`) with its counted claims' verdicts, and under it one line per claim that does not agree
+    or whose criterion was chosen after the numbers were seen (the claim and its reason, both clipped; the record
+    itself is in the chapter's claims table).
+
+    Examples
+    --------
+    >>> rows = [Claim("003", "Fig. 1", "a spike appears", "x > 0", "x = 1", "agrees", setting="paper",
+    ...               section="s-fig1"),
+    ...         Claim("003", "Fig. 2", "the tail is heavy", "a < 2", "a = 3", "disagrees", setting="paper",
+    ...               cause="a = 3 > 2", section="s-fig2")]
+    >>> print(findings_markdown(rows))
+    :::{container} htlib-findings
+    - {ref}`s-fig1`: {bdg-success}`agrees` 1
+    - {ref}`s-fig2`: {bdg-danger}`disagrees` 1
+      - {bdg-danger}`disagrees` the tail is heavy — <span class="htlib-reason">a = 3 > 2</span>
+    :::
+    """
+    counted = [c for c in claims if c.counted]
+    if not counted:
+        return "*No counted claim in this run.*"
+    groups: dict[str, list[Claim]] = {}
+    for c in counted:
+        groups.setdefault(c.section, []).append(c)
+    keys = list(groups)
+    if len(keys) > FINDING_GROUPS:  # the last line gathers the sections beyond the box's length
+        keys, rest = keys[:FINDING_GROUPS - 1], keys[FINDING_GROUPS - 1:]
+        groups[rest[0]] = [c for k in rest for c in groups[k]]
+        keys.append(rest[0])
+    lines = []
+    for key in keys:
+        rows = groups[key]
+        tally = _tally(rows, badge=True)
+        where = f"{{ref}}`{key}`" if key else "elsewhere in the chapter"
+        lines.append(f"- {where}: {tally}")
+        same: dict[tuple[str, str], list[Claim]] = {}  # claims of one verdict and one reason share a line
+        for c in rows:
+            posthoc = bool(c.revised_because.strip())
+            if c.verdict != "agrees" or posthoc:
+                reason = short_reason(c.cause, FINDING_REASON_WORDS) if c.cause.strip() else ""
+                if posthoc and POSTHOC not in reason:
+                    reason = "; ".join(filter(None, (reason, POSTHOC)))
+                same.setdefault((c.verdict, reason), []).append(c)
+        for (verdict, reason), cs in same.items():
+            words = FINDING_CLAIM_WORDS if len(cs) == 1 else max(5, FINDING_CLAIM_WORDS // len(cs))
+            what = "; ".join(clip_words(c.claim, words) for c in cs) + (f" ({len(cs)} claims)" if len(cs) > 1 else "")
+            lines.append(f"  - {_badge(verdict)} {_cell(render_math(what))}"
+                         f" — <span class=\"htlib-reason\">{_cell(render_math(reason))}</span>")
+    return "\n".join([":::{container} htlib-findings", *lines, ":::"])
+
+def glue_findings(claims: Sequence[Claim], name: str = "findings") -> str:
+    """Glue :func:`findings_markdown` under ``name`` (shown by ``{glue:md}`` at the top of the chapter)."""
+    from myst_nb import glue
+    text = findings_markdown(claims)
+    glue(name, _Markdown(text), display=False)
+    return GluedText(text)
+
+def counts(board: Scoreboard) -> _Html:
+    """The counts per paper and verdict (an HTML table whose columns fit the text column)."""
+    return _Html(board.counts_html(), board.counts_text())
+
+def differences(board: Scoreboard) -> _Markdown:
+    """"Where the book and the papers differ": one line per counted claim whose verdict is not "agrees"."""
+    return _Markdown(board.differences_markdown())
+
+def variants(board: Scoreboard) -> _Markdown:
+    """The robustness variants of every chapter, in one closed section, for display in a notebook cell."""
+    return _Markdown(board.variants_markdown())
+
+def checks(board: Scoreboard) -> _Markdown:
+    """The numerical checks of every chapter, in one closed section, for display in a notebook cell."""
+    return _Markdown(board.checks_markdown())
+
+def revisions(board: Scoreboard) -> _Markdown:
+    """The levels changed after the numbers were seen, in one closed section, for display in a notebook cell."""
+    return _Markdown(board.revisions_markdown())
+
+def scoreboard(source: str | Path, *, links: str = "ref") -> Scoreboard:
+    """The scoreboard of every executed notebook (``*.ipynb``) in the folder ``source``."""
+    folder = Path(source)
+    if not folder.is_dir(): raise ValueError(f"source must be a folder of executed chapters, got {str(source)!r}")
+    return Scoreboard(collect_claims(sorted(folder.glob("*.ipynb"))), links=links)
+
+def glue_counts(board: Scoreboard) -> dict[str, dict[str, int]]:
+    """Glue ``count_<paper>_<verdict>`` ("a / b": at the paper's / a reduced setting), and for the landing
+    page ``landing_counts`` (the counts table) and ``landing_differences`` (every counted claim that disagrees,
+    one line each, math rendered); return the counts over both settings."""
+    from myst_nb import glue
+    split = {s: paper_counts(board.claims_by_notebook, setting=s) for s in ("paper", "reduced")}
+    for paper in SCOREBOARD_ORDER:
+        at, off = split["paper"][paper], split["reduced"][paper]
+        for verdict in VERDICTS:
+            glue_text(f"count_{paper}_{verdict.replace(' ', '_')}", f"{at[verdict]} / {off[verdict]}")
+        glue_text(f"count_{paper}_total", f"{sum(at.values())} / {sum(off.values())}")
+    glue("landing_counts", counts(board), display=False)
+    later = paper_counts(board.claims_by_notebook, post_hoc=True)
+    for paper in SCOREBOARD_ORDER:
+        glue_text(f"count_{paper}_posthoc", f"{sum(later[paper].values())}")
+    rows = [f"{c.paper} | {c.where} | {c.verdict}" for _, c in board.differences() if c.verdict == "disagrees"]
+    glue("landing_differences", _Html(board.differences_html() or "<p><em>No counted claim disagrees.</em></p>",
+                                      "\n".join(rows) or "none"), display=False)
+    n_other = sum(c.verdict != "disagrees" for _, c in board.differences())
+    glue_text("landing_n_other", f"{n_other}")
+    return paper_counts(board.claims_by_notebook)
+
+def split_counts_table(board: Scoreboard) -> _Markdown:
+    """The counts per paper, split by setting (the paper's own or a reduced one), in a closed section."""
+    items = []
+    for paper in SCOREBOARD_ORDER:
+        for setting, label in (("paper", "at the paper's setting"), ("reduced", "in a reduced setting")):
+            c = paper_counts(board.claims_by_notebook, setting=setting)[paper]
+            items.append(f"- {paper_name(paper)}, {label}: " + ", ".join(f"{n} {v}" for v, n in c.items()))
+    return _Markdown("\n".join(["::::{dropdown} Counts by setting", ":class-container: htlib-section htlib-split",
+                                "", *items, "", "::::", ""]))
