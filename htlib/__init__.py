@@ -13,7 +13,7 @@ Three layers (the tooling in two parts); each may import only from the rows bene
                            reading (claims, levels, tables, figures, glue: outside the key)
             |
             v
-    BOOK TOOLING, support  cache, sweep, claims, records, scoreboard, plotting, params
+    BOOK TOOLING, support  cache, sweep, claims, records, scoreboard, archive, plotting, params
             |
             v
     NUMERICS               spectra, htmp, linear, two_layer, two_layer_autograd, random_matrices,
@@ -39,7 +39,8 @@ computes at the papers' settings and how it reads it; a subpackage of htlib, so 
 imports), ``sweep`` (sweeps over any ``concurrent.futures.Executor``, through the cache),
 ``claims`` (the one judge and the chapters' ``claims.toml`` tables), ``records`` (the Claim record, how a
 notebook stores and reads it, the glue helpers), ``scoreboard`` (the page side: a chapter's table of records,
-the scoreboard, the findings box),
+the scoreboard, the findings box), ``archive`` (measurements of runs too slow for CI, kept under ``book/archive/``
+with their provenance),
 ``plotting`` (the one style, palette and table helper), ``params`` (a chapter's ``Setup``: one declaration
 per parameter, validated before any compute), ``run`` (papermill reruns of a chapter with
 validated parameters), ``book`` (execution-cache keys, reference-output refresh) and ``paper``

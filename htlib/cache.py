@@ -44,7 +44,7 @@ __all__ = ["TOOLING_MODULES", "CacheWarning", "CacheDirError", "cache_dir", "sou
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 TOOLING_MODULES: frozenset[str] = frozenset({"run", "book", "paper", "cache", "sweep", "claims", "records", "scoreboard",
-                                             "plotting", "params"})
+                                             "archive", "plotting", "params"})
 """Top-level htlib modules that compute no result, left out of the result-cache key."""
 
 MAGIC = b"htlib-cache 2\n"  # first line of every entry; an entry of another format is not read

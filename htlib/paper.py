@@ -165,6 +165,60 @@ def validate_all(root: Path = REPO_ROOT) -> list[tuple[Path, dict[str, Any]]]:
     return plan(root=root)
 
 
+def archive_keys(text: str | None, todo: list[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """The claim keys ``--archive`` names, checked against the claims table of the one chapter ``todo`` holds."""
+    if text is None:
+        return []
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    if len(todo) != 1:
+        raise run.ParameterError(f"--archive needs exactly one chapter in --only (it names that chapter's claim "
+                                 f"keys); got {len(todo)}")
+    from htlib.claims import read_table
+
+    setup = run.declared_parameters(todo[0][0]).setup
+    package = sys.modules[setup.__module__].__name__.rpartition(".")[0] if setup is not None else ""
+    table = Path(sys.modules[package].__file__).parent / "claims.toml" if package else None
+    if table is None or not table.is_file():
+        raise run.ParameterError(f"--archive: chapter {todo[0][0].stem!r} has no claims table")
+    rows = read_table(table)
+    if not keys or (bad := [k for k in keys if k not in rows]):
+        raise run.ParameterError(f"--archive {text!r}: name one or more of the chapter's claim keys, comma-separated; "
+                                 f"unknown: {bad if keys else 'none given'}; keys: {', '.join(rows)}")
+    return keys
+
+
+def _archived_run(path: Path, overrides: dict[str, Any], keys: list[str], out_dir: Path, argv) -> None:
+    """Run the chapter with its kernel writing ``keys``' measurements into a staging folder; once it has finished,
+    stamp their provenance and move them into ``book/archive/`` (a failed run leaves the archive as it was)."""
+    import shutil
+    import tempfile
+
+    from htlib import archive
+
+    staging = Path(tempfile.mkdtemp(prefix="archive-", dir=out_dir))
+    saved = {k: os.environ.get(k) for k in ("HTLIB_ARCHIVE", "HTLIB_ARCHIVE_DIR")}
+    os.environ.update(HTLIB_ARCHIVE=",".join(keys), HTLIB_ARCHIVE_DIR=str(staging))  # the kernel inherits them
+    start = time.monotonic()
+    try:
+        run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
+        wall = time.monotonic() - start
+        written = sorted(staging.rglob("*.json"))
+        if missing := sorted(set(keys) - {f.stem for f in written}):
+            raise run.RunFailed(f"the chapter finished without archiving {missing}")
+        command = "make paper ARGS='" + " ".join(sys.argv[1:] if argv is None else argv) + "'"
+        shown = {k: v for k, v in overrides.items() if k != "executor"}
+        for f in written:
+            archive.stamp(f, parameters=shown, command=command, wall_s=wall)
+            target = archive.ARCHIVE_DIR / f.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, target)
+            print(f"archived {target}", flush=True)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _fmt_minutes(minutes: float) -> str:
     return f"{minutes:.1f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
 
@@ -176,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", default=str(REPO_ROOT / "runs" / "paper"), help="default: runs/paper")
     parser.add_argument("--only", default=None, help="comma-separated chapter stems (default: every chapter)")
     parser.add_argument("--cifar-dir", default=None, help="local CIFAR-10 folder (cifar-10-batches-py) for htmp")
+    parser.add_argument("--archive", default=None, metavar="KEYS",
+                        help="comma-separated claim keys of the one --only chapter: keep their measurements, with "
+                             "their provenance, under book/archive/ (htlib.archive), where the chapter reads them")
     parser.add_argument("--scheduler", default=os.environ.get("HTLIB_SCHEDULER") or None,
                         help="Dask scheduler address tcp://host:port for the chapters' sweeps "
                              "(default: $HTLIB_SCHEDULER; none: local worker processes)")
@@ -197,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                                          f"with `dask worker {args.scheduler} --nthreads 1`")
         only = parse_only(args.only, [p.stem for p in book.chapters(REPO_ROOT) if p.stem != SCOREBOARD])
         todo = plan(only, cifar_dir=args.cifar_dir, scheduler=args.scheduler, root=REPO_ROOT)
+        keep = archive_keys(args.archive, todo)
     except (run.ParameterError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -230,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n[{i}/{len(todo)}] {path.stem} (elapsed {(time.monotonic() - start) / 60:.1f} min, "
                   f"this chapter ~{_fmt_minutes(minutes(path, overrides))})", flush=True)
             try:
-                run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
+                if keep:
+                    _archived_run(path, overrides, keep, out_dir, argv)
+                else:
+                    run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
             except Exception as err:  # keep going: the other chapters and the scoreboard still say something
                 print(f"{path.stem} failed: {err if isinstance(err, run.RunFailed) else run.failure_reason(err)}; "
                       "continuing", file=sys.stderr)

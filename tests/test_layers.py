@@ -29,7 +29,7 @@ PKG = Path(htlib.__file__).resolve().parent
 
 NUMERICS = {"spectra", "htmp", "linear", "two_layer", "two_layer_autograd", "random_matrices", "teacher_student",
             "dynamics", "small_nets", "datasets", "generalization", "stats", "_checks"}
-SUPPORT = {"cache", "sweep", "claims", "records", "scoreboard", "plotting", "params"}
+SUPPORT = {"cache", "sweep", "claims", "records", "scoreboard", "archive", "plotting", "params"}
 RUNNERS = {"run", "book", "paper"}
 NOTEBOOK_TOOLS = {"papermill", "nbformat", "nbconvert", "nbclient", "yaml", "myst_nb"}
 # myst_nb's glue is what a chapter's cell calls to hand a number to the prose: records.glue_text and
