@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from htlib import dynamics, stats
+from htlib import archive, dynamics, stats
 from htlib._checks import check_int
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.generalization import final_metrics
@@ -402,7 +402,7 @@ def measure(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> dict[str, Measu
 
 def claims(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> list[Claim]:
     """The chapter's records, judged by :func:`htlib.claims.judge`."""
-    return judge_table(TABLE, measure(fig7, fig8, setup))
+    return judge_table(TABLE, archive.merge(measure(fig7, fig8, setup), __name__))
 
 def _g(x: float) -> str:
     return f"{x:.3g}"

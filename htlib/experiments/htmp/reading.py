@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from htlib import htmp, spectra
+from htlib import archive, htmp, spectra
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
 from htlib.experiments.htmp.compute import (ALEX_IMAGES_PER_SECOND, BatchResult, NTKFit, PAPER_KAPPA, _delta, _q,
@@ -376,7 +376,7 @@ def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappa
 
 def claims(batch: BatchResult, **tables) -> list[Claim]:
     """Every record of the chapter (claims, checks and variants): :data:`TABLE` judged on :func:`measure`."""
-    return judge_table(TABLE, measure(batch, **tables))
+    return judge_table(TABLE, archive.merge(measure(batch, **tables), __name__))
 
 def _phase_note(table: pd.DataFrame | None) -> str:
     """Which generated phases ``classify_phase`` labels otherwise, and as what."""

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from htlib import plotting
+from htlib import archive, plotting
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
 from htlib.random_matrices import MPComparison
@@ -79,4 +79,4 @@ def measure(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeS
 
 def claims(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeSweep) -> list[Claim]:
     """The chapter's claim records: :data:`TABLE` judged on :func:`measure` (``w0s``: the draws of ``W0``)."""
-    return judge_table(TABLE, measure(w0s, panels, sw))
+    return judge_table(TABLE, archive.merge(measure(w0s, panels, sw), __name__))

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from htlib import plotting, spectra
+from htlib import archive, plotting, spectra
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
 from htlib.experiments.phases.compute import Confusion, EXPECTED_PHASES, LARGE, expected_phases
@@ -142,4 +142,4 @@ def measure(big: Confusion) -> dict[str, Measurement]:
 
 def claims(big: Confusion) -> list[Claim]:
     """The chapter's claim records (Martin & Mahoney 2021): :data:`TABLE` judged on :func:`measure`."""
-    return judge_table(TABLE, measure(big))
+    return judge_table(TABLE, archive.merge(measure(big), __name__))
