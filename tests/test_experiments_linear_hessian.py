@@ -122,9 +122,16 @@ def test_every_row_of_the_table_is_measured_and_judged():
              "measure_fig8", "measure_count"}
     assert names <= set(dir(lh.reading)) and len(lh.TABLE) == 32
     assert {s.kind for s in lh.TABLE.values()} == {"claim", "check", "variant"}
-    # the five identities of paper 004 and the forced runs (two-layer Fig. 3, held Fig. 4) are checks, never counted
+    # the five identities of paper 004, the forced runs (two-layer Fig. 3, held Fig. 4) and the near-identities on exact
+    # minimizers of whitened data (Fig. 6 crossover and right, Fig. 8) are checks, never counted
     checks = {k for k, s in lh.TABLE.items() if s.kind == "check"}
-    assert checks == {"fig1", "fig2", "fig3_two_layer", "fig4", "fig5_upper", "fig6_left", "fig6_middle", "fig6_crossover"}
+    assert checks == {"fig1", "fig2", "fig3_two_layer", "fig4", "fig5_upper", "fig6_left", "fig6_middle", "fig6_crossover",
+                      "fig6_right", "fig8"}
+    # a row made a check after its runs says so (it is post hoc), and every check says why it cannot fail
+    for key in ("fig4", "fig6_crossover", "fig6_right", "fig8"):
+        assert lh.TABLE[key].revised_because and lh.TABLE[key].why
+    # Fig. 8's series share both end points: one fit, no interval over them
+    assert lh.TABLE["fig8"].statistic == "value"
     # no verdict rests on fewer than 3 runs, and no level was revised after the numbers were seen
     assert all(s.min_runs >= 3 and s.revised_from is None for s in lh.TABLE.values())
 
@@ -262,14 +269,15 @@ def _fig8(slopes, sizes=(100, 1000), stratified=None):
     return lh.Fig8(tuple(sizes), 3, trained, minis, subsets, st)
 
 
-def test_fig8_reads_the_mean_slope_over_subset_series_with_a_t_interval():
+def test_fig8_reads_one_fit_over_the_stratified_series_and_the_mean_slope_over_uniform_ones():
     setup = lh.Setup(dataset="digits", n=1000)
     rng = np.random.default_rng(0)
     wide = rng.normal(-0.07, 0.02, 30)  # a spread whose range straddles -0.1, around a mean well inside
     assert wide.min() < -0.1
     m = lh.measure_fig8(setup, _fig8(wide))
     np.testing.assert_allclose(m["fig8_uniform"].values, wide, rtol=1e-9)
-    np.testing.assert_allclose(m["fig8"].values, wide[:lh.PREREG_DRAWS], rtol=1e-9)  # the stratified series
+    # the stratified series (lambda = 3 n^s): one fit to their mean log lambda, whose slope is the slopes' mean
+    np.testing.assert_allclose(m["fig8"].values, [np.mean(wide[:lh.PREREG_DRAWS])], rtol=1e-9)
     recs = _records(m)
     assert recs["fig8_uniform"].verdict == "agrees" and recs["fig8_trained"].verdict != "not tested"
     assert recs["fig8_uniform"].revised_because and recs["fig8_uniform"].variant_of == "fig8"
@@ -277,8 +285,10 @@ def test_fig8_reads_the_mean_slope_over_subset_series_with_a_t_interval():
     far = rng.normal(-0.3, 0.02, 30)
     assert _records(lh.measure_fig8(setup, _fig8(far)))["fig8_uniform"].verdict != "agrees"
     assert _records(lh.measure_fig8(setup, _fig8(wide, stratified=far[:6])))["fig8"].verdict != "agrees"
-    assert _records(lh.measure_fig8(setup, _fig8([-0.2, -0.05, 0.0])))["fig8"].verdict == "inconclusive"  # straddles
-    # the counted row reads the stratified series only: uniform series far off the band do not move it
+    # one number, no interval: series whose slopes straddle the band but whose fit lies inside it hold
+    assert _records(lh.measure_fig8(setup, _fig8([-0.2, -0.05, 0.0])))["fig8"].verdict == "agrees"
+    assert _records(lh.measure_fig8(setup, _fig8([-0.2, -0.15, -0.1])))["fig8"].verdict == "disagrees"
+    # the check reads the stratified series only: uniform series far off the band do not move it
     assert _records(lh.measure_fig8(setup, _fig8(far, stratified=wide[:6])))["fig8"].verdict == "agrees"
 
 
@@ -579,3 +589,69 @@ def test_distinct_digits_separates_different_measurements():
     d = lh.distinct_digits([a, b])
     assert format(a, f".{d}g") != format(b, f".{d}g") and format(a, f".{d - 1}g") == format(b, f".{d - 1}g")
     assert lh.distinct_digits([0.5, 0.5]) == 2 and lh.distinct_digits([1.0, 2.0, 1.5]) == 2
+
+
+def test_fig3_is_judged_on_every_start_and_its_record_gives_the_gap_in_size():
+    setup = lh.Setup(dataset="digits", n=1000)
+    norm = [88.93, 88.0, 86.89, 87.1, 87.57]
+    trace = [10.0, 9.2, 8.1, 8.6, 9.0]  # falls by 19% where the norm falls by 2.3%
+    two, four = _fake_run(trace, norm), _fake_run(trace, norm, layers=4)
+    fig3 = lh.Fig3((two, four), ("2 layers", "4 layers"))
+    one = _records(lh.measure_fig3(setup, fig3))["fig3"]
+    assert one.verdict == "inconclusive" and "too few" in one.cause  # the figure's runs alone: one start
+    starts = lh.Fig3Starts(fig3.names, ((two,) * 5, (four,) * 5))
+    ratio = (1 - 8.1 / 10.0) / (1 - 86.89 / 88.93)
+    assert starts.drop_ratio() == [[pytest.approx(ratio)] * 5] * 2
+    recs = _records(lh.measure_fig3(setup, fig3, starts))
+    assert recs["fig3"].verdict == "agrees" and recs["fig3_two_layer"].verdict == "agrees"
+    assert "5 starts" in recs["fig3"].uncertainty and f"{ratio:.3g} times as much" in recs["fig3"].uncertainty
+    # the starts carry the verdict: five starts whose changes anti-correlate fail it
+    anti = _fake_run(trace, [-t for t in norm[::-1]], layers=4)
+    bad = lh.Fig3Starts(fig3.names, ((two,) * 5, (anti,) * 5))
+    assert _records(lh.measure_fig3(setup, fig3, bad))["fig3"].verdict != "agrees"
+
+
+def test_fig7_left_record_states_the_cut_off_sensitivity_and_the_unbalanced_minimizer():
+    setup = lh.Setup(dataset="digits", n=1000)
+    shares, seeds = (0.1, 0.2, 0.3, 0.4, 0.5), 5
+    lam = np.array([[1e5, 2e5, 1.5e5, 3e5, 2.5e5]] * seeds) * (1 + 0.01 * np.arange(seeds))[:, None]
+    cut = lam.copy()
+    cut[0, 1] = 1e3  # one value of one series falls 200-fold: that series turns once less
+    rows = [{"lam_raw": lam[j, i], "lam_raw_cut": cut[j, i], "lam_raw_unbalanced": 40.0 + i, "majority_share": a}
+            for i, a in enumerate(shares) for j in range(seeds)]
+    fig7, fig6 = _fig67(0.5, 0.75)
+    fig7 = lh.Fig7(fig7.imbalance, tuple(rows), seeds)
+    raw = lh.Fig7Raw(shares, seeds, tuple(rows))
+    rec = _records(lh.measure_fig7(setup, fig7, fig6, raw))["fig7_left"]
+    assert rec.verdict == "inconclusive" and "balanced minimizers" in rec.cause
+    assert "1 of 25 values change, by up to a factor 2e+02" in rec.uncertainty
+    assert "(1 of 5 series differ)" in rec.uncertainty and "40 to 44, below 2/eta" in rec.uncertainty
+    assert "balanced minimizers only" in rec.uncertainty
+    # other subsets than Fig. 7's own: refused
+    other = lh.Fig7Raw(shares, seeds, tuple({**r, "lam_raw": 2 * r["lam_raw"]} for r in rows))
+    with pytest.raises(ValueError, match="same subsets"):
+        lh.measure_fig7(setup, fig7, fig6, other)
+
+
+def test_raw_minimizer_variants_against_the_hessian_and_the_balanced_minimizer():
+    cfg = lh.extra._RawConfig("digits", 200, 0.3, 0, depth=3, width=16)
+    v = lh.raw_minimizer_variants(cfg)
+    assert v["lam_raw"] == pytest.approx(lh.balanced_minimizer("digits", 200, 0.3, depth=3, width=16, seed=0)["lam_raw"],
+                                         rel=1e-12)
+    X, Y, _ = lh.prepare_data("digits", 200, 0.3, whitening="none", seed=0)
+    W = np.linalg.lstsq(X, Y, rcond=None)[0].T
+    Ws = lh.unbalanced_factorization(W, [X.shape[1], 16, 16, Y.shape[1]])
+    lam = lin.hessian_top_eigenvalues(lin.gram_loss_fn(X, Y), [torch.as_tensor(M) for M in Ws], 1, method="eigsh",
+                                      tol=1e-10, seed=0)[0]  # the Hessian itself at the OLS point
+    assert abs(v["lam_raw_unbalanced"] / lam - 1) < 1e-6 and v["lam_raw_unbalanced"] < v["lam_raw"] / 10
+    assert v["balance_unbalanced"] > 0.9 and v["rank_cut"] <= v["rank"] and v["loss_cut"] >= v["ols_loss"] - 1e-12
+
+
+def test_unbalanced_factorization_carries_the_map_in_its_first_layer():
+    rng = np.random.default_rng(72)
+    W = rng.standard_normal((3, 7)) * 50.0
+    Ws = lh.unbalanced_factorization(W, [7, 5, 4, 3])
+    assert np.allclose(Ws[2] @ Ws[1] @ Ws[0], W) and all(np.isclose(np.linalg.norm(M, 2), 1.0) for M in Ws[1:])
+    assert lin.balance_gaps(Ws).max() > 0.9  # far from balanced
+    with pytest.raises(ValueError, match="at least dL"):
+        lh.unbalanced_factorization(W, [7, 2, 3])

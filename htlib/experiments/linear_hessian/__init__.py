@@ -1,7 +1,7 @@
 """Experiments of the chapter on linear-network Hessians (paper 004):
-its ``compute`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
+its ``compute``, ``extra`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
 
 from htlib.experiments._facade import chapter_getattr
-from htlib.experiments.linear_hessian import bounds, compute, reading  # noqa: F401 - bounds: the Setup's further limits
+from htlib.experiments.linear_hessian import bounds, compute, extra, reading  # noqa: F401 - bounds: Setup limits
 
-__getattr__, __dir__ = chapter_getattr(compute, reading)
+__getattr__, __dir__ = chapter_getattr(compute, extra, reading)

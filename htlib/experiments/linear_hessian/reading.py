@@ -12,6 +12,7 @@ from htlib.claims import Measurement, judge, judge_table, read_table
 from htlib.records import Claim
 from htlib.experiments.linear_hessian.compute import (FIG5_FRESH_N, PATH_FAMILIES, Count, Fig12, Fig3, Fig4, Fig5, Fig6,
                                                       Fig7, Fig8, PAPER, PAPER_EPOCHS, Setup, convergence, log_slopes)
+from htlib.experiments.linear_hessian.extra import RAW_CUTOFF, Fig3Starts, Fig7Raw
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))  # every level, criterion and sentence, written once
 
@@ -56,6 +57,16 @@ def crossover_passes(lam: Sequence[float]) -> int:
     if steps.size != 5 or not np.all(np.isfinite(steps)):
         raise ValueError(f"lam must hold 6 positive finite values, got {lam!r}")
     return int(steps[0] < 0 and steps[1] < 0 and steps[3] > 0 and steps[4] > 0)
+
+def roundoff(x: float) -> str:
+    """A round-off level as the power of ten at or above it (its digits vary from run to run).
+
+    Examples
+    --------
+    >>> roundoff(4.4e-16), roundoff(0.0), roundoff(2e-3)
+    ('1e-15', '0', '0.01')
+    """
+    return "0" if x == 0 else format(10.0 ** math.ceil(math.log10(abs(x))), "g")
 
 def distinct_digits(values: Sequence[float], lo: int = 2, hi: int = 6) -> int:
     """The fewest significant digits (at least ``lo``, at most ``hi``) at which unequal ``values`` print unequal.
@@ -125,28 +136,42 @@ def measure_fig12(setup: Setup, fig12: Fig12) -> dict[str, Measurement]:
                                         f"||W2||^2 = {eR['sum_P']:.4g} (Fig. 2 table)")
     return out
 
-def measure_fig3(setup: Setup, fig3: Fig3) -> dict[str, Measurement]:
-    """Fig. 3 on the runs the conservation law does not force; the forced two-layer run as a check."""
-    st, drift, forced, setting = fig3.stats, fig3.conservation(), fig3.forced(), setup.deviations()
-    tested, checks = [i for i, f in enumerate(forced) if not f], [st[i]["corr_diff"] for i, f in enumerate(forced) if f]
-    drifts = ", ".join(f"{fig3.names[i]}: {drift[i]:.1g}" for i in range(len(drift)))
+def measure_fig3(setup: Setup, fig3: Fig3, starts: Fig3Starts | None = None) -> dict[str, Measurement]:
+    """Fig. 3 on every start's runs (``starts``; else the figure's, one per network) that the conservation law does not
+    force; the forced two-layer runs as a check."""
+    starts = Fig3Starts.of(fig3) if starts is None else starts
+    st, forced, drift, ratio = starts.seed_stats(), starts.seed_forced(), starts.seed_drift(), starts.drop_ratio()
+    setting, k = setup.deviations(), len(starts.seed_runs[0])
+    runs = [(i, j) for i in range(len(st)) for j in range(len(st[i]))]
+    tested, checks = [r for r in runs if not forced[r[0]][r[1]]], [st[i][j]["corr_diff"] for i, j in runs if forced[i][j]]
+    span = [f"{min(d):.1g}" + (f" to {max(d):.1g}" if f"{min(d):.1g}" != f"{max(d):.1g}" else "") for d in drift]
+    drifts = ", ".join(f"{name}: {d}" for name, d in zip(starts.names, span))
+    of = (f"{k} starts (seeds {setup.seed} to {setup.seed + k - 1}) of each network" if k > 1 else
+          f"seed {setup.seed}")
     out = {"fig3": Measurement(setting=setting, cannot_test=f"the conservation law forces every run (drift {drifts} of "
                                "the squared norm's own movement), so none can fail (Fig. 3 tables)"),
            "fig3_two_layer": Measurement.not_run(f"the conservation law forces no run (drift {drifts})")}
     if tested:
-        corr = [st[i]["corr_diff"] for i in tested]
-        same = [float(st[i]["dip_trace"] == st[i]["dip_norm"] and
-                      (not st[i]["dip_trace"] or abs(st[i]["argmin_trace"] - st[i]["argmin_norm"]) <= 1)) for i in tested]
-        runs = f"{len(tested)} run(s) (seed {setup.seed}): " + ", ".join(str(fig3.names[i]) for i in tested)
+        corr = [st[i][j]["corr_diff"] for i, j in tested]
+        same = [float(st[i][j]["dip_trace"] == st[i][j]["dip_norm"] and
+                      (not st[i][j]["dip_trace"] or abs(st[i][j]["argmin_trace"] - st[i][j]["argmin_norm"]) <= 1))
+                for i, j in tested]
+        nets = sorted({starts.names[i] for i, _ in tested})
+        text = f"{len(tested)} run{'s' if len(tested) != 1 else ''}: " + ", ".join(nets) + f", {of}"
         const = "" if np.all(np.isfinite(corr)) else ("a series is constant, so the correlation of its changes is "
                                                       "undefined (Fig. 3 table)")
+        gap = [f"{ratio[i][j]:.3g}" for i, j in tested]
+        gap = gap[0] if len(set(gap)) == 1 else f"{min(gap, key=float)} to {max(gap, key=float)}"
         hutch = (f"{setup.trace_points} log-spaced points; Hutchinson within "
-                 f"{max(st[i]['hutch_z'] for i in tested):.2g} s.e. of the exact trace")
-        out["fig3"] = Measurement(parts={"fig3-corr": Measurement(corr, cannot_test=const, runs_text=runs, note=hutch),
-                                         "fig3-dips": Measurement(same, runs_text=runs)}, setting=setting)
+                 f"{max(st[i][j]['hutch_z'] for i, j in tested):.2g} s.e. of the exact trace; from the start to the "
+                 f"trace's minimum the trace falls {gap} times as much as the total squared "
+                 "norm (relative falls): the curves move together at very different rates (Fig. 3 seed table)")
+        out["fig3"] = Measurement(parts={"fig3-corr": Measurement(corr, cannot_test=const, runs_text=text, note=hutch),
+                                         "fig3-dips": Measurement(same, runs_text=text)}, setting=setting)
     if checks:
         out["fig3_two_layer"] = Measurement(
             [min(checks)], setting=setting, cannot_test="" if np.all(np.isfinite(checks)) else "a series is constant",
+            runs_text=f"{len(checks)} run{'s' if len(checks) != 1 else ''}, {of}",
             note=f"two layers conserve ||W2||_F^2 - ||W1||_F^2 (drift {drifts} of the squared norm's own movement), so "
                  "the trace and the total norm are both affine in ||W1||_F^2 (Fig. 3 tables)")
     return out
@@ -251,27 +276,36 @@ def measure_fig6(setup: Setup, fig6: Fig6) -> dict[str, Measurement]:
         if fig6.crossover else Measurement.not_run("no crossover draw was run; make paper runs them"),
         "fig6_right": Measurement(mini, runs_text=f"{mini.size} subset series", setting=setup.deviations(
             "exact balanced minimizers (the OLS solution as a balanced net) in place of GD-trained nets, which do not "
-            "converge (Fig. 6 convergence table)", imbalanced=True, trained=False)),
+            "converge (Fig. 6 convergence table)", imbalanced=True, trained=False), note=(
+            "the minimizers' lambda_max equals L (||P_X Y||^2 / n)^(3/4) to "
+            f"{roundoff(np.abs(im.minimizer() / im.minimizer('formula_proj') - 1).max())} (relative); the formula L m^(3/4) alone has "
+            f"exponent {np.mean(log_slopes(im.m(), im.minimizer('formula'))):.3g} (mean; Fig. 6 table)")),
         "fig6_right_trained": _trained(log_slopes(im.m("balanced"), im.lam("balanced")), im.trained["balanced"],
                                        "Fig. 6 convergence table", setting=setup.deviations(imbalanced=True))}
 
-def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None) -> dict[str, Measurement]:
-    """Fig. 7: the ablations (trained); the Kaiming panel also against Fig. 6's band where its minimizers meet it."""
+def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None, fig7_raw: Fig7Raw | None = None
+                 ) -> dict[str, Measurement]:
+    """Fig. 7: the ablations (trained); the Kaiming panel also against Fig. 6's band where its minimizers meet it; the
+    left panel's minimizers at a second pseudo-inverse cut-off and unbalanced (``fig7_raw``) where they were computed."""
     im7, table, raw = fig7.imbalance, "Fig. 7 convergence table", fig7.imbalance.lam("no whitening")
     if fig7.raw_minimizers:
         lam_raw, stable = fig7.raw(), 2.0 / 1e-2
+        changes = [int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in lam_raw]
         left = Measurement(
-            [int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in lam_raw], runs_text=f"{fig7.raw_seeds} subset series",
+            changes, runs_text=f"{fig7.raw_seeds} subset series",
             cannot_test=(f"the sentence is about the learnt solution, and gradient descent at eta = 1e-2 cannot sit at "
-                         f"any of these minimizers (lambda_max {lam_raw.min():.2g} to {lam_raw.max():.2g} against 2/eta "
-                         f"= {stable:g}); their lambda_max is set by the smallest singular values of the raw pixels kept, "
-                         "so its steps over m are not a reading of the learnt solution (Fig. 7 text)")
+                         f"any of these balanced minimizers (lambda_max {lam_raw.min():.2g} to {lam_raw.max():.2g} "
+                         f"against 2/eta = {stable:g}); their lambda_max is set by the smallest singular values of the "
+                         "raw pixels kept, so its steps over m are not a reading of the learnt solution (Fig. 7 text)")
             if lam_raw.min() > stable else "",
             setting=setup.deviations(f"exact balanced minimizers on raw pixels (the OLS solution as a balanced net) in "
                                      f"place of GD-trained nets: their lambda_max, {lam_raw.min():.2g} to "
-                                     f"{lam_raw.max():.2g}, lies far above 2/eta = {stable:g}, so no such minimizer is "
-                                     "stable for GD at the paper's rate", imbalanced=True, trained=False),
-            note="seed-median lambda_max " + " ".join(f"{v:.3g}" for v in np.median(lam_raw, 0)) + " (Fig. 7 text)")
+                                     f"{lam_raw.max():.2g}, lies far above 2/eta = {stable:g}, so no balanced minimizer "
+                                     "is stable for GD at the paper's rate",
+                                     imbalanced=True, trained=False),
+            note="seed-median lambda_max " + " ".join(f"{v:.3g}" for v in np.median(lam_raw, 0)) + (
+                _raw_sensitivity(fig7_raw, lam_raw, changes, stable, im7.trained["no whitening"]) if fig7_raw is not None
+                else "") + " (Fig. 7 text)")
     else:
         left = Measurement.not_run("no exact minimizer on raw pixels was computed; make paper computes them")
     out = {"fig7_left": left,
@@ -304,6 +338,26 @@ def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None) -> dict[str
             if inside else {"cannot_test": f"{ref}, not inside the band, so the band cannot test the Kaiming runs"}))
     return {**out, "fig7_middle_band": band}
 
+def _raw_sensitivity(raw: Fig7Raw, lam_raw: np.ndarray, changes: Sequence[int], stable: float,
+                     trained: Sequence[dict]) -> str:
+    """Fig. 7 left's note: how its minimizers move with the pseudo-inverse cut-off, and that only balanced
+    minimizers are unstable (an unbalanced one is not, and GD from a balanced start stays balanced)."""
+    if not np.allclose(raw.raw(), lam_raw, rtol=1e-9):
+        raise ValueError("the raw-pixel minimizers of Fig. 7 and of its cut-off check must be the same subsets")
+    cut, unbal = raw.raw("lam_raw_cut"), raw.raw("lam_raw_unbalanced")
+    changes_cut = [int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in cut]
+    moved = np.abs(np.log(cut / lam_raw)) > 1e-9
+    bal = max(float(np.max(r["balance"][-1])) for r in trained)
+    return (f"; with the pseudo-inverse cut at {RAW_CUTOFF:g} of the largest singular value instead of the numerical "
+            f"rank, {int(moved.sum())} of {moved.size} values change, by up to a factor "
+            f"{float(np.max(np.maximum(cut / lam_raw, lam_raw / cut))):.2g}, and the sign changes per series read "
+            + " ".join(map(str, changes_cut)) + " instead of " + " ".join(map(str, changes))
+            + f" ({sum(a != b for a, b in zip(changes, changes_cut))} of {len(changes)} series differ); 'no minimizer "
+            "is stable' holds for balanced minimizers only: the unbalanced exact minimizer of the same data with W1 = "
+            f"[W; 0] and partial identities after it has lambda_max {unbal.min():.3g} to {unbal.max():.3g}, "
+            f"{'below' if unbal.max() < stable else 'not all below'} 2/eta, and GD from a balanced start stays balanced "
+            f"(the trained runs' largest balance gap at the end is {bal:.1g}), so it cannot reach that minimizer")
+
 def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
     """Fig. 8: the size dependence of the exact minimizers, one slope per subset series (trained: a variant)."""
     sl, sizes, mm, (lo, hi) = fig8.slopes(), fig8.sizes, fig8.minimizer("majority_share"), TABLE["fig8"].level
@@ -318,13 +372,19 @@ def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
                f"{sl['formula'].max():.2g}: small random subsets have a larger majority share "
                f"({mm[:, 0].min():.3f}-{mm[:, 0].max():.3f} at n = {sizes[0]}) (Fig. 8 table)")
     st = fig8.stratified_slopes() if fig8.stratified else np.zeros(0)
+    if st.size:
+        lam_st = fig8.stratified_minimizer()
+        one = float(np.polyfit(np.log(np.array(sizes, dtype=float)), np.log(lam_st).mean(0), 1)[0])
+        same = [float(np.ptp(lam_st[:, k]) / lam_st[:, k].min()) for k in (0, -1)]
     return {
         "fig8": Measurement.not_run("no stratified series was drawn; make paper draws them") if not st.size else
-        Measurement(st, runs_text=f"{st.size} fresh series", note=(
-            "at each point lambda_max = L (||P_X Y||^2 / n)^(3/4) by algebra, so the slope measures how much label "
-            "energy lies outside the span of the pixels; the smallest subsets interpolate and the largest is the whole "
-            "pool, so both ends are the same in every series: the series differ only at the middle sizes and say nothing "
-            "of how the slope varies between pools; the contrast with trained networks (Cohen et al.) is not tested"), setting=setup.deviations(
+        Measurement([one], runs_text=f"one fit over {st.size} fresh series", note=(
+            f"the series' own slopes {st.min():.3g} to {st.max():.3g}; at each point lambda_max = L (||P_X Y||^2 / n)^(3/4) "
+            "by algebra, so the slope measures how much label energy lies outside the span of the pixels; the smallest "
+            "subsets interpolate and the largest is the whole pool, so both ends are the same in every series (their "
+            f"lambda_max agree to {roundoff(max(same))} relative): the series differ only at the middle "
+            "sizes, so no interval is drawn over them; the contrast with trained networks (Cohen et al.) is not "
+            "tested"), setting=setup.deviations(
             "exact balanced minimizers in place of GD-trained nets, which do not converge (Fig. 8 convergence table)",
             band, trained=False, data=f"class-stratified subsets of {setup.data_name} (every class 10%, the paper's "
                                       f"premise m = 0.1), {st.size} series drawn with fresh seeds, {span}")),
@@ -345,11 +405,13 @@ def measure_count(count: Count) -> dict[str, Measurement]:
         f"{nets}; eigenvalues above 1e-10 lambda_max; the edge values s_i^(2(L-1)) with multiplicity (d0 - r) + "
         f"(dL - r) are nonzero too, so r(d0 + dL - r) are: dense autograd Hessians {small} (count table)"))}
 
-def measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count) -> dict[str, Measurement]:
-    return {**measure_fig12(setup, fig12), **measure_fig3(setup, fig3), **measure_fig4(setup, fig4),
-            **measure_fig5(setup, fig5), **measure_fig6(setup, fig6), **measure_fig7(setup, fig7, fig6),
+def measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count, fig3_starts=None,
+            fig7_raw=None) -> dict[str, Measurement]:
+    return {**measure_fig12(setup, fig12), **measure_fig3(setup, fig3, fig3_starts), **measure_fig4(setup, fig4),
+            **measure_fig5(setup, fig5), **measure_fig6(setup, fig6), **measure_fig7(setup, fig7, fig6, fig7_raw),
             **measure_fig8(setup, fig8), **measure_count(count)}
 
-def claims(*results) -> list[Claim]:
-    """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure` of ``results``."""
-    return judge_table(TABLE, measure(*results))
+def claims(*results, **extra) -> list[Claim]:
+    """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure` of ``results``
+    (and its keyword results ``fig3_starts``, ``fig7_raw``)."""
+    return judge_table(TABLE, measure(*results, **extra))
