@@ -23,8 +23,8 @@ __all__ = [
     "class_imbalanced_subset", "largest_imbalanced_n", "ols_balanced_weights", "balanced_factorization", "forward",
     "half_mse_loss", "gram_loss", "gram_loss_fn", "eigenbasis_loss", "flat_params_loss", "TrainResult",
     "TrainingDiverged", "train_gd", "ggn_spectrum", "ggn_kronecker_matrix", "two_layer_ntk_spectrum",
-    "balanced_spectrum", "block_diagonal_sharpness", "ggn_trace", "sharpness_isotropic", "sharpness_bounds",
-    "layer_sharpness_terms", "weyl_sharpness_bounds", "balance_gaps", "balanced_prediction",
+    "balanced_spectrum", "block_diagonal_sharpness", "ggn_trace", "sharpness_isotropic", "SharpnessBounds",
+    "sharpness_bounds", "layer_sharpness_terms", "weyl_sharpness_bounds", "balance_gaps", "balanced_prediction",
     "interpolate_whitening", "numerical_rank", "HessianEigenResult", "hessian_eigensolve",
     "hessian_top_eigenvalues", "hutchinson_trace", "hessian_matrix",
 ]
@@ -717,7 +717,21 @@ def _balanced_rowspace_spectrum(W: np.ndarray, E: np.ndarray, L: int) -> np.ndar
     out[:, :m] += mu[:, :m]  # Z Z^T has rank <= r: its top min(rank W, r) eigenvalues, the rest are zero
     return out.ravel()
 
-def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tuple[float, float]:
+@dataclass(frozen=True)
+class SharpnessBounds:
+    """``lower <= lambda_max <= upper`` from :func:`sharpness_bounds`; ``pair`` names the pair: ``"s_min"`` (the
+    formula ``(s_min(X)^2/n, ||X||_2^2/n) L ||W||_2^(2-2/L)``) or ``"C=P"`` (``(c_min, c_max)`` times the exact
+    ``lambda_max`` at ``C = P``, smaller than the formula's core)."""
+    lower: float
+    upper: float
+    pair: str
+
+    def __post_init__(self) -> None:
+        check_choice("pair", self.pair, ("s_min", "C=P"))
+        if not (math.isfinite(self.lower) and math.isfinite(self.upper) and 0.0 <= self.lower <= self.upper):
+            raise ValueError(f"need finite 0 <= lower <= upper, got lower={self.lower!r}, upper={self.upper!r}")
+
+def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> SharpnessBounds:
     """``c_min lambda_P <= lambda_max <= c_max lambda_P`` for the top GGN eigenvalue (the Hessian's at zero loss or at
     the OLS solution) of the strongly balanced depth-``L`` net with end-to-end map ``W`` (``dL x d0``): ``c`` the nonzero
     eigenvalues of ``C = X^T X / n``, ``lambda_P`` the exact ``lambda_max`` at ``C = P``, the projector on the row space
@@ -730,6 +744,21 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tupl
     ``lambda_P`` and holds for every ``W``.  Returned rather than refused: the check costs as much as the valid value,
     which on whitened features (``c_min = c_max``) is the sharpness itself.
 
+    Parameters
+    ----------
+    X : array (n, d0) or FeatureGram
+        The features, or their :class:`FeatureGram`.
+    W : array (dL, d0)
+        The end-to-end map ``W_L ... W_1``.
+    L : int
+        The depth, ``>= 1``.
+
+    Returns
+    -------
+    SharpnessBounds
+        ``lower``, ``upper`` and ``pair``: ``"s_min"`` where the formula holds, ``"C=P"`` where the exact
+        ``lambda_P`` replaced it.
+
     Raises
     ------
     ValueError
@@ -740,10 +769,12 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tupl
     --------
     >>> X = whiten(np.random.default_rng(0).standard_normal((20, 4)) * [1.0, 1.0, 1.0, 0.0])  # rank 3: P != I
     >>> Ws = balanced_weights([4, 3, 2], [1.5, 0.5], seed=0)  # W's top right singular vector leaves the row space
-    >>> lo, hi = sharpness_bounds(X, Ws[1] @ Ws[0], 2)
+    >>> b = sharpness_bounds(X, Ws[1] @ Ws[0], 2)
     >>> lam = float(ggn_spectrum(Ws, X, k=1)[0])  # whitened: c_min = c_max = 1, the pair is exact
-    >>> round(lo / lam, 10), round(hi / lam, 10), round(2 * 1.5**2 / lam, 2)  # L ||W||^(2-2/L) overstates it
-    (1.0, 1.0, 1.47)
+    >>> b.pair, round(b.lower / lam, 10), round(b.upper / lam, 10), round(2 * 1.5**2 / lam, 2)  # the formula overstates
+    ('C=P', 1.0, 1.0, 1.47)
+    >>> sharpness_bounds(X, Ws[1] @ Ws[0] @ (X.T @ X / 20), 2).pair  # W = W P: the s_min formula
+    's_min'
     """
     Wn = check_matrix("W", W)
     L = check_int("L", L, 1)
@@ -755,9 +786,10 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> tupl
         raise ValueError("X is all zero: the bounds are 0 and say nothing")
     core = L * np.linalg.norm(Wn, 2) ** (2.0 - 2.0 / L)
     lam = float(_balanced_rowspace_spectrum(Wn, G.E, L).max())
+    pair = "s_min"
     if lam < (1.0 - 1e-10) * core:  # else equal to round-off: keep the formula's own value
-        core = lam
-    return float(G.c[-1] * core), float(G.c[0] * core)
+        core, pair = lam, "C=P"
+    return SharpnessBounds(float(G.c[-1] * core), float(G.c[0] * core), pair)
 
 def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> np.ndarray:
     """``t_l = (1/n) ||X B_l^T||_2^2 ||A_l||_2^2`` for ``l = 1..L`` (``B_l = W_{l-1}..W_1``, ``A_l = W_L..W_{l+1}``):

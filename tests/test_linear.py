@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -139,7 +141,8 @@ def test_anisotropic_bounds_hold(seed):
     Ws = lin.balanced_weights(dims, s, seed=seed)
     X = rng.standard_normal((15, dims[0])) * rng.uniform(0.1, 4.0, dims[0])
     lam = _hessian_eigs(Ws, X, _zero_loss_labels(Ws, X))[0]
-    lo, hi = lin.sharpness_bounds(X, _product(Ws), L)
+    b = lin.sharpness_bounds(X, _product(Ws), L)
+    lo, hi = b.lower, b.upper
     assert lo <= lam * (1 + 1e-10) and lam <= hi * (1 + 1e-10)
     assert lo < hi
 
@@ -154,7 +157,8 @@ def test_isotropic_sharpness_at_balanced_interpolating_minimizer():
     lam = _hessian_eigs(Ws, X, Y)[0]
     assert abs(lin.sharpness_isotropic(X, Y, L) - lam) < 1e-8 * lam
     # with isotropic X both bounds coincide with the truth
-    lo, hi = lin.sharpness_bounds(X, _product(Ws), L)
+    b = lin.sharpness_bounds(X, _product(Ws), L)
+    lo, hi = b.lower, b.upper
     assert abs(lo - lam) < 1e-8 * lam and abs(hi - lam) < 1e-8 * lam
 
 
@@ -299,9 +303,11 @@ def test_lower_bound_with_rank_deficient_features_at_ols():
     Y = rng.standard_normal((12, 3))
     Ws = lin.ols_balanced_weights(X, Y, [6, 5, 3], seed=0)
     ggn_top = lin.ggn_spectrum(Ws, X, k=1)[0]
-    lo, hi = lin.sharpness_bounds(X, _product(Ws), 2)
+    b = lin.sharpness_bounds(X, _product(Ws), 2)
+    lo, hi = b.lower, b.upper
     assert 0 < lo <= ggn_top * (1 + 1e-10) and ggn_top <= hi * (1 + 1e-10)
     # the OLS map's rows lie in the row space: the pair is the s_min formula itself
+    assert b.pair == "s_min"
     sx = np.linalg.svd(X, compute_uv=False)[:4]
     core = 2 * np.linalg.norm(_product(Ws), 2)
     np.testing.assert_allclose((lo, hi), (sx[-1] ** 2 / 12 * core, sx[0] ** 2 / 12 * core), rtol=1e-12)
@@ -681,12 +687,15 @@ def test_sharpness_bounds_hold_for_balanced_weights_outside_the_row_space(whiten
             X = X * rng.uniform(0.95, 1.05, 6)  # mildly anisotropic, still rank 4
         lam = _hessian_eigs(Ws, X, _zero_loss_labels(Ws, X))[0]
         W = _product(Ws)
-        lo, hi = lin.sharpness_bounds(X, W, L)
+        b = lin.sharpness_bounds(X, W, L)
+        lo, hi = b.lower, b.upper
         assert lo <= lam * (1 + 1e-10) and lam <= hi * (1 + 1e-10)
         if whitened:  # c_min = c_max: the pair is the sharpness itself
             assert abs(lo - lam) < 1e-10 * lam and abs(hi - lam) < 1e-10 * lam
         c = np.linalg.svd(X, compute_uv=False)[:4] ** 2 / X.shape[0]
-        overstated += c[-1] * L * np.linalg.norm(W, 2) ** (2 - 2 / L) > lam * (1 + 1e-6)
+        over = c[-1] * L * np.linalg.norm(W, 2) ** (2 - 2 / L) > lam * (1 + 1e-6)
+        overstated += over
+        assert not over or b.pair == "C=P"  # where the formula overstates, the pair says it was replaced
     assert overstated >= 3  # the formula's lower end lies above lambda_max in these cases
 
 
@@ -717,3 +726,18 @@ def test_transposed_x_is_named():
         lin.sharpness_isotropic(X.T, Y, 2)
     with pytest.raises(ValueError, match=r"^X must have d0=4 features"):
         lin.ggn_spectrum([rng.standard_normal((3, 4))], lin.feature_gram(X))
+
+
+def test_sharpness_bounds_is_a_named_frozen_pair():
+    rng = np.random.default_rng(71)
+    X = rng.standard_normal((20, 4)) * [3.0, 1.0, 0.5, 0.2]
+    Ws = lin.ols_balanced_weights(X, rng.standard_normal((20, 2)), [4, 3, 2], seed=0)
+    b = lin.sharpness_bounds(X, _product(Ws), 2)
+    assert isinstance(b, lin.SharpnessBounds) and b.pair == "s_min" and b.lower < b.upper
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.lower = 0.0
+    with pytest.raises(ValueError, match="pair"):
+        lin.SharpnessBounds(1.0, 2.0, "C=I")
+    with pytest.raises(ValueError, match="lower <= upper"):
+        lin.SharpnessBounds(2.0, 1.0, "s_min")
+

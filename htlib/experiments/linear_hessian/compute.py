@@ -587,9 +587,9 @@ def _ols_point(gram: lin.FeatureGram, W: np.ndarray, Y: np.ndarray, width: int, 
     dims = [W.shape[1]] + [width] * (depth - 1) + [W.shape[0]]
     Ws = lin.balanced_factorization(W, dims, seed=seed)
     t = lin.layer_sharpness_terms(Ws, gram)
-    lo, hi = lin.sharpness_bounds(gram, W, depth)
+    b = lin.sharpness_bounds(gram, W, depth)
     return {"ggn": lin.ggn_spectrum(Ws, gram, k=1)[0], "t_max": float(t.max()), "t_sum": float(t.sum()),
-            "t_1": float(t[0]), "L_t_1": float(depth * t[0]), "smin_lower": lo, "s_upper": hi,
+            "t_1": float(t[0]), "L_t_1": float(depth * t[0]), "smin_lower": b.lower, "s_upper": b.upper,
             "iso": lin.sharpness_isotropic(gram, Y, depth), "kappa": math.sqrt(gram.c[0] / gram.c[-1])}
 
 def ols_sharpness(shares: Sequence[float], *, whitened: bool, n: int = 1000, width: int = 128, depth: int = 2,
