@@ -4,9 +4,10 @@ tail exponents, the inverse law, the beta-Laguerre sampler, the KS and histogram
 With ``a = kappa/2``, ``beta = kappa/(2 gamma)``, ``t = beta x`` and ``delta = kappa (1-gamma)/(2 gamma)``,
 ``rho(x) = beta t^(delta-1) e^(-t) / (Gamma(a+1) Gamma(beta) |U(a, 1-delta, -t)|^2)``.  ``U(a, 1-delta, -t - i0)``
 (:func:`_u_eval`) comes from the connection formula through SciPy's ``hyp1f1`` (patched: :func:`_checked_hyp1f1`;
-interpolated near integer ``delta``), the large-t expansion, a Riccati continuation above the bulk and mpmath; within
-:data:`EXACT_RANGE` accurate to ~1e-8 relative or better wherever finite (``tests/test_htmp.py``,
-``tests/test_reliability.py``).  Beyond it the density refuses and the CDF is the Marchenko-Pastur limit.
+interpolated near integer ``delta``), the large-t expansion, a Riccati continuation above the bulk and mpmath
+(``hyperu``, else the connection formula: :func:`_u_connection_mp`); within :data:`EXACT_RANGE` accurate to ~1e-8
+relative or better, and finite on every grid tested (``tests/test_htmp.py``, ``tests/test_reliability.py``,
+``tests/test_htmp_edges.py``).  Beyond it the densities and the CDFs refuse.
 """
 
 from __future__ import annotations
@@ -36,9 +37,8 @@ EXACT_RANGE = ((1000.0, 1600.0), (500.0, 1.0e4))
 """``(kappa_max, beta_max)`` pairs: the routes of :func:`_u_eval` are exact where ``kappa <= kappa_max`` and
 ``beta = kappa/(2 gamma) <= beta_max`` for one pair (within 2e-8 of mpmath).  Beyond, the connection formula cancels
 completely and the continuations stall (minutes a call at kappa = 1e4; mpmath's ``hyperu`` does not converge): the
-density functions refuse, and the CDFs return the Marchenko-Pastur limit, within sup |F_HTMP - F_MP| <= 0.5/kappa
-(measured 0.41/kappa to 0.47/kappa at kappa = 250, 1000 and gamma 0.1 to 0.9; 0.34/kappa to 0.41/kappa at beta = 1e4,
-kappa = 50 to 500)."""
+densities, CDFs, survival functions and quantiles refuse with a ValueError.  The Marchenko-Pastur limit
+(``htlib.spectra``) is no stand-in: its CDF is 0.2 off at kappa = 0.5, beta = 1e4, and no bound below 1 is proven."""
 
 # ----------------------------------------------------------------------------- validation
 def _check_params(kappa: float, gamma: float, *, mp_limit: bool = False) -> tuple[float, float]:
@@ -91,10 +91,15 @@ def _checked_hyp1f1(a: float, b: float, z: np.ndarray, exact: bool = True) -> np
     """``special.hyp1f1(a, b, z)``, re-done with mpmath where SciPy is wrong (mapped against mpmath at 30 digits):
     ``a >= 5``, ``b > 0``, ``-1 < z < 0`` (``hyp1f1(5, 0.95, -0.8)`` gives -1.14, not -0.29) where SciPy lies outside
     the rounding bound of the Taylor series (or that exceeds 1e-7 relative); with ``exact``, every point of
-    :func:`_scipy_suspect` (errors up to 1e8; for HTMP ``kappa < 3``, ``16 <= delta <= 400``)."""
+    :func:`_scipy_suspect` (errors up to 1e8; for HTMP ``kappa < 3``, ``16 <= delta <= 400``); and every NaN at a
+    finite ``z``: for ``b`` below about -500 SciPy returns NaN at isolated points (3 in 20,000 of ``z`` in
+    [-2e4, -10] at ``a = 0.05``, ``b = -9998``) and, at ``a = 1`` exactly (``kappa = 2``), through most of the bulk,
+    where the routes after the fast one failed or were wrong (``kappa = 2``, ``gamma = 3e-4``: the density 97% low at
+    ``x = 1.014``, inside the bulk, and the CDF's branch off where its coarse grid interpolated over the gap)."""
     out = np.asarray(special.hyp1f1(a, b, z), dtype=np.float64)
     flat = z.ravel()
     redo = _scipy_suspect(a, b, flat) if exact else np.zeros(flat.shape, dtype=bool)
+    redo |= np.isnan(out.ravel()) & np.isfinite(flat)
     small = np.flatnonzero(np.abs(flat) < 1.0) if b > 0 else np.zeros(0, dtype=np.int64)
     if small.size:
         zs = flat[small]
@@ -218,13 +223,43 @@ def _u_ode(t_out: np.ndarray, p: "_P", t1: float) -> tuple[np.ndarray, np.ndarra
     ph = np.interp(t_out, ts, sol.y[3])
     return lr, np.cos(ph), np.sin(ph)
 
-def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
-    """mpmath version of :func:`_u_fast` at one point (the last resort)."""
+def _u_connection_mp(t: float, a: float, d: float) -> mpmath.mpc | None:
+    """``U(a, 1-d, -t-i0)`` in mpmath by the connection formula (DLMF 13.2.42) with Kummer's transformation:
+    ``Gamma(d)/Gamma(a+d) M(a, 1-d, -t) + Gamma(-d)/Gamma(a) t^d e^(-i pi d) e^(-t) M(1-a, 1+d, t)``.
+
+    The working precision is raised by the digits the two terms cancel, so about ``_MP_DPS - 5`` digits are right;
+    ``None`` where a series does not converge or the cancellation is total.  The route of :func:`_u_mp` where
+    ``hyperu`` gives up: for ``d`` in the thousands its hypercomb stalls (``NoConvergence``, then ``ValueError`` with
+    more terms) while these two series converge in milliseconds to seconds."""
+    extra = 0
+    for _ in range(4):
+        with mpmath.workdps(_MP_DPS + extra):
+            am, dm, tm = mpmath.mpf(a), mpmath.mpf(d), mpmath.mpf(t)
+            try:
+                first = mpmath.gamma(dm) / mpmath.gamma(am + dm) * mpmath.hyp1f1(am, 1 - dm, -tm, maxterms=10**6)
+                second = (mpmath.gamma(-dm) / mpmath.gamma(am) * mpmath.exp(dm * mpmath.log(tm) - tm)
+                          * mpmath.hyp1f1(1 - am, 1 + dm, tm, maxterms=10**6) * mpmath.expjpi(-dm))
+            except (mpmath.libmp.NoConvergence, ValueError, ZeroDivisionError):
+                return None
+            u = first + second
+            if u == 0:
+                return None
+            lost = float(mpmath.log10(max(abs(first), abs(second)) / abs(u)))
+            if lost <= extra + 5:  # at least _MP_DPS - 5 digits survive the cancellation
+                return u
+            extra = int(math.ceil(lost)) + 5
+    return None
+
+def _u_mp(t: float, p: _P, connection: bool = True) -> tuple[float, float, float]:
+    """mpmath version of :func:`_u_fast` at one point (the last resort): ``hyperu``, else (with ``connection``)
+    :func:`_u_connection_mp`; nan where both fail."""
     with mpmath.workdps(_MP_DPS):
         try:
             u = mpmath.conj(mpmath.hyperu(mpmath.mpf(p.a), 1 - mpmath.mpf(p.delta), -mpmath.mpf(float(t))))
-        except Exception:  # hypsum did not converge (NoConvergence, ValueError, ...): nan, as documented
-            return np.nan, np.nan, np.nan
+        except Exception:  # hypsum did not converge (NoConvergence, ValueError, ...)
+            u = _u_connection_mp(float(t), p.a, p.delta) if connection else None
+            if u is None:
+                return np.nan, np.nan, np.nan
         mag = abs(u)
         if mag == 0:
             return -np.inf, 1.0, 0.0
@@ -234,7 +269,9 @@ def _u_mp(t: float, p: _P) -> tuple[float, float, float]:
 def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None,
             exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """U(a, 1-delta, -t-i0) = e^L (re + i im) at t > 0: the large-t expansion beyond :func:`_t_huge`, else the fast
-    route; where it fails the expansion (error below e^-36), the Riccati continuation above the bulk, finally mpmath."""
+    route; where it fails the expansion (error below e^-36), the Riccati continuation above the bulk, finally mpmath
+    (without ``exact``, for the coarse CDF grid, which interpolates over failures, ``hyperu`` only: the connection
+    formula takes seconds a point at delta ~ 1e4)."""
     t = np.asarray(t, dtype=np.float64)
     if log_t is None:
         with np.errstate(divide="ignore"):
@@ -273,7 +310,7 @@ def _u_eval(t: np.ndarray, p: _P, log_t: np.ndarray | None = None,
                 bad[upper] = ~np.isfinite(res[0])
     if bad.any():
         for i in np.flatnonzero(bad):
-            big.flat[i], re.flat[i], im.flat[i] = _u_mp(t.flat[i], p)
+            big.flat[i], re.flat[i], im.flat[i] = _u_mp(t.flat[i], p, connection=exact)
     return big, re, im
 
 def _near_integer_delta(kappa: float, gamma: float) -> bool:
@@ -298,14 +335,15 @@ def _integer_delta_combine(fn, kappa: float, gamma: float):
 def _mp_limit(kappa: float, gamma: float) -> bool:
     return not any(kappa <= k and kappa / (2 * gamma) <= b for k, b in EXACT_RANGE)
 
-def _check_exact(kappa: float, gamma: float) -> None:
-    """Refuse a density outside :data:`EXACT_RANGE` (the MP density there is off by up to 100% relative)."""
+def _check_exact(kappa: float, gamma: float, what: str = "density", limit: str = "mp_density") -> None:
+    """Refuse ``what`` (the density, the CDF, ...) outside :data:`EXACT_RANGE`: the MP law there is off by up to 100%
+    relative in the density and 0.2 in the CDF, and the exact routes do not converge."""
     if _mp_limit(kappa, gamma):
         k_max = max(min(k, 2 * gamma * b) for k, b in EXACT_RANGE)
         ranges = " or ".join(f"kappa <= {k:g} with beta <= {b:g}" for k, b in EXACT_RANGE)
-        raise ValueError(f"the HTMP density is computed exactly only for {ranges}, beta = kappa/(2 gamma) (at gamma = "
+        raise ValueError(f"the HTMP {what} is computed exactly only for {ranges}, beta = kappa/(2 gamma) (at gamma = "
                          f"{gamma:g}: kappa <= {k_max:.4g}), got kappa = {kappa:g}, gamma = {gamma:g} (beta = "
-                         f"{kappa / (2 * gamma):.4g}); its kappa -> inf limit is htlib.spectra.mp_density")
+                         f"{kappa / (2 * gamma):.4g}); its kappa -> inf limit is htlib.spectra.{limit}")
 
 def _logpdf_unit(x: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
     """log rho at finite x > 0 (scale 1), all the special cases but the MP limit handled."""
@@ -538,19 +576,45 @@ def _sf_unit(x: np.ndarray, kappa: float, gamma: float) -> tuple[np.ndarray, np.
         lsf[np.flatnonzero(far)[okk]] = ls[okk]
     return sf, lsf
 
-def _mp_cdf(x: np.ndarray, gamma: float) -> np.ndarray:
-    from htlib import spectra
-    return np.where(np.isnan(x), np.nan, spectra.mp_cdf(np.nan_to_num(x, posinf=1e300), gamma))
-
 def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     """The HTMP CDF ``F(x) = (2/(pi kappa)) arg U(kappa/2, 1-delta, -beta x - i0)``, unwrapped: the phase modulo pi
-    exactly, its branch from a coarse integral of the density.  About 1e-12 absolute (:func:`htmp_sf` for the upper
-    tail); outside :data:`EXACT_RANGE` the Marchenko-Pastur CDF, within 0.5/kappa."""
+    exactly, its branch from a coarse integral of the density.
+
+    Parameters
+    ----------
+    x : array_like
+        Points; with ``scale = c`` the CDF is ``F(x/c)``.
+    kappa, gamma : float
+        As for :func:`htmp_logpdf`: ``kappa > 0``, ``0 < gamma < 1``, the pair within :data:`EXACT_RANGE`.
+    scale : float
+        ``c > 0``, the mean of the law.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F`` with the shape of ``x``: 0 at ``x <= 0``, 1 at ``x = inf``.  Against a 50-digit mpmath reference at
+        the bulk edges across :data:`EXACT_RANGE` (``tests/test_htmp_edges.py``) within 1.1e-9 absolute, at
+        ``kappa = 2``, ``beta = 1e4`` (``delta = 9999``, interpolated), and 3.1e-11 or better elsewhere on that grid;
+        :func:`htmp_sf` for the upper tail.
+
+    Raises
+    ------
+    ValueError
+        ``kappa``, ``gamma`` or ``scale`` out of range, or ``(kappa, gamma)`` outside :data:`EXACT_RANGE` (the
+        Marchenko-Pastur CDF, the kappa -> inf limit, is ``htlib.spectra.mp_cdf``).
+
+    Examples
+    --------
+    >>> round(float(htmp_cdf(1.0, 2.0, 0.5)), 10)
+    0.6213869371
+    >>> htmp_cdf(1.0, 0.5, 2e-5)  # beta = 12500  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: the HTMP CDF is computed exactly only for ... got kappa = 0.5, gamma = 2e-05 (beta = 1.25e+04); ...
+    """
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
     x = to_numpy(x, "x") / scale
-    if _mp_limit(kappa, gamma):
-        return _mp_cdf(x, gamma)
+    _check_exact(kappa, gamma, "CDF", "mp_cdf")
     out = np.where(x == np.inf, 1.0, 0.0)
     pos = (x > 0) & np.isfinite(x)
     if pos.any():
@@ -559,7 +623,8 @@ def htmp_cdf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     return out
 
 def htmp_sf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
-    """Survival function ``1 - F(x)``, relatively accurate in the upper tail (a tail integral where ``F > 0.99``)."""
+    """Survival function ``1 - F(x)``, relatively accurate in the upper tail (a tail integral where ``F > 0.99``);
+    refuses outside :data:`EXACT_RANGE` as :func:`htmp_cdf` does."""
     return np.exp(htmp_logsf(x, kappa, gamma, scale))
 
 def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
@@ -567,9 +632,7 @@ def htmp_logsf(x, kappa: float, gamma: float, scale: float = 1.0) -> np.ndarray:
     kappa, gamma = _check_params(kappa, gamma)
     scale = _check_scale(scale)
     x = to_numpy(x, "x") / scale
-    if _mp_limit(kappa, gamma):
-        with np.errstate(divide="ignore"):
-            return np.log1p(-_mp_cdf(x, gamma))
+    _check_exact(kappa, gamma, "survival function", "mp_cdf")
     out = np.where(x == np.inf, -np.inf, 0.0)
     pos = (x > 0) & np.isfinite(x)
     if pos.any():
@@ -1064,9 +1127,7 @@ class htmp_gen(stats.rv_continuous):
         return 1.0, 2.0 * gamma / kappa + gamma, None, None
 
 def _ppf_one(q: np.ndarray, kappa: float, gamma: float) -> np.ndarray:
-    if _mp_limit(kappa, gamma):
-        from htlib import spectra
-        return np.array([spectra.mp_quantile(float(v), gamma) for v in np.ravel(q)]).reshape(np.shape(q))
+    _check_exact(kappa, gamma, "quantile function", "mp_quantile")
     p = _P(kappa, gamma)
     lo = np.full(q.shape, math.log(1e-300))
     hi_x = _upper_t(p) / p.beta
