@@ -56,7 +56,7 @@ def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_th
 
 def test_the_claims_table_holds_every_level_once():
     table = spike.TABLE
-    assert len(table) == 33 and all(k == s.key for k, s in table.items())
+    assert len(table) == 36 and all(k == s.key for k, s in table.items())
     assert table["steps-1"].level == pytest.approx((10 / 3, 30.0))  # two-sided: within 3x of 10
     assert table["steps-01"].level == pytest.approx((1e4 / 3, 3e4))
     for key, s in table.items():
@@ -147,7 +147,7 @@ def test_fig1_counted_rows_do_not_agree_on_the_label_alone():
     one = lambda x: Measurement(list(x))  # noqa: E731
     for tag in ("gd", "adam"):
         spec = spike.TABLE[f"fig1-{tag}"]
-        assert spec.statistic == "parts" and spec.revised_because.startswith("criterion changed after the runs")
+        assert spec.statistic == "parts" and spec.revised_because.startswith("criterion changed on 2026-12-04, after the runs")
         assert {p.key for p in spec.parts} == {f"fig1-{tag}-{k}" for k in ("label", "ks")}
         label_only = Measurement(parts={f"fig1-{tag}-label": one([1] * 5), f"fig1-{tag}-ks": one([0] * 5)},
                                  reduction_check="at the paper's sizes")

@@ -250,6 +250,7 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
                                       f"{sh.reach_without_top:.3g} lambda_+, tail alpha {_alpha(sh.alpha_without_top)}"),
             f"fig1-{tag}-ks": _one(bool(np.isfinite(r.alpha) and r.alpha < rules.heavy_alpha), "",
                                    f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} eigenvalues; PL_Alpha_Hill {hill:.3g}")})
+        out[f"fig1-{tag}-first"] = out[f"fig1-{tag}"].parts[f"fig1-{tag}-label"]  # the label alone
         out[f"fig1-{tag}-shape"] = _one(sh.ratio, "the likelihood ratio is undefined on this tail (tail-shape table)",
                                         f"R = {sh.ratio:.3g}, p = {sh.pvalue:.2g} on {sh.n_tail} eigenvalues: {sh.shape}")
         out[f"fig1-{tag}-strict"] = _one(r.heavy_tailed_strict, "", f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} "
@@ -409,7 +410,7 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
     low, mid, high = ([e for e in rows if e < 0.01], [e for e in rows if 0.01 <= e <= 1], [e for e in rows if e > 1])
     none = lambda what: Measurement.not_run(f"no learning rate {what} in etas_review")  # noqa: E731
     out = {"review-1": none("below 0.01"), "review-2": none("in [0.01, 1]"), "review-3": none("above 1"),
-           "review-large": none("above 1")}
+           "review-large": none("above 1"), "review-large-tail": none("above 1")}
     if low:
         out["review-1"] = Measurement(parts={"review-1-gen": _one(max(abs(rows[e][0]) for e in low), "", txt(low)),
                                              "review-1-ht": _one(any(rows[e][3] for e in low), "")})
@@ -430,6 +431,9 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
         out["review-large"] = _one(r.alpha, f"no power-law fit at eta = {top:g} (learning-rate table)",
                                    f"eta = {top:g}: KS {r.alpha:.3g}, Hill {rows[top][2]:.3g}, tail alpha "
                                    f"{_alpha(r.tail_alpha)}, test {rows[top][0]:+.1%}")
+        out["review-large-tail"] = _one(r.tail_alpha, f"no tail beyond the bulk edge at eta = {top:g}, so no tail "
+                                        "alpha (learning-rate table)", f"eta = {top:g}: tail alpha {_alpha(r.tail_alpha)}, "
+                                        f"standard error {r.tail_alpha_sigma:.2g}")
     return out
 
 def claims(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> list[Claim]:
