@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from htlib import archive
 from htlib.claims import Measurement, judge, judge_table, read_table
 from htlib.records import Claim
 from htlib.experiments.linear_hessian.compute import (FIG5_FRESH_N, PATH_FAMILIES, Count, Fig12, Fig3, Fig4, Fig5, Fig6,
@@ -414,4 +415,4 @@ def measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count, fig3_starts
 def claims(*results, **extra) -> list[Claim]:
     """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure` of ``results``
     (and its keyword results ``fig3_starts``, ``fig7_raw``)."""
-    return judge_table(TABLE, measure(*results, **extra))
+    return judge_table(TABLE, archive.merge(measure(*results, **extra), __name__))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from htlib import stats
+from htlib import archive, stats
 from htlib.claims import Measurement, Spec, judge_table, read_table
 from htlib.records import PAPER_SETTING, Claim
 from htlib.two_layer import READOUT_SCALES
@@ -249,7 +249,7 @@ def measure(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: S
 
 def claims(fig2: Fig2Result, fig3: Fig3Result, scaling: ScalingResult, setup: Setup) -> list[Claim]:
     """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure`."""
-    return judge_table(TABLE, measure(fig2, fig3, scaling, setup))
+    return judge_table(TABLE, archive.merge(measure(fig2, fig3, scaling, setup), __name__))
 
 def fig2_table(res: Fig2Result) -> pd.DataFrame:
     """Per panel: ``lambda_max / lambda_+`` and the eigenvalues above ``lambda_+`` (seed 0, seed range), modes."""
