@@ -95,9 +95,13 @@ def strip_for_commit(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def refresh(path: str | Path, *, timeout: int = 1800) -> None:
+def refresh(path: str | Path, *, timeout: int | None = None) -> None:
     """Re-execute chapter ``path`` and write it back as the new reference; if any cell fails, nothing is
     written and the partial run is kept in a temporary file whose location is printed.
+
+    ``timeout``: seconds per cell, default :func:`cell_timeout` (``HTLIB_CELL_TIMEOUT``; no limit when unset), as
+    in ``make book``: a fixed limit failed a cold htmp refresh on a busy two-core machine (its LeNet grid ran past
+    1,800 s at load 9 on 2026-12-06), and a limit cannot tell a busy machine from a hung cell.
 
     The write-back is atomic (:func:`htlib.cache.atomic_write`): a kill, a full disk or a file-size limit leaves
     the committed chapter as it was.  On Ctrl-C the kernel is stopped and :class:`htlib.run.Interrupted` names the
@@ -118,7 +122,8 @@ def refresh(path: str | Path, *, timeout: int = 1800) -> None:
     managers = kernel_manager_class(log)
     try:
         pm.execute_notebook(_literal_path(path), _literal_path(tmp), cwd=str(path.parent), kernel_name="python3",
-                            progress_bar=False, execution_timeout=timeout, kernel_manager_class=managers)  # IPC
+                            progress_bar=False, execution_timeout=cell_timeout() if timeout is None else timeout,
+                            kernel_manager_class=managers)  # IPC
     except KeyboardInterrupt:
         stop_kernels(managers)
         log.unlink(missing_ok=True)

@@ -447,3 +447,30 @@ def test_no_output_prints_an_undefined_number_as_nan(path):
             if re.search(r"(?<![\w.])nan(?![\w(])", text, flags=re.IGNORECASE):
                 found.append(i)
     assert not found, f"{path.name}: cells {sorted(set(found))} print nan"
+
+
+@pytest.mark.parametrize("env, expected", [(None, -1), ("600", 600)])
+def test_refresh_has_no_cell_limit_unless_one_is_asked_for(tmp_path, monkeypatch, env, expected):
+    """make refresh, like make book, takes HTLIB_CELL_TIMEOUT and has no limit without it (a fixed 1,800 s failed
+    a cold refresh on a busy machine); the limit reaches papermill, which is stopped before any execution."""
+    import papermill
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def execute(*args, **kwargs):
+        seen["timeout"] = kwargs["execution_timeout"]
+        raise Stop
+
+    if env is None:
+        monkeypatch.delenv("HTLIB_CELL_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("HTLIB_CELL_TIMEOUT", env)
+    monkeypatch.setattr(papermill, "execute_notebook", execute)
+    chapter = tmp_path / "c.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), chapter)
+    with pytest.raises(Stop):
+        book.refresh(chapter)
+    assert seen["timeout"] == expected
