@@ -145,6 +145,13 @@ trained results taken from a fresh clone's cold ``make nbval`` run that passed a
 above.  The deviations measured between the two are symmetric, so the tolerances built from them hold either way;
 ``tests/test_regression_controls.py`` replays the recorded runs of each processor against the new references.
 
+A third variant against those references: ``ci`` (torch's scalar kernels, one thread), cold, ``tests/portability.py``
+on a clone of a5dd293 (2026-12-06, the same AMD EPYC, load 9-14 from other jobs): one_step_adam all 21 cells pass
+(1,254 s; the largest deviations are values near zero inside their atol, 2.8e-08 -> 1.6e-08); spike_to_heavy_tail
+every cell identical to the references (2,588 s).  With the Intel Xeon and the pinned EPYC these two chapters have
+passed under three variants, as linear_hessian, phases and mp_baseline had.  generalization and htmp were started
+under ``ci`` and stopped unfinished (the CPU went to the chapters' refreshes): they have two variants each.
+
 Overriding one cell
 -------------------
 A cell whose numbers need another tolerance than its chapter's is listed in :data:`CELLS` by its cell id,
