@@ -24,17 +24,6 @@ BANNED = re.compile(r"\bissue\s*#?\d+|\breferee|\bindependent check|\bcommit [0-
 """Our issues ("issue 36", "issue #36"), referees, "an independent check" and commit hashes."""
 
 
-PENDING = {"htmp.ipynb", "scoreboard.ipynb"}
-"""Outputs and tables written before the rewording of 2026-12-06, not yet refreshed (htmp's code is being edited,
-linear_hessian's table and chapter too, and the scoreboard reads every chapter): each fails here until refreshed,
-when the strict marker fails instead and asks for its name to be taken off this set."""
-
-
-def _pending(paths, name):
-    return [pytest.param(p, marks=pytest.mark.xfail(reason="not refreshed since the rewording", strict=True))
-            if name(p) in PENDING else p for p in paths]
-
-
 def _text(value) -> str:
     if isinstance(value, str):
         return value
@@ -91,13 +80,13 @@ def test_the_pattern_catches_our_words_and_spares_the_papers_review():
     assert not any(BANNED.search(t) for t in spared), [t for t in spared if BANNED.search(t)]
 
 
-@pytest.mark.parametrize("path", _pending(NOTEBOOKS, lambda p: p.name), ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_no_chapter_names_our_issues_referees_or_commits(path):
     found = hits(notebook_texts(path))
     assert not found, f"{path.relative_to(ROOT)} names our issues, referees or commits:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("path", _pending(TABLES, lambda p: p.parent.name), ids=[p.parent.name for p in TABLES])
+@pytest.mark.parametrize("path", TABLES, ids=[p.parent.name for p in TABLES])
 def test_no_claims_table_names_our_issues_referees_or_commits(path):
     found = hits(table_texts(path))
     assert not found, f"{path.relative_to(ROOT)} names our issues, referees or commits:\n" + "\n".join(found)
