@@ -83,7 +83,7 @@ class Archived:
         p = self.provenance
         params = ", ".join(f"{k} = {v!r}" for k, v in p["parameters"].items()) or "the chapter's defaults"
         wall = float(p["wall_s"])
-        took = f"{wall / 60:.0f} min" if wall < 5400 * 2 else f"{wall / 3600:.1f} h"
+        took = f"{wall / 60:.0f} min" if wall < 3 * 3600 else f"{wall / 3600:.1f} h"
         return (f"archived run of {self.day}, not re-executed by CI: {params}; {took} wall on {p['machine']} "
                 f"({p['command']})")
 

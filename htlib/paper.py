@@ -215,7 +215,10 @@ def _archived_run(path: Path, overrides: dict[str, Any], keys: list[str], out_di
             print(f"archived {target}", flush=True)
     finally:
         for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         shutil.rmtree(staging, ignore_errors=True)
 
 
