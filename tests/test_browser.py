@@ -16,7 +16,8 @@ first screen, then one line per claim that does not agree, and every record in a
 120 px (each check has a negative control); the landing page shows the same counts and disagreements, math typeset.
 Every chapter, at 1280 px, opens with its findings box on the first screen (one line per section of counted claims,
 as its records say), has no table wider than the text column or with a column narrower than 120 px, and prints no
-``nan`` (a negative control injects each fault into a real chapter page).
+``nan`` (a negative control injects each fault into a real chapter page).  The chapters of ``CHAPTER_SCREENS`` are
+at most that many screens at 1280 x 900 with every dropdown closed.
 """
 
 from __future__ import annotations
@@ -424,6 +425,22 @@ def test_a_chapter_opens_with_its_findings_and_its_tables_fit(server, browser, p
     faults = _chapter_faults(page, records)
     page.close()
     assert not faults, f"{page_path}: {faults[:6]}"
+
+
+CHAPTER_SCREENS = {"book/linear_hessian.html": 20}  # a chapter a reader finishes: screens at READER, dropdowns closed
+
+
+@pytest.mark.parametrize("page_path", sorted(CHAPTER_SCREENS))
+def test_a_chapter_fits_its_screens(server, browser, page_path):
+    """With every dropdown and hidden table closed, the chapter is at most ``CHAPTER_SCREENS`` screens at 1280 x 900
+    (run selection, convergence and the judging sit in dropdowns); a negative control pads the page."""
+    page = _reader(browser, server, page_path)
+    height, limit = _height(page), CHAPTER_SCREENS[page_path] * READER["height"]
+    assert height <= limit, f"{page_path}: {height} px, {height / READER['height']:.1f} screens"
+    page.evaluate("() => document.querySelector('article.bd-article').appendChild("
+                  f"Object.assign(document.createElement('div'), {{style: 'height: {limit}px'}}))")
+    assert _height(page) > limit
+    page.close()
 
 
 def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browser):

@@ -122,8 +122,8 @@ def _records(measurements):
 def test_every_row_of_the_table_is_measured_and_judged():
     # the table's rows and the measurements' keys must match exactly (judge_table refuses a gap either way)
     names = {"measure_fig12", "measure_fig3", "measure_fig4", "measure_fig5", "measure_fig6", "measure_fig7",
-             "measure_fig8", "measure_count"}
-    assert names <= set(dir(lh.reading)) and len(lh.TABLE) == 32
+             "measure_fig8", "measure_count", "measure_trajectory"}
+    assert names <= set(dir(lh.reading)) and len(lh.TABLE) == 34
     assert {s.kind for s in lh.TABLE.values()} == {"claim", "check", "variant"}
     # the five identities of paper 004, the forced runs (two-layer Fig. 3, held Fig. 4) and the near-identities on exact
     # minimizers of whitened data (Fig. 6 crossover and right, Fig. 8) are checks, never counted
@@ -658,3 +658,50 @@ def test_unbalanced_factorization_carries_the_map_in_its_first_layer():
     assert lin.balance_gaps(Ws).max() > 0.9  # far from balanced
     with pytest.raises(ValueError, match="at least dL"):
         lh.unbalanced_factorization(W, [7, 2, 3])
+
+
+def _gap_run(gaps, epochs):
+    """A run whose closed form sits ``gaps`` (relative to the top eigenvalue 1) above LOBPCG at ``epochs``."""
+    g = np.asarray(gaps, float)
+    numeric = np.column_stack([np.ones_like(g), 0.5 * np.ones_like(g)])
+    return {"closed_I": numeric + g[:, None], "numeric": numeric, "epochs": np.asarray(epochs), "rank": 5}
+
+
+def _kendall_by_pairs(x, y):
+    """Kendall's tau-a by counting pairs (no ties here): the reference the reading's scipy call is checked against."""
+    pairs = [(i, j) for i in range(len(x)) for j in range(i + 1, len(x))]
+    return sum(np.sign((x[j] - x[i]) * (y[j] - y[i])) for i, j in pairs) / len(pairs)
+
+
+def test_trajectory_reads_kendalls_tau_of_the_gap_along_the_epochs():
+    epochs = [0, 1, 6, 40, 251, 1585, 10000]
+    falling = [0.4, 0.39, 0.35, 0.3, 0.2, 0.01, 0.001]
+    wiggle = [0.4, 0.41, 0.35, 0.36, 0.2, 0.25, 0.1]
+    rising = falling[::-1]
+    runs = tuple(_gap_run(g, epochs) for g in (falling, wiggle, rising))
+    traj = lh.Trajectory({"fig1": runs, "fig4": runs}, (1, 2, 3))
+    np.testing.assert_allclose(traj.gaps("fig1"), [falling, wiggle, rising])
+    taus = traj.taus("fig1")
+    ref = [_kendall_by_pairs(np.asarray(epochs, float), np.asarray(g)) for g in (falling, wiggle, rising)]
+    np.testing.assert_allclose(taus, ref)
+    assert taus[0] == -1 and taus[2] == 1 and -1 < taus[1] < 0
+
+
+def test_trajectory_row_agrees_only_when_the_gap_falls_on_enough_fresh_runs():
+    epochs = [0, 1, 6, 40, 251]
+    down, up = [0.4, 0.3, 0.2, 0.1, 0.05], [0.05, 0.1, 0.2, 0.3, 0.4]
+    setup = lh.Setup()
+    def verdict(pattern):
+        runs = tuple(_gap_run(down if p else up, epochs) for p in pattern)
+        traj = lh.Trajectory({"fig1": runs, "fig4": runs}, tuple(range(len(pattern))))
+        m = lh.reading.measure_trajectory(setup, traj)["fig1_trajectory"]
+        return judge(lh.TABLE["fig1_trajectory"], m).verdict
+    # a sign test over runs: 6 of 6 falling decides (p = 1/64), 5 of 6 does not; 6 of 6 rising is the opposite
+    # direction ("disagrees" at the paper's setting; the default setting differs from it, so the judge's reduction
+    # gate reads it "inconclusive")
+    assert verdict([1] * 6) == "agrees"
+    assert verdict([1] * 5 + [0]) == "inconclusive"
+    assert verdict([0] * 6) in ("disagrees", "inconclusive")
+    # the row is counted, has no convergence gate, and its criterion is a direction
+    spec = lh.TABLE["fig1_trajectory"]
+    assert spec.counted and spec.statistic == "sign" and spec.revised_from is None

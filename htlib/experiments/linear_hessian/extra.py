@@ -159,3 +159,55 @@ def run_fig7_raw(setup: compute.Setup) -> Fig7Raw:
     cfgs = [_RawConfig(setup.dataset, setup.n_imb, a, s, setup.ddir)
             for a, s in compute._grid(setup.majority_shares, seeds, setup.seed)]
     return Fig7Raw(tuple(setup.majority_shares), seeds, tuple(compute._sweep(cfgs, setup, raw_minimizer_variants)))
+
+
+TRAJECTORY_SEEDS = 6
+"""Fresh runs per figure of the trajectory rows of Figs. 1 and 4: a sign test over 6 decides at p = 1/64."""
+
+TRAJECTORY_POINTS = 6
+"""Log-spaced epochs (from 1 to the last, plus epoch 0) at which those runs measure the Hessian by LOBPCG."""
+
+TRAJECTORY_SEED = 2 * compute.FRESH_SEED
+"""Their seeds start at ``seed + 2000``, which no other run of the chapter uses."""
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Figs. 1 and 4 along training: per figure (``"fig1"``, ``"fig4"``), fresh runs under the paper's schedule with
+    the top-k Hessian eigenvalues by LOBPCG (Hessian-vector products) and the closed form at log-spaced epochs."""
+    runs: dict
+    seeds: tuple
+
+    def gaps(self, fig: str) -> np.ndarray:
+        """``(runs, epochs)``: the closed form's top-k max relative gap to LOBPCG (:func:`compute._gap`)."""
+        return np.array([compute._gap(r["closed_I"], r["numeric"]) for r in self.runs[fig]])
+
+    def epochs(self, fig: str) -> np.ndarray:
+        return np.asarray(self.runs[fig][0]["epochs"])
+
+    def taus(self, fig: str) -> np.ndarray:
+        """Per run, Kendall's tau between the epoch and the gap (negative: the gap falls along training)."""
+        from scipy.stats import kendalltau
+        return np.array([kendalltau(self.epochs(fig), g).statistic for g in self.gaps(fig)])
+
+    def table(self) -> "pd.DataFrame":
+        """The gaps per figure and seed (rows) and epoch (columns)."""
+        import pandas as pd
+        frames = {fig: pd.DataFrame(self.gaps(fig), index=pd.Index(self.seeds, name="seed"),
+                                    columns=pd.Index(self.epochs(fig), name="epoch")) for fig in self.runs}
+        return pd.concat(frames, names=["figure"])
+
+
+def run_trajectory(setup: compute.Setup) -> Trajectory:
+    """Figs. 1 and 4 under the paper's schedule from ``max(TRAJECTORY_SEEDS, seeds)`` fresh seeds each: Fig. 1's
+    2-layer width-256 Kaiming start (rate 1e-3) and Fig. 4's balanced 4-layer width-64 start (rate 1e-2), both on
+    row-space features, LOBPCG at epoch 0 and ``TRAJECTORY_POINTS`` log-spaced epochs."""
+    nets = {"fig1": {"depth": 2, "width": 256, "init": "kaiming", "lr": 1e-3},
+            "fig4": {"depth": 4, "width": 64, "init": "balanced", "lr": 1e-2}}
+    seeds = tuple(setup.seed + TRAJECTORY_SEED + j for j in range(max(TRAJECTORY_SEEDS, setup.seeds)))
+    points = min(TRAJECTORY_POINTS, setup.epochs)
+    cfgs = [compute.LinearExperiment(n=setup.n_bal, whitening="rowspace", k=setup.top_k, measure_points=points,
+                                     log_spaced=True, hessian_at="all", **net, **setup.base(seed=s))
+            for net in nets.values() for s in seeds]
+    runs = compute._sweep(cfgs, setup)
+    return Trajectory({fig: tuple(runs[i * len(seeds):(i + 1) * len(seeds)]) for i, fig in enumerate(nets)}, seeds)

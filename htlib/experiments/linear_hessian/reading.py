@@ -13,7 +13,7 @@ from htlib.claims import Measurement, judge, judge_table, read_table
 from htlib.records import Claim
 from htlib.experiments.linear_hessian.compute import (FIG5_FRESH_N, PATH_FAMILIES, Count, Fig12, Fig3, Fig4, Fig5, Fig6,
                                                       Fig7, Fig8, PAPER, PAPER_EPOCHS, Setup, convergence, log_slopes)
-from htlib.experiments.linear_hessian.extra import RAW_CUTOFF, Fig3Starts, Fig7Raw
+from htlib.experiments.linear_hessian.extra import RAW_CUTOFF, Fig3Starts, Fig7Raw, Trajectory
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))  # every level, criterion and sentence, written once
 
@@ -397,6 +397,26 @@ def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
         "fig8_trained": _trained(sl["trained"], fig8.trained, "Fig. 8 convergence table", setting=setup.deviations(
             data=f"{setup.seeds} uniform random subsets of {setup.data_name} per size, {span}"))}
 
+def measure_trajectory(setup: Setup, traj: Trajectory) -> dict[str, Measurement]:
+    """Figs. 1 and 4 along fresh paper-schedule runs: per run, Kendall's tau between the epoch and the closed form's
+    gap to LOBPCG.  No convergence gate: the claim is about the path, not the end point."""
+    rank = int(traj.runs["fig1"][0]["rank"])
+    row = _whitening_settings(setup, rank)[1]
+    epochs = traj.epochs("fig1")
+    out = {}
+    for fig in ("fig1", "fig4"):
+        g, tau = traj.gaps(fig), traj.taus(fig)
+        falls = int(np.sum(np.all(np.diff(g, axis=1) < 0, axis=1)))
+        out[f"{fig}_trajectory"] = Measurement(
+            tau, runs_text=f"{len(tau)} fresh runs (seeds {traj.seeds[0]} to {traj.seeds[-1]})",
+            setting=setup.deviations(row, f"the paper's schedule; LOBPCG at epochs {', '.join(map(str, epochs))}"),
+            note=(f"the criterion was in the claims table before any of these runs was made; median gap "
+                  f"{np.median(g[:, 0]):.2g} at epoch 0 and {np.median(g[:, -1]):.2g} at epoch {epochs[-1]:,}; the gap "
+                  f"falls at every step in {falls} of {len(tau)} runs; tau from {tau.min():.2g} to {tau.max():.2g}"
+                  + (f"; every run sees all {setup.n_bal:,} images, so the runs differ in their start only"
+                     if setup.n_bal >= setup.labels.size else "") + " (trajectory table)"))
+    return out
+
 def measure_count(count: Count) -> dict[str, Measurement]:
     """The paper's bound on the number of nonzero eigenvalues, at the paper's own architectures (exact counts)."""
     allc = list(count.small.values()) + list(count.paper.values())
@@ -407,12 +427,15 @@ def measure_count(count: Count) -> dict[str, Measurement]:
         f"(dL - r) are nonzero too, so r(d0 + dL - r) are: dense autograd Hessians {small} (count table)"))}
 
 def measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count, fig3_starts=None,
-            fig7_raw=None) -> dict[str, Measurement]:
-    return {**measure_fig12(setup, fig12), **measure_fig3(setup, fig3, fig3_starts), **measure_fig4(setup, fig4),
+            fig7_raw=None, trajectory=None) -> dict[str, Measurement]:
+    traj = (measure_trajectory(setup, trajectory) if trajectory is not None else
+            {f"{k}_trajectory": Measurement.not_run("the trajectory runs were not passed to the reading")
+             for k in ("fig1", "fig4")})
+    return {**traj, **measure_fig12(setup, fig12), **measure_fig3(setup, fig3, fig3_starts), **measure_fig4(setup, fig4),
             **measure_fig5(setup, fig5), **measure_fig6(setup, fig6), **measure_fig7(setup, fig7, fig6, fig7_raw),
             **measure_fig8(setup, fig8), **measure_count(count)}
 
 def claims(*results, **extra) -> list[Claim]:
     """The chapter's records: :data:`TABLE` judged by :func:`htlib.claims.judge` on :func:`measure` of ``results``
-    (and its keyword results ``fig3_starts``, ``fig7_raw``)."""
+    (and its keyword results ``fig3_starts``, ``fig7_raw``, ``trajectory``)."""
     return judge_table(TABLE, archive.merge(measure(*results, **extra), __name__))
