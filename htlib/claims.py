@@ -514,7 +514,8 @@ def judge_table(specs: Sequence[Spec] | Mapping[str, Spec], measurements: dict[s
 _NOTEBOOK_NAMES = {
     "records": ("glue_claims", "glue_figure", "glue_text"),
     "scoreboard": ("checks_frame", "robustness_frame", "glue_findings", "publish_claims", "scoreboard", "glue_counts",
-                   "counts", "differences", "variants", "checks", "revisions", "split_counts_table"),
+                   "counts", "differences", "variants", "checks", "revisions", "split_counts_table",
+                   "write_claims_dataset"),
 }
 
 def __getattr__(name: str):

@@ -23,6 +23,7 @@ __all__ = [
     "publish_claims", "paper_counts", "CLAIM_WORDS", "REASON_WORDS", "TITLE_WORDS", "clip_words", "short_reason",
     "render_math", "Scoreboard", "FINDING_GROUPS", "POSTHOC", "findings_markdown", "glue_findings", "counts",
     "differences", "variants", "checks", "revisions", "scoreboard", "glue_counts", "split_counts_table",
+    "DATASET_FIELDS", "claims_dataset", "write_claims_dataset",
 ]
 
 DIFFERENCES: tuple[str, ...] = ("disagrees", "partly", "inconclusive")  # listed first on the scoreboard
@@ -580,3 +581,57 @@ def split_counts_table(board: Scoreboard) -> _Markdown:
             items.append(f"- {paper_name(paper)}, {label}: " + ", ".join(f"{n} {v}" for v, n in c.items()))
     return _Markdown("\n".join(["::::{dropdown} Counts by setting", ":class-container: htlib-section htlib-split",
                                 "", *items, "", "::::", ""]))
+
+
+DATASET_FIELDS: tuple[str, ...] = (
+    "chapter", "paper", "paper_title", "where", "key", "kind", "variant_of", "claim", "criterion", "threshold",
+    "measured", "uncertainty", "verdict", "cause", "setting", "at_paper", "post_hoc", "revised_from",
+    "revised_because", "reduction_check", "section")
+"""The columns of the claims dataset, one row per record (:func:`claims_dataset`)."""
+
+def claims_dataset(board: Scoreboard) -> "pd.DataFrame":
+    """Every record of ``board`` as one row of :data:`DATASET_FIELDS`, chapter by chapter in the paper's order.
+
+    ``criterion`` holds the level as it was judged, ``revised_from`` the level before a change made after the runs,
+    ``uncertainty`` the statistic, its interval or test and the runs, and ``post_hoc`` whether the verdict rests on
+    a criterion chosen after the numbers were seen.
+
+    Examples
+    --------
+    >>> from htlib.records import Claim
+    >>> c = Claim(paper="MP", where="Fig. 1", claim="the bulk follows MP", criterion="KS < 0.1", measured="0.02",
+    ...           verdict="agrees", setting="paper", uncertainty="3 runs", cause="KS 0.02 < 0.1", key="mp")
+    >>> df = claims_dataset(Scoreboard({Path("mp.ipynb"): [c]}))
+    >>> df.loc[0, ["chapter", "key", "verdict"]].tolist(), bool(df.loc[0, "post_hoc"])
+    (['mp', 'mp', 'agrees'], False)
+    """
+    import pandas as pd
+    rows = []
+    for notebook, records in board.claims_by_notebook.items():
+        for c in sorted(records, key=lambda r: where_key(r.where)):
+            row = {f: getattr(c, f) for f in DATASET_FIELDS if f not in ("chapter", "paper_title", "post_hoc")}
+            row.update(chapter=Path(notebook).stem, paper_title=paper_name(c.paper, markup="text"),
+                       post_hoc=bool(c.post_hoc))
+            if isinstance(row["revised_from"], tuple):
+                row["revised_from"] = list(row["revised_from"])
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(DATASET_FIELDS))
+
+def write_claims_dataset(board: Scoreboard, folder: str | Path | None = None) -> tuple[Path, Path]:
+    """Write :func:`claims_dataset` as ``claims.csv`` and ``claims.json`` (the records under ``"records"``, with the
+    htlib version and the UTC date they were written) into ``folder`` (default: the figure-data folder of
+    :func:`htlib.plotting.figure_data_path`), each atomically; return both paths."""
+    import datetime
+    import json
+    from htlib import __version__
+    from htlib.plotting import figure_data_path
+    from htlib.cache import atomic_write
+    out = Path(folder) if folder is not None else figure_data_path("claims").parent
+    out.mkdir(parents=True, exist_ok=True)
+    df = claims_dataset(board)
+    csv, js = out / "claims.csv", out / "claims.json"
+    atomic_write(csv, df.to_csv(index=False))
+    meta = {"htlib_version": __version__, "written": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+            "fields": list(DATASET_FIELDS), "records": json.loads(df.to_json(orient="records"))}
+    atomic_write(js, json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
+    return csv, js

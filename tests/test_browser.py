@@ -343,6 +343,40 @@ def test_scoreboard_reads_in_a_minute(server, browser):
     page.close()
 
 
+MIN_CONTRAST = 4.5  # WCAG AA for normal text: every verdict badge
+
+_BADGE_COLOURS = """() => Array.from(document.querySelectorAll('.sd-badge')).filter(b => b.getClientRects().length)
+    .map(b => { const s = getComputedStyle(b); return [b.innerText.trim(), s.color, s.backgroundColor]; })"""
+
+
+def _contrast(fg: str, bg: str) -> float:
+    """The WCAG contrast ratio of two CSS ``rgb(...)`` colours."""
+    def lum(rgb: str) -> float:
+        c = [int(v) / 255 for v in rgb.strip("rgba() ").split(",")[:3]]
+        r, g, b = (x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_verdict_badges_are_readable(server, browser):
+    """Every verdict badge on the scoreboard has a contrast of at least MIN_CONTRAST, and "partly" and "not tested"
+    differ in colour; a negative control injects a white-on-orange badge."""
+    page = _reader(browser, server, "book/scoreboard.html")
+    badges = page.evaluate(_BADGE_COLOURS)
+    assert {text for text, _, _ in badges} >= {"agrees", "inconclusive"}
+    low = sorted({(t, round(_contrast(fg, bg), 2)) for t, fg, bg in badges if _contrast(fg, bg) < MIN_CONTRAST})
+    assert not low, f"badges below {MIN_CONTRAST}:1: {low}"
+    colours = {t: bg for t, _, bg in badges}
+    if "partly" in colours and "not tested" in colours:
+        assert colours["partly"] != colours["not tested"]
+    page.evaluate("() => document.querySelector('article.bd-article').appendChild(Object.assign("
+                  "document.createElement('span'), {className: 'sd-badge', innerText: 'control',"
+                  " style: 'color: rgb(255, 255, 255); background-color: rgb(232, 146, 23)'}))")
+    assert any(t == "control" and _contrast(fg, bg) < MIN_CONTRAST for t, fg, bg in page.evaluate(_BADGE_COLOURS))
+    page.close()
+
+
 def test_the_scoreboard_checks_catch_a_long_page_and_a_squeezed_table(server, browser):
     """Negative controls: the old way (every record a row of one wide pipe table, cells broken anywhere) injected
     into the page, and a page longer than the limit, are both caught by the checks above."""
