@@ -152,6 +152,11 @@ every cell identical to the references (2,588 s).  With the Intel Xeon and the p
 passed under three variants, as linear_hessian, phases and mp_baseline had.  generalization and htmp were started
 under ``ci`` and stopped unfinished (the CPU went to the chapters' refreshes): they have two variants each.
 
+linear_hessian's trajectory runs (Figs. 1 and 4 along 12 paper-schedule runs with LOBPCG at 7 epochs, added
+2026-12-06) were recomputed under ``ci`` (scalar kernels, one thread, one worker; 1,628 s at load 3-4) against the
+same runs under the pins: the largest relative move of any gap at any epoch is 5.4e-10 (no halving epoch moved), far
+inside the chapter's tolerance, so their cells keep it.
+
 Overriding one cell
 -------------------
 A cell whose numbers need another tolerance than its chapter's is listed in :data:`CELLS` by its cell id,
