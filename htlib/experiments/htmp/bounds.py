@@ -1,6 +1,7 @@
 """The htmp chapter's check of the machine: with ``dataset = "cifar10"``, ``data_dir`` must hold CIFAR-10's pickle
 batches (:meth:`htlib.params.SetupBase.check_environment`, which ``htlib.run`` calls before any compute; the run
-would fail on them at its first training run).  It lives beside ``compute.py``, not in it: that file is in the
+would fail on them at its first training run); and the cost of the NTK test's power runs
+(:mod:`htlib.experiments.htmp.gof_power`).  It lives beside ``compute.py``, not in it: that file is in the
 result-cache key of the results it computes."""
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from htlib.experiments.htmp import compute
-from htlib.params import ParameterError, extend_setup
+from htlib.experiments.htmp.gof_power import POWER_DRAWS
+from htlib.params import Cost, ParameterError, extend_setup
 
 CIFAR_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
 
@@ -23,4 +25,14 @@ def check_data_dir(setup: compute.Setup) -> None:
                              f"{setup.data_dir!r}, missing {', '.join(missing)}")
 
 
-extend_setup(compute.Setup, environment=check_data_dir)
+def power_cost(setup: compute.Setup) -> list[Cost]:
+    """The power runs of the NTK claim's test: :data:`POWER_DRAWS` spectra of each of 3 alternatives, each tested
+    with ``ntk_boot`` refits over ``ntk_gammas`` (about 0.25 s a refit and gamma, two workers)."""
+    if "lenet" not in setup.ntk_models:
+        return []
+    fits = 3 * POWER_DRAWS * (setup.ntk_boot + 1) * len(setup.ntk_gammas)
+    return [Cost("the NTK test's power runs", ("ntk_boot", "ntk_gammas"),
+                 seconds=fits * compute.GOF_GAMMA_SECONDS / 2)]
+
+
+extend_setup(compute.Setup, environment=check_data_dir, costs=power_cost)
