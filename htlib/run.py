@@ -508,14 +508,23 @@ def stop_kernels(manager_class) -> None:
         folder = km.__dict__.get("_htlib_runtime", "")
         if not folder:
             continue
-        for pid in _pids_naming(os.path.join(folder, "kernel.json")):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for _ in range(50):  # a kernel killed just now may leave a socket file for a moment
+        # Until nothing has named the connection file and the folder has stayed gone for a moment: a kernel
+        # forked when Ctrl-C landed names it only once it has exec'd, and then writes the file and its folder
+        # again; a kernel killed just now may leave a socket file for a moment.
+        conn, deadline, quiet = os.path.join(folder, "kernel.json"), time.monotonic() + 5.0, None
+        while time.monotonic() < deadline:
+            pids = _pids_naming(conn)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             shutil.rmtree(folder, ignore_errors=True)
-            if not os.path.exists(folder):
+            if pids or os.path.exists(folder):
+                quiet = None
+            elif quiet is None:
+                quiet = time.monotonic()
+            elif time.monotonic() - quiet > 0.5:
                 break
             time.sleep(0.02)
 
