@@ -259,8 +259,24 @@ _SIDE = {"agrees": "lies entirely where {crit} holds", "disagrees": "lies entire
          "inconclusive": "straddles the level of {crit}"}
 _CHOSEN = "; the criterion was chosen after the numbers were seen ({}), so this verdict is not out of sample"
 
-def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
-    """The statistic of ``spec`` at ``level``: ``(verdict, cause, measured, uncertainty)``."""
+def _num(x, fmt: str) -> float | None:
+    """``x`` as printed by ``fmt`` (the record's text and its fields agree, and nbval compares them as text)."""
+    if x is None or not math.isfinite(x):
+        return None
+    try:
+        return float(format(x, fmt))
+    except ValueError:  # a format that does not print a plain number
+        return float(f"{x:.4g}")
+
+def _reading(spec: Spec, level, verdict: str, estimate=None, low=None, high=None, runs=None, count=None) -> dict:
+    """The numbers behind one verdict, as fields (a record's ``readings``): what the page words a finding from."""
+    return {"part": "", "measurement": spec.measurement, "statistic": spec.statistic, "op": spec.op,
+            "level": list(level) if isinstance(level, tuple) else level, "fmt": spec.fmt, "verdict": verdict,
+            "estimate": _num(estimate, spec.fmt), "low": _num(low, spec.fmt), "high": _num(high, spec.fmt), "runs": runs, "count": count,
+            "gate": "", "reason": "", "first_level": None, "first_verdict": None}
+
+def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str, dict]:
+    """The statistic of ``spec`` at ``level``: ``(verdict, cause, measured, uncertainty, reading)``."""
     from htlib import stats
     crit = spec.criterion_at(level)
     conf = f"{spec.confidence:.0%}"
@@ -281,7 +297,8 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
         ci = spec.formatted((iv.low, iv.high)) if math.isfinite(iv.low) and math.isfinite(iv.high) else "none (one run)"
         verdict = Criterion(spec.measurement, spec.op, level, spec.fmt).judge(iv.estimate, (iv.low, iv.high))
         cause = f"the {what}{over}, {ci}, " + _SIDE[verdict].format(crit=crit)
-        return verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}"
+        return (verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}",
+                _reading(spec, level, verdict, iv.estimate, iv.low, iv.high, iv.n))
     if spec.statistic == "sign":
         t = stats.sign_test(m.values, _ONE_SIDED[spec.op], level, spec.confidence, share=spec.share,
                             margin=spec.margin, drop_nonfinite=True)
@@ -306,7 +323,8 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
         uncertainty = (f"{_runs(spec, m)}; {test}{against}, one-sided p = {t.p:.2g} "
                        f"({'opposite direction' if plain else opposite} {t.p_opposite:.2g})"
                        + (f", {ties} ties dropped" if ties else ""))
-        return verdict, cause, f"{t.k} of {t.n} {t.direction} {spec.formatted(level)}", uncertainty
+        return (verdict, cause, f"{t.k} of {t.n} {t.direction} {spec.formatted(level)}", uncertainty,
+                _reading(spec, level, verdict, runs=t.n, count=t.k))
     # "value": a check of an identity or closed form, one exact number
     if len(m.values) != 1:
         raise ValueError(f"statistic 'value' reads one number, got {len(m.values)} values (spec {spec.key!r})")
@@ -319,55 +337,72 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str]:
     else:
         ok = Criterion(spec.measurement, spec.op, level, spec.fmt).holds(x)
         cause = f"{spec.measurement} = {spec.formatted(x)} {'satisfies' if ok else 'fails'} {crit}"
-    return ("agrees" if ok else "disagrees"), cause, spec.formatted(x), _runs(spec, m)
+    verdict = "agrees" if ok else "disagrees"
+    return verdict, cause, spec.formatted(x), _runs(spec, m), _reading(spec, level, verdict, x, runs=1)
 
-def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
-    """``(verdict, cause, measured, uncertainty)`` from the first gate that applies: not run; cannot test; too few
-    runs or refits; else :func:`_read` ("inconclusive" for a failure at a reduced setting, no ``reduction_check``)."""
+GATES: dict[str, str] = {
+    "not_run": "not run", "cannot_test": "the setting cannot test it", "too_few_runs": "too few independent runs",
+    "too_few_draws": "too few bootstrap refits", "reduced": "a failure at a reduced setting that no measurement rules out"}
+"""The judge's gates, by the code a reading carries in ``gate`` (its ``reason`` holds the chapter's numbers)."""
+
+def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]:
+    """``(verdict, cause, measured, uncertainty, readings)`` from the first gate of :data:`GATES` that applies: not
+    run; cannot test; too few runs or refits; else :func:`_read` ("inconclusive" for a failure at a reduced setting,
+    no ``reduction_check``)."""
     if not m.ran:
-        return "not tested", f"not run: {m.not_run_reason.strip()}", "", ""
-    n, gate = len(m.values), ""
+        r = _reading(spec, spec.level, "not tested")
+        r.update(gate="not_run", reason=m.not_run_reason.strip())
+        return "not tested", f"not run: {m.not_run_reason.strip()}", "", "", [r]
+    n, gate, code = len(m.values), "", ""
     if m.cannot_test.strip():
-        gate = f"the setting cannot test it: {m.cannot_test.strip()}"
+        gate, code = f"the setting cannot test it: {m.cannot_test.strip()}", "cannot_test"
     elif spec.statistic in ("mean", "sign") and n < spec.min_runs:
-        gate = f"too few independent runs: {n} ({_runs(spec, m)}) where the criterion needs at least {spec.min_runs}"
+        gate, code = (f"too few independent runs: {n} ({_runs(spec, m)}) where the criterion needs at least "
+                      f"{spec.min_runs}"), "too_few_runs"
     elif spec.statistic == "bootstrap" and len(m.draws) < MIN_DRAWS:
-        gate = f"too few bootstrap refits: {len(m.draws)} where the percentile interval needs at least {MIN_DRAWS}"
+        gate, code = (f"too few bootstrap refits: {len(m.draws)} where the percentile interval needs at least "
+                      f"{MIN_DRAWS}"), "too_few_draws"
     if spec.statistic == "parts":
-        verdict, cause, measured, uncertainty = _assess_parts(spec, m)
+        verdict, cause, measured, uncertainty, readings = _assess_parts(spec, m)
         if gate:
             verdict, cause = "inconclusive", gate
-        elif spec.revised_because.strip():
-            cause += _CHOSEN.format(spec.revised_because.strip())
+            readings = [dict(_reading(spec, None, verdict), gate=code, reason=m.cannot_test.strip())]
     elif gate:
         verdict, cause = "inconclusive", gate
         try:
-            measured, uncertainty = _read(spec, m, spec.level)[2:]
+            measured, uncertainty, reading = _read(spec, m, spec.level)[2:]
         except ValueError:  # nothing finite to show
-            measured, uncertainty = "no usable value", _runs(spec, m)
+            measured, uncertainty, reading = "no usable value", _runs(spec, m), _reading(spec, spec.level, "")
+        reading.update(verdict=verdict, gate=code, reason=m.cannot_test.strip() if code == "cannot_test" else "")
+        readings = [reading]
     else:
-        verdict, cause, measured, uncertainty = _read(spec, m, spec.level)
+        verdict, cause, measured, uncertainty, reading = _read(spec, m, spec.level)
         setting = m.setting.strip() or spec.setting
         if (verdict == "disagrees" and not _at_paper(spec, m) and spec.kind == "claim"
                 and not m.reduction_check.strip()):
             verdict, cause = "inconclusive", (f"{cause}, but at a reduced setting ({setting}) that may explain it "
                                               "and that no measurement rules out")
+            reading.update(verdict=verdict, gate="reduced", reason=setting)
         if spec.revised_from is not None:
             before = _read(spec, m, spec.revised_from)[0]
             cause += (f"; {'agrees only' if verdict == 'agrees' else 'judged'} at the level "
                       f"{spec.formatted(spec.level)}, revised after the numbers were seen from "
                       f"{spec.formatted(spec.revised_from)} ({spec.revised_because.strip()}); at "
                       f"{spec.formatted(spec.revised_from)} it would read {before}")
-        elif spec.revised_because.strip():
-            cause += _CHOSEN.format(spec.revised_because.strip())
+            reading.update(first_level=list(spec.revised_from) if isinstance(spec.revised_from, tuple)
+                           else spec.revised_from, first_verdict=before)
+        readings = [reading]
+    # A criterion chosen after the numbers is said whichever gate decided the verdict.
+    if spec.revised_because.strip() and spec.revised_from is None:
+        cause += _CHOSEN.format(spec.revised_because.strip())
     if m.note.strip():
         uncertainty = f"{uncertainty}; {m.note.strip()}" if uncertainty else m.note.strip()
-    return verdict, cause, measured, uncertainty
+    return verdict, cause, measured, uncertainty, readings
 
-def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
+def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]:
     """A compound claim: each part through :func:`_assess`, combined by :func:`combine_verdicts`."""
     if m.cannot_test.strip() and not m.parts:
-        return "inconclusive", "", "no usable value", ""
+        return "inconclusive", "", "no usable value", "", []
     missing = sorted({p.key for p in spec.parts} - set(m.parts))
     extra = sorted(set(m.parts) - {p.key for p in spec.parts})
     if missing or extra:
@@ -384,10 +419,11 @@ def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str]:
     verdict = ("not tested" if set(verdicts) == {"not tested"} else
                combine_verdicts(["inconclusive" if v == "not tested" else v for v in verdicts]))
     cause = "; ".join(f"{p.criterion}: {v}" + (f" ({c})" if v != "agrees" or p.revised_because.strip() else "")
-                      for p, (v, c, _, _) in read)
-    measured = "; ".join(f"{p.measurement}: {x}" for p, (_, _, x, _) in read if x)
-    uncertainty = "; ".join(f"{p.measurement}: {u}" for p, (_, _, _, u) in read if u)
-    return verdict, cause, measured, uncertainty
+                      for p, (v, c, *_rest) in read)
+    measured = "; ".join(f"{p.measurement}: {x}" for p, (_, _, x, *_rest) in read if x)
+    uncertainty = "; ".join(f"{p.measurement}: {u}" for p, (_, _, _, u, _r) in read if u)
+    readings = [dict(r, part=p.key) for p, (*_rest, rs) in read for r in rs]
+    return verdict, cause, measured, uncertainty, readings
 
 def _at_paper(spec: Spec, m: Measurement) -> bool:
     """At the paper's setting: no parameter differs from the paper's, where the chapter compared them
@@ -412,7 +448,7 @@ def judge(spec: Spec, measurement: Measurement) -> Claim:
     if not isinstance(spec, Spec) or not isinstance(measurement, Measurement):
         raise TypeError(f"judge takes a Spec and a Measurement, got {type(spec).__name__} and "
                         f"{type(measurement).__name__}")
-    verdict, cause, measured, uncertainty = _assess(spec, measurement)
+    verdict, cause, measured, uncertainty, readings = _assess(spec, measurement)
     if spec.why.strip():
         cause = f"holds by algebra: {spec.why.strip()}; {cause}"
     # A compound claim's record keeps the one revised part's earlier level, naming the part.
@@ -425,7 +461,8 @@ def judge(spec: Spec, measurement: Measurement) -> Claim:
                  variant_of=spec.variant_of, threshold=spec.level, reduction_check=measurement.reduction_check.strip(),
                  kind=spec.kind, revised_from=None if revised is None else revised.revised_from,
                  revised_because=revised_because,
-                 at_paper=None if measurement.deviations is None else not measurement.deviations)
+                 at_paper=None if measurement.deviations is None else not measurement.deviations,
+                 readings=readings)
 
 def read_table(path: str | Path) -> dict[str, Spec]:
     """A chapter's claims table, read from its TOML file: the specs by key, in the file's order.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html as _html
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
@@ -130,7 +130,9 @@ class Claim:
 
     ``setting`` is ``"paper"`` or every deviation from the paper's protocol; a :class:`Criterion` is stored as
     its text and ``threshold``; ``revised_from`` is the threshold before the numbers were seen, and
-    ``revised_because`` why (alone: the criterion was chosen after the numbers were seen).
+    ``revised_because`` why (alone: the criterion was chosen after the numbers were seen).  ``readings`` holds
+    the numbers behind the verdict as fields, one dict per part (``htlib.claims``: estimate, interval ends, runs,
+    the sign count, the gate's code, the verdict at the earlier level); the page words its findings from them.
 
     Examples
     --------
@@ -159,6 +161,7 @@ class Claim:
     revised_from: float | list[float] | None = None
     revised_because: str = ""
     at_paper: bool | None = None
+    readings: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if isinstance(self.criterion, Criterion):
@@ -244,7 +247,7 @@ def verdict_counts(claims: Iterable[Claim | dict], *, post_hoc: bool = False) ->
 # How a notebook stores its records, reads them back and glues numbers for its prose.
 
 # Left out of the stored JSON at these defaults, so older records stay byte-identical.
-_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": "", "at_paper": None}
+_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": "", "at_paper": None, "readings": []}
 
 def _record(claim: Claim) -> dict:
     return {k: v for k, v in asdict(claim).items() if not (k in _OPTIONAL_FIELDS and v == _OPTIONAL_FIELDS[k])}

@@ -20,8 +20,8 @@ from htlib.records import (CLAIMS_GLUE_KEY, KINDS, VERDICTS, Claim, GluedText, _
 
 __all__ = [
     "DIFFERENCES", "SCOREBOARD_ORDER", "where_key", "claims_frame", "robustness_frame", "checks_frame",
-    "publish_claims", "paper_counts", "CLAIM_WORDS", "REASON_WORDS", "TITLE_WORDS", "clip_words", "short_reason",
-    "render_math", "Scoreboard", "FINDING_GROUPS", "POSTHOC", "findings_markdown", "glue_findings", "counts",
+    "publish_claims", "paper_counts", "CLAIM_WORDS", "REASON_WORDS", "TITLE_WORDS", "DIFFERENCE_WORDS", "clip_words", "short_reason",
+    "render_math", "Scoreboard", "FINDING_LINES", "reading_text", "reading_short", "finding_text", "findings_markdown", "glue_findings", "counts",
     "differences", "variants", "checks", "revisions", "scoreboard", "glue_counts", "split_counts_table",
     "DATASET_FIELDS", "claims_dataset", "write_claims_dataset",
 ]
@@ -157,6 +157,7 @@ def _cell(text: str) -> str:
 CLAIM_WORDS = 20  # the most words of a claim in the scoreboard's first section
 REASON_WORDS = 25  # the most words of its reason there
 TITLE_WORDS = 12  # the most words of a claim in a closed record's title
+DIFFERENCE_WORDS = 15  # the most words of a difference line's number (after its verdict and place)
 
 def clip_words(text: str, n: int) -> str:
     """``text`` cut to its first ``n`` words, with an ellipsis where it was cut.
@@ -327,15 +328,14 @@ class Scoreboard:
                          for paper in SCOREBOARD_ORDER)
 
     def difference_line(self, notebook: Path, claim: Claim, markup: str = "myst") -> str:
-        """One line: the verdict, the claim (at most :data:`CLAIM_WORDS` words), the reason (at most
-        :data:`REASON_WORDS`) and the link to the evidence."""
-        text, reason = clip_words(claim.claim, CLAIM_WORDS), short_reason(claim.cause)
+        """One line of at most about 15 words: the verdict, the place in the paper (the link to the evidence) and
+        the deciding number (:func:`reading_short`); the claim itself is in its record below."""
+        said = reading_short(claim)
         if markup == "html":
-            return (f"{_html_badge(claim.verdict)} {render_math(text, 'html')} "
-                    f"— <span class=\"htlib-reason\">{render_math(reason, 'html')}</span> "
-                    f"({self._html_link(notebook, claim)})")
-        return (f"{_badge(claim.verdict)} {_cell(render_math(text))} "
-                f"— <span class=\"htlib-reason\">{_cell(render_math(reason))}</span> ({self._link(notebook, claim)})")
+            return (f"{_html_badge(claim.verdict)} {self._html_link(notebook, claim)}: "
+                    f"<span class=\"htlib-reason\">{render_math(said, 'html')}</span>")
+        return (f"{_badge(claim.verdict)} {self._link(notebook, claim)}: "
+                f"<span class=\"htlib-reason\">{_cell(render_math(said))}</span>")
 
     def not_agreeing(self) -> list[tuple[Path, Claim]]:
         """Every counted record whose verdict is not "agrees" (the differences, then those not tested), paper
@@ -461,16 +461,109 @@ def _tally(claims: Iterable[Claim], badge: bool = False) -> str:
     return "; ".join(filter(None, (ahead or "none decided in advance",
                                    f"on a criterion chosen after the runs: {later}" if later else "")))
 
-FINDING_GROUPS = 8  # the most lines of a chapter's findings box
-FINDING_CLAIM_WORDS = 14  # a differing claim in the box, in words
-FINDING_REASON_WORDS = 20  # its reason there
-POSTHOC = "criterion chosen after the numbers were seen"  # how the box marks a revised criterion
+FINDING_READINGS = 1  # the readings a finding words (the deciding one); the other parts are counted
+FINDING_LINES = 8  # the most lines of a findings box
+_OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "in": "inside", "==": "equal to"}
+_PLURAL = {"agrees": "agree", "disagrees": "disagree", "partly": "partly agree"}
+
+def _counted(n: int, verdict: str) -> str:
+    """``"3 agree"``, ``"1 partly agrees"``: a count of verdicts in words."""
+    if n == 1:
+        return f"1 {'partly agrees' if verdict == 'partly' else verdict}"
+    return f"{n} {_PLURAL.get(verdict, verdict)}"
+
+def _level(level, fmt: str) -> str:
+    return f"[{_fmt(level[0], fmt)}, {_fmt(level[1], fmt)}]" if isinstance(level, (list, tuple)) else _fmt(level, fmt)
+
+def reading_text(r: dict) -> str:
+    """One reading of a record (``Claim.readings``) in words: the measurement, its number with the interval or
+    the count and the runs, the level, and what moved the verdict (a gate, a level revised after the runs).
+
+    Examples
+    --------
+    >>> reading_text({"measurement": "alpha", "statistic": "mean", "op": "<", "level": 2.0, "fmt": ".3g",
+    ...               "estimate": 2.4, "low": 2.2, "high": 2.6, "runs": 5, "count": None, "gate": "",
+    ...               "reason": "", "first_level": 3.0, "first_verdict": "agrees"})
+    'alpha is 2.4 [2.2, 2.6] over 5 runs, where the claim needs below 2; at the level 3, set before the runs, it agrees'
+    """
+    fmt, m, gate = r.get("fmt", ".3g"), r["measurement"], r.get("gate", "")
+    if gate == "not_run":
+        return f"{m}: not run with these parameters ({r['reason']})"
+    if gate == "cannot_test":
+        return f"{m}: these runs cannot test it ({r['reason']})" if r.get("reason") else f"{m}: cannot be tested here"
+    need = f"where the claim needs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}" if r.get("level") is not None else ""
+    est, low, high, runs = r.get("estimate"), r.get("low"), r.get("high"), r.get("runs")
+    if r["statistic"] == "sign" and r.get("count") is not None:
+        text = f"{m} {_OP_WORDS[r['op']]} {_level(r['level'], fmt)} in {r['count']} of {runs} runs"
+    elif est is None:
+        text = f"{m}: no usable value" + (f" ({runs} runs)" if runs else "")
+    else:
+        band = f" [{_fmt(low, fmt)}, {_fmt(high, fmt)}]" if low is not None and high is not None else ""
+        over = {"bootstrap": " (one fit, its bootstrap interval)", "value": ""}.get(
+            r["statistic"], f" over {runs} run{'s' if runs != 1 else ''}")
+        text = f"{m} is {_fmt(est, fmt)}{band}{over}, {need}"
+    text += {"too_few_runs": ", too few runs to decide", "too_few_draws": ", too few bootstrap refits to decide",
+             "reduced": f", at a reduced setting ({r.get('reason', '')})"}.get(gate, "")
+    if r.get("first_level") is not None:
+        text += (f"; at the level {_level(r['first_level'], fmt)}, set before the runs, it "
+                 f"{'would read ' if r.get('first_verdict') != 'agrees' else ''}{r.get('first_verdict')}")
+    return text
+
+def finding_text(c: Claim) -> str:
+    """What the book found for one record, in words: its readings that decide the verdict (the parts that do not
+    agree, else those whose level was revised, else all), at most :data:`FINDING_READINGS` of them."""
+    rs = list(c.readings)
+    if not rs:
+        return short_reason(c.cause, 60) if c.cause.strip() else c.measured
+    shown = ([r for r in rs if r.get("verdict") != "agrees"] or [r for r in rs if r.get("first_level") is not None]
+             or rs)
+    text = "; ".join(reading_text(r) for r in shown[:FINDING_READINGS])
+    rest = [r for r in rs if r not in shown[:FINDING_READINGS]]
+    if rest:
+        agree = sum(r.get("verdict") == "agrees" for r in rest)
+        text += (f"; {len(rest)} more part{'s' if len(rest) > 1 else ''}"
+                 + (f", {agree} agreeing" if agree < len(rest) else (" agree" if len(rest) > 1 else " agrees")))
+    if c.revised_because.strip() and not any(r.get("first_level") is not None for r in rs):
+        text += "; the criterion was chosen after the numbers were seen"
+    return text
+
+def reading_short(c: Claim) -> str:
+    """A record's deciding number in a dozen words: the number, its interval or count and runs, the level.
+
+    Examples
+    --------
+    >>> r = {"measurement": "m", "statistic": "mean", "op": "in", "level": [0.35, 0.65], "fmt": ".3g",
+    ...      "estimate": 0.99, "low": 0.64, "high": 1.34, "runs": 6, "count": None, "gate": "", "verdict": "disagrees"}
+    >>> reading_short(Claim("003", "Fig. 8", "c", "m in [0.35, 0.65]", "0.99", "disagrees", setting="paper",
+    ...                     cause="x", uncertainty="6 runs", readings=[r]))
+    '0.99 [0.64, 1.34], 6 runs; the claim needs inside [0.35, 0.65]'
+    """
+    rs = [r for r in c.readings if r.get("verdict") != "agrees"] or list(c.readings)
+    if not rs:  # a record written without its readings: its cause, cut to the line's length
+        return short_reason(c.cause, DIFFERENCE_WORDS) if c.cause.strip() else c.verdict
+    r = rs[0]
+    fmt, gate, runs = r.get("fmt", ".3g"), r.get("gate", ""), r.get("runs")
+    need = f"the claim needs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}" if r.get("level") is not None else ""
+    if gate in ("not_run", "cannot_test"):
+        text = "not run with these parameters" if gate == "not_run" else "these runs cannot test it"
+    elif r["statistic"] == "sign" and r.get("count") is not None:
+        text = f"{r['count']} of {runs} runs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}"
+    elif r.get("estimate") is None:
+        text = "no usable value"
+    else:
+        band = f" [{_fmt(r['low'], fmt)}, {_fmt(r['high'], fmt)}]" if r.get("low") is not None else ""
+        text = f"{_fmt(r['estimate'], fmt)}{band}, {runs} run{'s' if runs != 1 else ''}; {need}"
+    if gate == "too_few_runs":
+        text += " (too few runs)"
+    return text + (" (criterion chosen after the runs)" if c.post_hoc else "")
+
+_FINDING_ORDER = ("disagrees", "partly", "inconclusive", "not tested", "agrees")
 
 def findings_markdown(claims: Sequence[Claim]) -> str:
-    """A chapter's "what the book finds" box, from its records alone: one line per section of evidence (at most
-    :data:`FINDING_GROUPS`) with its counted claims' verdicts, and under it one line per claim that does not agree
-    or whose criterion was chosen after the numbers were seen (the claim and its reason, both clipped; the record
-    itself is in the chapter's claims table).
+    """A chapter's "what the book finds" box, from its records alone: the tally of the counted claims, then one
+    sentence per claim that does not agree or was decided on a criterion chosen after the numbers were seen (the
+    paper's claim, the book's numbers with their interval and runs, the verdict; nothing clipped), then where the
+    claims decided in advance that agree are.
 
     Examples
     --------
@@ -480,41 +573,38 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
     ...               cause="a = 3 > 2", section="s-fig2")]
     >>> print(findings_markdown(rows))
     :::{container} htlib-findings
-    - {ref}`s-fig1`: {bdg-success}`agrees` 1
-    - {ref}`s-fig2`: {bdg-danger}`disagrees` 1
-      - {bdg-danger}`disagrees` the tail is heavy — <span class="htlib-reason">a = 3 > 2</span>
+    **2 claims:** 1 agrees, 1 disagrees.
+    - {bdg-danger}`disagrees` Fig. 2, "the tail is heavy": a = 3 > 2.
+    - {bdg-success}`agrees` as claimed: Fig. 1.
     :::
     """
     counted = [c for c in claims if c.counted]
     if not counted:
         return "*No counted claim in this run.*"
-    groups: dict[str, list[Claim]] = {}
-    for c in counted:
-        groups.setdefault(c.section, []).append(c)
-    keys = list(groups)
-    if len(keys) > FINDING_GROUPS:  # the last line gathers the sections beyond the box's length
-        keys, rest = keys[:FINDING_GROUPS - 1], keys[FINDING_GROUPS - 1:]
-        groups[rest[0]] = [c for k in rest for c in groups[k]]
-        keys.append(rest[0])
-    lines = []
-    for key in keys:
-        rows = groups[key]
-        tally = _tally(rows, badge=True)
-        where = f"{{ref}}`{key}`" if key else "elsewhere in the chapter"
-        lines.append(f"- {where}: {tally}")
-        same: dict[tuple[str, str], list[Claim]] = {}  # claims of one verdict and one reason share a line
-        for c in rows:
-            posthoc = bool(c.revised_because.strip())
-            if c.verdict != "agrees" or posthoc:
-                reason = short_reason(c.cause, FINDING_REASON_WORDS) if c.cause.strip() else ""
-                if posthoc and POSTHOC not in reason:
-                    reason = "; ".join(filter(None, (reason, POSTHOC)))
-                same.setdefault((c.verdict, reason), []).append(c)
-        for (verdict, reason), cs in same.items():
-            words = FINDING_CLAIM_WORDS if len(cs) == 1 else max(5, FINDING_CLAIM_WORDS // len(cs))
-            what = "; ".join(clip_words(c.claim, words) for c in cs) + (f" ({len(cs)} claims)" if len(cs) > 1 else "")
-            lines.append(f"  - {_badge(verdict)} {_cell(render_math(what))}"
-                         f" — <span class=\"htlib-reason\">{_cell(render_math(reason))}</span>")
+    post = [c for c in counted if c.post_hoc]
+    ahead = verdict_counts(counted, post_hoc=False)
+    tally = ", ".join(_counted(n, v) for v, n in ahead.items() if n)
+    if post:
+        tally = (f"{tally or 'none'}, decided in advance; {len(post)} on a criterion chosen after the runs ("
+                 + ", ".join(_counted(n, v) for v, n in verdict_counts(counted, post_hoc=True).items() if n) + ")")
+    lines = [f"**{len(counted)} claim{'s' if len(counted) > 1 else ''}:** {tally}."]
+    noted = sorted((c for c in counted if c.verdict != "agrees" or c.post_hoc),
+                   key=lambda c: (_FINDING_ORDER.index(c.verdict), where_key(c.where)))
+    plain = sorted((c for c in counted if c.verdict == "agrees" and not c.post_hoc), key=lambda c: where_key(c.where))
+    room = FINDING_LINES - 1 - bool(plain)
+    shown, rest = (noted, []) if len(noted) <= room else (noted[:room - 1], noted[room - 1:])
+    for c in shown:
+        said = render_math(f'{c.where}, "{c.claim}": {finding_text(c)}').rstrip(".")
+        lines.append(f"- {_badge(c.verdict)} {_cell(said)}.")
+    if rest:  # whole claims move to the table below, never a cut sentence
+        tally_rest: dict[tuple[str, bool], int] = {}
+        for c in rest:
+            tally_rest[c.verdict, c.post_hoc] = tally_rest.get((c.verdict, c.post_hoc), 0) + 1
+        more = ", ".join(_counted(n, v) + (" after the runs" if later else "") for (v, later), n in tally_rest.items())
+        lines.append(f"- {len(rest)} more claims ({more}) are worded in the claims table below.")
+    if plain:
+        wheres = "; ".join(dict.fromkeys(c.where for c in plain))
+        lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(wheres)) + ".")
     return "\n".join([":::{container} htlib-findings", *lines, ":::"])
 
 def glue_findings(claims: Sequence[Claim], name: str = "findings") -> str:
@@ -586,8 +676,11 @@ def split_counts_table(board: Scoreboard) -> _Markdown:
 DATASET_FIELDS: tuple[str, ...] = (
     "chapter", "paper", "paper_title", "where", "key", "kind", "variant_of", "claim", "criterion", "threshold",
     "measured", "uncertainty", "verdict", "cause", "setting", "at_paper", "post_hoc", "revised_from",
-    "revised_because", "reduction_check", "section")
-"""The columns of the claims dataset, one row per record (:func:`claims_dataset`)."""
+    "revised_because", "reduction_check", "section", "statistic", "estimate", "low", "high", "runs", "count",
+    "readings")
+"""The columns of the claims dataset, one row per record (:func:`claims_dataset`): the deciding reading's numbers
+(``statistic``, ``estimate``, the interval ``low``/``high``, ``runs``, a sign test's ``count``) as columns, every
+part's in ``readings`` (JSON in the CSV)."""
 
 def claims_dataset(board: Scoreboard) -> "pd.DataFrame":
     """Every record of ``board`` as one row of :data:`DATASET_FIELDS`, chapter by chapter in the paper's order.
@@ -605,15 +698,22 @@ def claims_dataset(board: Scoreboard) -> "pd.DataFrame":
     >>> df.loc[0, ["chapter", "key", "verdict"]].tolist(), bool(df.loc[0, "post_hoc"])
     (['mp', 'mp', 'agrees'], False)
     """
+    import json
+
     import pandas as pd
     rows = []
     for notebook, records in board.claims_by_notebook.items():
         for c in sorted(records, key=lambda r: where_key(r.where)):
-            row = {f: getattr(c, f) for f in DATASET_FIELDS if f not in ("chapter", "paper_title", "post_hoc")}
+            row = {f: getattr(c, f) for f in DATASET_FIELDS[:DATASET_FIELDS.index("statistic")]
+                   if f not in ("chapter", "paper_title", "post_hoc")}
             row.update(chapter=Path(notebook).stem, paper_title=paper_name(c.paper, markup="text"),
                        post_hoc=bool(c.post_hoc))
             if isinstance(row["revised_from"], tuple):
                 row["revised_from"] = list(row["revised_from"])
+            decisive = [r for r in c.readings if r.get("verdict") != "agrees"] or list(c.readings)
+            first = decisive[0] if decisive else {}
+            row.update({k: first.get(k) for k in ("statistic", "estimate", "low", "high", "runs", "count")},
+                       readings=json.dumps(list(c.readings), ensure_ascii=False))
             rows.append(row)
     return pd.DataFrame(rows, columns=list(DATASET_FIELDS))
 

@@ -8,10 +8,13 @@ import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
+from htlib import claims as cj
 from htlib import records as rc
 from htlib import scoreboard as sb
+from htlib.claims import Measurement, Spec, judge
 from htlib.records import Claim
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,45 +92,50 @@ def _first_section_lines(md: str) -> list[str]:
 
 
 def _within_limits(line: str) -> bool:
-    """A first-section line: the verdict badge, the claim in at most 20 words, the reason in at most 25."""
+    """A first-section line: the verdict badge, the link to the evidence, the deciding number in at most
+    DIFFERENCE_WORDS words."""
     import re
-    m = re.fullmatch(r"\{bdg-\w+\}`[a-z ]+` (?P<claim>.*?) — <span class=\"htlib-reason\">(?P<reason>.*)</span> "
-                     r"\((?P<link>.*)\)", line)
-    return bool(m) and len(m["claim"].split()) <= sb.CLAIM_WORDS and len(m["reason"].split()) <= sb.REASON_WORDS
+    m = re.fullmatch(r"\{bdg-\w+\}`[a-z ]+` (?P<link>\{ref\}`[^`]*`): <span class=\"htlib-reason\">(?P<reason>.*)</span>",
+                     line)
+    return bool(m) and len(m["reason"].split()) <= sb.DIFFERENCE_WORDS
 
 
-def test_first_section_lists_every_non_agreeing_counted_record_within_the_word_limits(tmp_path):
-    long_claim = " ".join(f"w{i}" for i in range(40))
-    long_cause = "x > 0: agrees; " + " ".join(f"r{i}" for i in range(60)) + ": disagrees (interval [1, 2])"
-    records = [_claim(key="a", where="§1"),
-               _claim(key="b", where="§2", verdict="disagrees", claim=long_claim, cause=long_cause),
-               _claim(key="c", where="§3", verdict="partly", cause="short reason"),
-               _claim(key="d", where="§4", verdict="inconclusive", cause="too few runs"),
-               _claim(key="e", where="§5", verdict="not tested", measured="", cause="not run by default"),
+def test_first_section_lists_every_non_agreeing_counted_record_with_its_deciding_number(tmp_path):
+    import dataclasses
+
+    def judged(key, where, values, **kw):
+        return dataclasses.replace(_judged(key, values, **kw), where=where, section="one-step-fig3")
+
+    records = [judged("a", "§1", [1.0, 1.1, 1.2]),
+               judged("b", "§2", [-1.0, -1.2, -1.1], op="in", level=(0.35, 0.65)),
+               judged("c", "§3", [1.0, -2.0, 0.5, 2.0, 1.0, 1.5], statistic="sign"),
+               judged("d", "§4", [1.0, 2.0]),
+               _claim(key="e", where="§5", verdict="not tested", measured="", cause="not run by default",
+                      section="one-step-fig3"),
                _claim(key="f", where="§6", verdict="disagrees", variant_of="a", setting="other readout",
                       cause="a variant"),
                _claim(key="g", where="§7", verdict="disagrees", kind="check", cause="an identity")]
     _stored(tmp_path / "ch.ipynb", records, "ch")
     board = sb.scoreboard(tmp_path)
-    md = board.differences_markdown()
-    lines = _first_section_lines(md)
+    lines = _first_section_lines(board.differences_markdown())
     # every counted record that does not agree, and only those (no agreeing claim, variant or check)
     wanted = [c for c in records if c.counted and c.verdict != "agrees"]
     assert len(lines) == len(wanted) == 4
     assert [line.split("<one-step-fig3>")[0].rsplit("`", 1)[-1].strip() for line in lines] == \
         [c.where for c in wanted]
     assert all(_within_limits(line) for line in lines), lines
-    # cut at a word boundary with an ellipsis; the reason leads with the part that does not agree
-    assert " ".join(long_claim.split()[:sb.CLAIM_WORDS]) + "…" in lines[0] and "w20" not in lines[0]
-    assert "r0 r1" in lines[0] and "x > 0" not in lines[0]
+    # the deciding number with the judge's interval, the count of a sign test, the gate
+    r = records[1].readings[0]
+    assert f"[{rc._fmt(r['low'], '.3g')}, {rc._fmt(r['high'], '.3g')}], 3 runs" in lines[0]
+    assert "5 of 6 runs above 0" in lines[1] and "too few runs" in lines[2] and "…" not in "".join(lines)
     # the full texts are in the records below
-    assert long_claim in board.papers_markdown() and long_cause.split(";")[0] in board.papers_markdown()
-    # negative control: a line with the whole claim and cause breaks the limits
-    full = lines[0].replace(" ".join(long_claim.split()[:sb.CLAIM_WORDS]) + "…", long_claim)
-    assert not _within_limits(full)
+    assert records[1].cause.split(";")[0] in board.papers_markdown()
+    # negative control: a line with the whole cause breaks the limit
+    assert not _within_limits(lines[0].replace("</span>", " " + records[1].cause + "</span>"))
     # the variants and the checks sit in their own closed sections, one record each
-    assert _records_in(board.variants_markdown()) == 1 and _records_in(board.checks_markdown()) == 1
-    assert board.variants_markdown().startswith("::::{dropdown}") and ":open:" not in board.variants_markdown()
+    board_md = board.variants_markdown()
+    assert _records_in(board_md) == 1 and _records_in(board.checks_markdown()) == 1
+    assert board_md.startswith("::::{dropdown}") and ":open:" not in board_md
 
 
 def test_clip_words_and_the_rendered_math():
@@ -162,7 +170,7 @@ def test_landing_page_differences_are_the_disagreements_with_rendered_math(tmp_p
     import re
     _stored(tmp_path / "ch.ipynb", [
         _claim(where="§1", verdict="disagrees", claim="the r^2 values lambda_ij match s_i^(2(L-1))",
-               cause="measured 3 < 4", section="sec-one"),
+               cause="r^2 of lambda_ij 3 < 4 of s_i^(2(L-1))", section="sec-one"),
         _claim(where="§2", verdict="inconclusive", cause="few runs"),
         _claim(where="§3")], "ch")
     board = sb.scoreboard(tmp_path)
@@ -339,7 +347,7 @@ def test_scoreboard_leads_with_the_differences_in_the_papers_order(tmp_path):
     assert [c.where for _, c in board.rows("003")] == ["§4, Fig. 2", "§4, Fig. 3(b)", "§5.3, Fig. 7", "App. B"]
     assert [c.where for _, c in board.differences()] == ["§4, Fig. 3(b)", "§5.3, Fig. 7", "App. B"]
     md = board.differences_markdown()
-    assert "three points" in md and "measured in the App. B table" in md and "§4, Fig. 2" not in md
+    assert "three points" in md and "measured in the App. B table" in md and "§4, Fig. 2" not in md  # no readings
     split = sb.paper_counts(board.claims_by_notebook, setting="reduced")
     assert sum(split["003"].values()) == 0
 
@@ -385,28 +393,65 @@ def test_seed_interval_is_the_student_t_interval_and_covers_with_two_seeds():
 
 # --- the findings box at the top of a chapter ---------------------------------------------------------------------
 
-def test_the_findings_box_is_read_from_the_records_one_line_per_section():
+def _judged(key, values, op=">", level=0.0, statistic="mean", **kw):
+    spec = Spec(key, "003", f"Fig. {len(key)}", f"claim {key}", f"measure {key}", op, level, statistic, **kw)
+    return judge(spec, Measurement(values))
+
+
+def test_the_findings_box_words_each_differing_claim_with_its_number_and_never_clips():
     import re
 
-    rows = ([_claim(section=f"s{k}", key=f"a{k}") for k in range(10)]
-            + [_claim(verdict="disagrees", section="s1", key="d1", claim="the tail is heavy", cause="ratio 3 > 2"),
-               _claim(verdict="not tested", section="s2", key="n1", claim="run A", cause="not run: too long"),
-               _claim(verdict="not tested", section="s2", key="n2", claim="run B", cause="not run: too long"),
-               _claim(section="s3", key="p1", claim="a revised one", revised_from=1.0,
-                      revised_because="the level moved after the runs"),
-               _claim(verdict="disagrees", section="s0", key="v1", kind="variant", variant_of="a0", cause="x"),
-               _claim(verdict="disagrees", section="s0", key="c1", kind="check", cause="algebra")])
+    rows = ([_judged(f"a{k}", [1.0, 1.1, 1.2]) for k in range(4)]
+            + [_judged("dis", [-1.0, -1.2, -1.1]),  # disagrees
+               _judged("inc", [-1.0, 2.0, 0.5]),  # straddles 0
+               _judged("rev", [1.3, 1.35, 1.4], level=1.1, revised_from=1.5, revised_because="lowered after the runs"),
+               _judged("sgn", [1.0] * 6, statistic="sign")])
     box = sb.findings_markdown(rows)
-    top = [line for line in box.splitlines() if line.startswith("- ")]
-    subs = [line for line in box.splitlines() if line.startswith("  - ")]
-    assert len(top) == sb.FINDING_GROUPS  # 10 sections: the last line gathers the sections beyond the box
-    # every counted record is in exactly one tally; variants and checks are not counted
-    tallies = [int(n) for line in top for n in re.findall(r"`[a-z ]+` (\d+)", line)]
-    ahead, later = rc.verdict_counts(rows), rc.verdict_counts(rows, post_hoc=True)
-    assert sum(tallies) == sum(ahead.values()) + sum(later.values()) == 14 and sum(later.values()) == 1
-    # the differing claims with their reasons; one line for two claims of one verdict and reason; post-hoc marked
-    assert any("the tail is heavy" in s and "ratio 3 > 2" in s and "disagrees" in s for s in subs)
-    assert [s for s in subs if "run A" in s] == [s for s in subs if "run B" in s] and len(subs) == 3
-    assert any("a revised one" in s and sb.POSTHOC in s for s in subs)
-    assert "variant" not in box and "algebra" not in box
+    lines = [line for line in box.splitlines() if line.startswith(("- ", "**"))]
+    assert "…" not in box and len(lines) <= sb.FINDING_LINES
+    # each differing or post-hoc claim: its claim, its number with the interval the judge computed, its runs
+    for c in rows:
+        if c.verdict != "agrees" or c.post_hoc:
+            r = c.readings[0]
+            line = next(s for s in lines if f'"{c.claim}"' in s)
+            assert c.verdict in line and f"[{rc._fmt(r['low'], '.3g')}, {rc._fmt(r['high'], '.3g')}]" in line
+            assert f"over {r['runs']} runs" in line
+    assert "at the level 1.5" in box and "would read disagrees" in box  # the earlier level's verdict
+    # the tally counts each counted claim once, post hoc apart
+    head = lines[0]
+    assert re.search(r"\*\*8 claims", head) and "1 on a criterion chosen after the runs" in head
     assert sb.findings_markdown([_claim(kind="check", key="c")]) == "*No counted claim in this run.*"
+
+
+def test_a_box_with_more_claims_than_lines_moves_whole_claims_to_the_table():
+    rows = [_judged(f"d{k}", [-1.0, -1.1, -1.2]) for k in range(12)] + [_judged("ok", [1.0, 1.1, 1.2])]
+    box = sb.findings_markdown(rows)
+    lines = [line for line in box.splitlines() if line.startswith(("- ", "**"))]
+    assert len(lines) == sb.FINDING_LINES and "…" not in box
+    assert "7 more claims (7 disagree)" in box  # 12 differing: 5 worded, 7 counted; the agreeing one listed
+
+
+def test_the_judge_records_its_numbers_as_fields_that_an_independent_interval_reproduces():
+    from scipy import stats as sst
+
+    x = [0.8, 1.3, 0.9, 1.7, 1.1]
+    c = _judged("m", x, level=0.5)
+    (r,) = c.readings
+    low, high = sst.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=sst.sem(x))
+    assert (r["estimate"], r["low"], r["high"], r["runs"]) == (
+        float(f"{np.mean(x):.3g}"), float(f"{low:.3g}"), float(f"{high:.3g}"), 5)
+    k = _judged("s", [1.0, 2.0, -1.0, 3.0, 4.0, 5.0], statistic="sign").readings[0]
+    assert (k["count"], k["runs"]) == (5, 6)
+
+
+@pytest.mark.parametrize("measurement, code", [
+    (Measurement.not_run("too slow here"), "not_run"),
+    (Measurement(cannot_test="no spike to read"), "cannot_test"),
+    (Measurement([1.0, 2.0]), "too_few_runs"),
+])
+def test_each_gate_leaves_its_code_and_a_post_hoc_row_says_so_whichever_gate_fired(measurement, code):
+    spec = Spec("g", "003", "Fig. 1", "c", "m", ">", 0.0, "mean", revised_because="chosen after the runs")
+    c = judge(spec, measurement)
+    assert c.readings[0]["gate"] == code and code in cj.GATES
+    if code != "not_run":
+        assert "chosen after the numbers were seen" in c.cause
