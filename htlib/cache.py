@@ -154,9 +154,11 @@ def _result_files(root: Path, module: str | None) -> list[Path]:
             continue
         seen.add(name)
         path = _module_file(name, root)
-        if path is None:
+        # A package's own __init__ is not followed: ``from htlib.experiments.<ch> import compute`` runs the
+        # chapter's, which imports its reading and bounds beside its runs, and would key the runs on them.
+        if path is None or (path.name == "__init__.py" and name != module):
             continue
-        files.add(path)  # a package's own __init__ is not: a chapter's shows its reading beside its compute
+        files.add(path)
         todo.extend(_htlib_imports(ast.parse(path.read_text())))
     return sorted(p for p in files if p.is_file())
 

@@ -33,6 +33,22 @@ def test_every_chapter_is_split():
         assert not (PKG / "experiments" / f"{ch}.py").exists(), f"{ch}.py beside the package {ch}/"
 
 
+RUN_MODULES = sorted(f"{p.parent.name}.{p.stem}" for ch in CHAPTERS for p in (PKG / "experiments" / ch).glob("*.py")
+                     if p.stem not in ("__init__", "reading", "bounds"))
+"""Every module of a chapter that can hold runs: compute.py and the modules of runs kept beside it."""
+
+
+@pytest.mark.parametrize("module", RUN_MODULES)
+def test_no_run_module_keys_on_reading_bounds_or_the_package_face(module):
+    """A module beside compute.py that imports it as ``from htlib.experiments.<ch> import compute`` runs the
+    package's __init__, which imports reading.py and bounds.py; none of those is in the key of its runs."""
+    files = {p.relative_to(PKG).as_posix() for p in cache._result_files(PKG, f"htlib.experiments.{module}")}
+    chapter = module.split(".")[0]
+    assert f"experiments/{module.replace('.', '/')}.py" in files
+    assert not any(f.endswith((f"{chapter}/reading.py", f"{chapter}/bounds.py", f"{chapter}/__init__.py",
+                               "_facade.py")) for f in files), files
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_the_key_covers_compute_and_never_reading(chapter):
     files = {p.relative_to(PKG).as_posix() for p in cache._result_files(PKG, f"htlib.experiments.{chapter}.compute")}

@@ -18,11 +18,21 @@ DEPTH_LAYER_SECONDS = 3e-2
 """Seconds per layer of one depth's top Hessian eigenvalue (some 300 Hessian-vector products of 1e-4 s a layer)."""
 
 
+TRAJECTORY_EPOCH_SECONDS = 7.6e-3
+"""Seconds per GD epoch of one trajectory run of Figs. 1 and 4 (:func:`extra.run_trajectory`), its LOBPCG readings
+included: 12 runs of 10,000 epochs took 459 s wall on two workers (2026-12-06, load 2)."""
+
+
 def costs(setup: compute.Setup) -> list[Cost]:
+    from htlib.experiments.linear_hessian import extra
+
     params = DEPTH_WIDTH**2 * max(setup.depths)
+    runs = 2 * max(extra.TRAJECTORY_SEEDS, setup.seeds)  # Figs. 1 and 4, on two workers
     return [Cost("the depth sweep of Fig. 6 (middle)", ("depths", "sigma_xs"),
                  memory=8.0 * DEPTH_COPIES * params,
-                 seconds=len(setup.sigma_xs) * sum(setup.depths) * DEPTH_LAYER_SECONDS)]
+                 seconds=len(setup.sigma_xs) * sum(setup.depths) * DEPTH_LAYER_SECONDS),
+            Cost("the trajectory runs of Figs. 1 and 4", ("epochs", "seeds"),
+                 seconds=runs * setup.epochs * TRAJECTORY_EPOCH_SECONDS / 2)]
 
 
 def check(setup: compute.Setup) -> None:
