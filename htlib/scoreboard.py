@@ -557,6 +557,17 @@ def reading_short(c: Claim) -> str:
         text += " (too few runs)"
     return text + (" (criterion chosen after the runs)" if c.post_hoc else "")
 
+def _key_number(c: Claim) -> str:
+    """An agreeing record's number in a few words: its first reading's estimate with the interval, or its count."""
+    r = c.readings[0]
+    fmt, runs = r.get("fmt", ".3g"), r.get("runs")
+    if r["statistic"] == "sign" and r.get("count") is not None:
+        return f"{r['count']} of {runs} runs"
+    if r.get("estimate") is None:
+        return f"{runs} runs" if runs else "no number"
+    band = f" [{_fmt(r['low'], fmt)}, {_fmt(r['high'], fmt)}]" if r.get("low") is not None else ""
+    return f"{_fmt(r['estimate'], fmt)}{band}" + (f", {runs} runs" if r["statistic"] == "mean" else "")
+
 _FINDING_ORDER = ("disagrees", "partly", "inconclusive", "not tested", "agrees")
 
 def findings_markdown(claims: Sequence[Claim]) -> str:
@@ -603,8 +614,8 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
         more = ", ".join(_counted(n, v) + (" after the runs" if later else "") for (v, later), n in tally_rest.items())
         lines.append(f"- {len(rest)} more claims ({more}) are worded in the claims table below.")
     if plain:
-        wheres = "; ".join(dict.fromkeys(c.where for c in plain))
-        lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(wheres)) + ".")
+        keyed = "; ".join(f"{c.where} ({_key_number(c)})" if c.readings else c.where for c in plain)
+        lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(keyed)) + ".")
     return "\n".join([":::{container} htlib-findings", *lines, ":::"])
 
 def glue_findings(claims: Sequence[Claim], name: str = "findings") -> str:
