@@ -234,13 +234,18 @@ def test_a_disagreement_at_a_reduced_setting_becomes_inconclusive():
 
 def test_the_table_keeps_every_record_key_and_each_is_measured():
     keys = ["gd_contrast", "adam_corr", "benign", "gd_contrast_sqrt_d", "adam_corr_sqrt_d", "benign_sqrt_d",
-            "hill_flat", "hill_spike", "gd_contrast_wn", "sample_hill", "sample_loss", "ridge", "noise", "noise_esd",
+            "hill_flat", "hill_spike", "gd_contrast_wn", "sample_hill", "sample_loss", "ridge", "ridge_first", "noise",
+            "noise_esd",
             "steplr",
             "sample_loss_sqrt_d", "ridge_sqrt_d", "noise_sqrt_d", "steplr_sqrt_d", "wn_schedules"]
     assert list(exp.TABLE) == keys
     for k, spec in exp.TABLE.items():
-        assert (spec.kind == "variant") == k.endswith("_sqrt_d")
-        assert spec.variant_of in ("", k.removesuffix("_sqrt_d"))
+        assert (spec.kind == "variant") == (k.endswith("_sqrt_d") or k.endswith("_first"))
+        assert spec.variant_of in ("", k.removesuffix("_sqrt_d").removesuffix("_first"))
+    # the ridge row's first measurement (the paper's 200 test points) stays beside the revised one, at its levels
+    first, row = exp.TABLE["ridge_first"], exp.TABLE["ridge"]
+    assert "first" in first.setting and "ridge_first" in row.revised_because
+    assert [(p.op, p.level) for p in first.parts] == [(p.op, p.level) for p in row.parts]
 
 
 def test_setup_validates():
@@ -467,3 +472,51 @@ def test_fig8cd_extra_seeds_run_only_the_noise_and_steplr_panels(cache_tmp, monk
     np.testing.assert_array_equal(full.update(2), ends.update(2))
     with pytest.raises(ValueError, match="name must be one of"):
         res.panel_cd("by_n")
+
+
+# ----------------------------------------------------------------------------- more seeds, larger test sets
+
+
+def test_ridge_readout_reads_the_stored_weights_on_a_larger_test_set(cache_tmp):
+    """The ridge readings of extra.py against an independent least-squares ridge solve on the same W_T and a
+    test set drawn with n_test = 500: the probe (train) loss is Fig. 8(b)'s, the test loss the larger set's."""
+    setup = exp.Setup(**{k: v for k, v in TINY.items()}, fig8_seeds=1, lams=[0.1, 0.01])
+    assert exp.extra.ridge_config(setup, 0) == exp.fig8_configs(eta=1.0, seed=0, **setup.shape).base
+    lean = exp.extra.ridge_config(setup, 2)
+    assert lean.keep_weights == (3,) and lean.recorded_steps() == [3] and not lean.record_esd
+    out = exp.extra.ridge_readout(exp.extra.RidgeReadout(lean, (0.1, 0.01), 500))
+    W = torch.as_tensor(train(lean).weights[3]).to(torch.float64)
+    big = make_data(dataclasses.replace(lean, n_test=500))
+    assert torch.equal(big.X_probe, make_data(lean).X_probe) and big.X_test.shape[0] == 500
+    y, yt = big.y_probe.double().numpy(), big.y_test.double().numpy()
+    for scale, s in (("d", lean.d), ("sqrt_d", np.sqrt(lean.d))):
+        Z = (torch.tanh(big.X_probe.double() @ W.T / s) / np.sqrt(lean.h)).numpy()
+        Zt = (torch.tanh(big.X_test.double() @ W.T / s) / np.sqrt(lean.h)).numpy()
+        n, h = Z.shape
+        for lam in (0.1, 0.01):
+            A = np.vstack([Z, np.sqrt(lam * n / h) * np.eye(h)])
+            a = np.linalg.lstsq(A, np.concatenate([y, np.zeros(h)]), rcond=None)[0]
+            assert out[scale][lam][0] == pytest.approx(np.mean((Z @ a - y) ** 2), rel=1e-5)
+            assert out[scale][lam][1] == pytest.approx(np.mean((Zt @ a - yt) ** 2), rel=1e-5)
+    # the base run (every W_t kept) gives Fig. 8(b)'s train losses at its last step
+    curves = exp.readout_curves(exp.extra.ridge_config(setup, 0), [0.1, 0.01])
+    base = exp.extra.ridge_readout(exp.extra.RidgeReadout(exp.extra.ridge_config(setup, 0), (0.1, 0.01), 500))
+    assert base["d"][0.01][0] == pytest.approx(curves[0.01]["train_loss@d"][-1], rel=1e-12)
+
+
+def test_noise_outliers_match_the_chapters_reading_and_reuse_its_runs(cache_tmp):
+    setup = exp.Setup(**{k: v for k, v in TINY.items()}, fig8_seeds=1)
+    own, extra = exp.extra.noise_config(setup, 0, 0.7), exp.extra.noise_config(setup, 3, 0.7)
+    assert own == exp.fig8_configs(eta=1.0, seed=0, **setup.shape).by_rho[0.7]
+    assert extra.recorded_steps() == [0, 3] and extra.keep_weights == (2, 3)
+    assert exp.extra.noise_config(setup, 0, 0.3) == exp.fig8_configs(eta=1.0, seed=0, **setup.shape).base
+    for c in (own, extra, exp.extra.noise_config(setup, 0, 0.3)):
+        np.testing.assert_array_equal(exp.extra.noise_outliers(c), exp.update_overlap_outlier(train(c)))
+    more = exp.run_more_seeds(setup.replace(executor="serial"), ridge_seeds=2, noise_seeds=3, n_test=100)
+    assert more.noise.shape == (3, 2, 2) and more.ridge_seeds == (0, 1) and more.n_test == 100
+    np.testing.assert_array_equal(more.noise[2, 1], exp.extra.noise_outliers(exp.extra.noise_config(setup, 2, 0.7)))
+    texts = exp.more_seeds_texts(more, setup)
+    ratio = more.noise[:, 0, 0] / more.noise[:, 1, 0]
+    assert texts["more_ou"].startswith(f"{ratio.mean():.3g} [") and texts["more_noise_seeds"] == "3 (0-2)"
+    tr = np.array([r["d"][0.001][0] - r["d"][0.01][0] for r in more.ridge])
+    assert texts["more_train_1e-3"].startswith(f"{tr.mean():.3g} [")

@@ -3,6 +3,7 @@ training spectra as a labelled set of the phase rules."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_th
 
 def test_the_claims_table_holds_every_level_once():
     table = spike.TABLE
-    assert len(table) == 36 and all(k == s.key for k, s in table.items())
+    assert len(table) == 38 and all(k == s.key for k, s in table.items())
     assert table["steps-1"].level == pytest.approx((10 / 3, 30.0))  # two-sided: within 3x of 10
     assert table["steps-01"].level == pytest.approx((1e4 / 3, 3e4))
     for key, s in table.items():
@@ -195,13 +196,13 @@ def test_review_eta1_reads_the_drop_the_smaller_rates_and_the_share_of_falling_s
     runs = {("adam", 1.0): _Run([1.0, 0.9, 0.95, 0.8], [2.45, 2.1, 1.9, 1.8]),
             ("adam", 0.001): _Run([1.0, 1.01], [2.45, 2.45], [0, 3]), ("adam", 0.1): _Run([1.0, 0.97], [2.45, 2.44], [0, 3]),
             ("adam", 0.5): _Run([1.0, 0.5], [2.45, 1.9], [0, 3])}  # heavy-tailed by PL_Alpha_Hill: not a comparison
-    p = spike.reading._review_eta1(runs, s).parts
+    p = spike.reading._review_eta1(runs, s, "review-eta1").parts
     assert p["review-eta1-hill"].values == (1.8,)
     assert p["review-eta1-drop"].values == pytest.approx((-0.2,))
     assert p["review-eta1-smaller"].values == pytest.approx((-0.2 + 0.03,))
     assert p["review-eta1-gradual"].values == pytest.approx((2 / 3,))
     runs[("adam", 1.0)] = _Run([1.0, 0.9, 0.8], [2.45, 2.0, 1.8], [0, 2, 4])
-    assert spike.reading._review_eta1(runs, s).parts["review-eta1-gradual"].cannot_test
+    assert spike.reading._review_eta1(runs, s, "review-eta1").parts["review-eta1-gradual"].cannot_test
 
 
 def test_the_slow_run_time_is_extrapolated_from_the_measured_rates():
@@ -304,3 +305,90 @@ class _Track:
 def test_bridge_reading_reads_the_exponent_between_the_spike_and_the_heavy_range(ks, bridged, decay):
     r = spike.bridge_reading(_Track(["random-like", "bulk+spikes", "bulk+spikes", "bulk+spikes"], ks), heavy_alpha=4.0)
     assert r["bridged"] is bridged and r["decay"] == decay
+
+
+# ----------------------------------------------------------------------------- the review's eta = 1 at two sizes
+
+
+def test_eta1_sizes_train_the_chapters_runs_with_a_larger_test_set(tmp_path, monkeypatch):
+    """A test set is its own random stream: the runs on N_TEST test points train the chapter's W_t (the same probe
+    losses and spectra, recorded independently), only the test loss changes."""
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    s = SETUP.replace(seeds=2)
+    assert spike.sizes.sizes(s) == (64, 256) and spike.sizes.seeds(s) == tuple(range(10))
+    cfgs = spike.sizes.size_configs(s, 64, 1)
+    assert set(cfgs) == {0.5, 0.001} and all(c.n_test == spike.sizes.N_TEST for c in cfgs.values())
+    assert set(spike.sizes.size_configs(s, 256, 1)) == {0.5, 0.001, 0.01, 0.1}  # Fig. 7's grid below eta_adam
+    small = s.replace(steps=2)
+    mine = train(spike.sizes.size_configs(small, 64, 1)[small.eta_adam])
+    chapter = train(spike.chapter_configs(small, 1)[("adam", small.eta_adam)])
+    assert chapter.config.n_test == 200 and mine.config.n_test == spike.sizes.N_TEST
+    np.testing.assert_array_equal(mine.train_loss, chapter.train_loss)  # the probe set and W_t are the same
+    np.testing.assert_array_equal(mine.alpha_hill, chapter.alpha_hill)
+    np.testing.assert_array_equal(mine.esd[-1], chapter.esd[-1])
+    assert not np.array_equal(mine.test_loss, chapter.test_loss)
+
+
+def _sizes(change_big: float, change_small: float, *, seeds=(0, 1, 2, 3), n=64):
+    """Stand-in SizeRuns: at eta = 0.5 (every step) the test loss moves by ``change_big`` with a small per-seed
+    spread, falling at every step when it falls; the smaller rate moves by ``change_small``, not heavy-tailed."""
+    def one(seed, change):
+        path = 1.0 + np.linspace(0.0, change * (1 + 0.01 * seed), 4)
+        return _Run(path, [2.45, 2.2, 2.0, 1.8])
+    def calm(seed):
+        return _Run([1.0, 1.0 + change_small * (1 + 0.01 * seed)], [2.45, 2.44], [0, 3])
+    runs = {size: {seed: {0.5: one(seed, change_big), 0.001: calm(seed)} for seed in seeds} for size in (n, 4 * n)}
+    return spike.sizes.SizeRuns(runs)
+
+
+@pytest.mark.parametrize(("big", "small", "verdicts"), [
+    (-0.3, -0.01, {"hill": "agrees", "drop": "agrees", "smaller": "agrees", "gradual": "agrees"}),
+    (+0.3, -0.01, {"hill": "agrees", "drop": "disagrees", "smaller": "disagrees", "gradual": "disagrees"})])
+def test_eta1_rows_at_both_sizes_pool_their_seeds_and_decide_a_clear_margin(big, small, verdicts):
+    from htlib.claims import judge
+    s = SETUP.replace(seeds=2)
+    out = spike.reading._eta1_sizes(_sizes(big, small), s, {})
+    assert set(out) == {"review-eta1", "review-eta1-n8000"}
+    for key, m in out.items():
+        assert "10 seeds" not in m.setting and "4 seeds (0-3)" in m.setting and "4000 points" in m.setting
+        for part, m_part in m.parts.items():
+            assert len(m_part.values) == 4, part
+        drop = m.parts[f"{key}-drop"].values  # the hand computation: the relative change of each seed
+        assert drop == pytest.approx(tuple(big * (1 + 0.01 * seed) for seed in range(4)))
+        smaller = m.parts[f"{key}-smaller"].values
+        assert smaller == pytest.approx(tuple((big - small) * (1 + 0.01 * seed) for seed in range(4)))
+        at_paper = dataclasses.replace(m, reduction_check="the paper's setting")
+        c = judge(spike.TABLE[key], at_paper)
+        assert {p.rpartition("-")[2]: v for p, v in zip((p.key for p in spike.TABLE[key].parts),
+                                                          (judge(spec, dataclasses.replace(
+                                                              at_paper.parts[spec.key], reduction_check="x")).verdict
+                                                           for spec in spike.TABLE[key].parts))} == verdicts
+        assert c.verdict == ("agrees" if big < 0 else "partly")
+    assert "§5.3's n = 256" in out["review-eta1-n8000"].setting
+    missing = spike.reading._eta1_sizes(None, s, {})
+    assert all(not m.ran for m in missing.values())
+
+
+def test_the_200_point_reading_is_kept_beside_the_revised_row():
+    first, row = spike.TABLE["review-eta1-first"], spike.TABLE["review-eta1"]
+    assert first.kind == "variant" and first.variant_of == "review-eta1" and "first" in first.setting
+    assert "first" in row.revised_because and "review-eta1-first" in row.revised_because
+    assert [(p.op, p.level) for p in first.parts] == [(p.op, p.level) for p in row.parts]
+    big = spike.TABLE["review-eta1-n8000"]
+    assert big.kind == "claim" and not big.revised_because  # written before its runs were read
+    assert [(p.op, p.level) for p in big.parts] == [(p.op, p.level) for p in row.parts]
+
+
+def test_eta1_size_texts_and_rows_show_what_the_rows_judge():
+    from htlib.stats import t_interval
+    s = SETUP.replace(seeds=2)
+    sizes = _sizes(-0.3, -0.01)
+    texts = spike.reading.eta1_size_texts(sizes, s)
+    judged = spike.reading._eta1_sizes(sizes, s, {})
+    for i, key in enumerate(spike.reading.ETA1_SIZES):
+        iv = t_interval(judged[key].parts[f"{key}-drop"].values)
+        assert texts[f"eta1_drop{i}"] == f"{iv.estimate:+.1%} [{iv.low:+.1%}, {iv.high:+.1%}]"
+    assert texts["eta1_n0"] == "64" and texts["eta1_n1"] == "256" and texts["eta1_etas1"] == "0.001"
+    rows = spike.reading.eta1_size_rows(sizes, s)
+    assert len(rows) == 8 and rows[0][:2] == (64, 0)
+    assert rows[0][4] == pytest.approx(-0.3) and rows[0][5] == pytest.approx(-0.01) and rows[0][6] == 3

@@ -3,6 +3,7 @@ glue (outside the result-cache key; what computes is :mod:`htlib.experiments.gen
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -19,6 +20,7 @@ from htlib.records import PAPER_SETTING, Claim
 from htlib.stats import SeedInterval, seed_interval
 from htlib.two_layer import READOUT_SCALES, RunGrid, Trajectory
 from htlib.experiments.generalization.compute import AUTHORS_FIG8_SEEDS, Fig7Result, Fig8Result, Setup
+from htlib.experiments.generalization.extra import NOISE_PAIR, MoreSeeds, run_more_seeds  # noqa: F401 - ch.run_more_seeds
 
 NAMES = {"gd": "GD", "adam": "FB-Adam"}
 READOUT_NAMES = {"d": "s = d (the figures' readout)", "sqrt_d": "s = sqrt(d) (the written readout)"}
@@ -319,8 +321,9 @@ def _sample_hill(res: Fig8Result, setup: Setup, grid: RunGrid | None) -> Measure
         "spike_2000": _runs(small["spike_q90"]), "sv_8000": _runs(big["sv_ratio"])},
         _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lam")))
 
-def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measurement]:
-    """The Fig. 8 rows read under the readout ``s``: sample size, ridge constant, label noise, StepLR."""
+def _fig8_readout(res: Fig8Result, setup: Setup, s: str, more: MoreSeeds | None = None) -> dict[str, Measurement]:
+    """The Fig. 8 rows read under the readout ``s``: sample size, ridge constant (from ``more``; Fig. 8's own test
+    sets in the first measurement's variant), label noise (its overlap ratios from ``more`` where given), StepLR."""
     x, out = _suffix(s), {}
     by_n = res.sample_panel() or res.panel("by_n")
     if setup.n not in by_n:
@@ -333,28 +336,39 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
                                      else _missing(f"n = {n} below the chapter's n"))
         out[f"sample_loss{x}"] = _compound(f"sample_loss{x}", parts,
                                            _setting(setup, FIG8_FIELDS + ("fig8a_seeds", "n", "rho_e", "lam", "ns"), s))
-    ridge = res.ridge
-    def last(lam: float, m: str) -> np.ndarray:
-        return np.array([c[lam][f"{m}@{s}"][-1] for c in ridge])
-    if LAM_BALANCED not in ridge[0]:
-        out[f"ridge{x}"] = Measurement.not_run(f"lams must contain {LAM_BALANCED:g}")
+    ridge_setting = _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lams"), s)
+    first = {lam: np.array([[c[lam][f"train_loss@{s}"][-1], c[lam][f"test_loss@{s}"][-1]] for c in res.ridge])
+             for lam in res.ridge[0]}
+    if s == "d":  # the first measurement: Fig. 8's own runs and test sets, named as such in its record
+        m = _ridge("ridge_first", first, ridge_setting)
+        out["ridge_first"] = m if ridge_setting != PAPER_SETTING or not m.ran else dataclasses.replace(
+            m, setting=TABLE["ridge_first"].setting,
+            reduction_check="none needed: the paper's setting, its 200 test points and Fig. 8's own seeds")
+    if more is None:
+        out[f"ridge{x}"] = Measurement.not_run("the ridge readings on larger test sets (extra.run_more_seeds) are not "
+                                               "given to this reading; the chapter's claims cell reads them")
     else:
-        tr0, te0, parts = last(LAM_BALANCED, "train_loss"), last(LAM_BALANCED, "test_loss"), {}
-        for tag, lam in RIDGE_LAMS.items():
-            if lam not in ridge[0]:
-                parts.update({f"{k}_{tag}": _missing(f"lambda = {lam:g}") for k in ("train", "test", "gap")})
-                continue
-            tr, te = last(lam, "train_loss"), last(lam, "test_loss")
-            parts.update({f"train_{tag}": _runs(tr - tr0), f"test_{tag}": _runs(te - te0),
-                          f"gap_{tag}": _runs((te - tr) - (te0 - tr0))})
-        out[f"ridge{x}"] = _compound(f"ridge{x}", parts, _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lams"), s))
+        last = {lam: np.array([r[s][lam] for r in more.ridge]) for lam in more.ridge[0][s]}
+        k = min(len(res.ridge), len(more.ridge))
+        gap = max((float(np.max(np.abs(last[lam][:k, 0] - first[lam][:k, 0]))) for lam in first if lam in last),
+                  default=float("nan"))
+        seeds = more.ridge_seeds
+        note = (f"test losses on {more.n_test} test points per seed; seeds {seeds[0]}-{seeds[-1]}; seeds 0-{k - 1} read "
+                f"Fig. 8's base runs (their train losses " + ("identical to Fig. 8(b)'s)" if gap == 0 else
+                                                             f"within {gap:.2g} of Fig. 8(b)'s)"))
+        out[f"ridge{x}"] = _ridge(f"ridge{x}", last, ridge_setting, note)
     by_rho, parts = res.panel_cd("by_rho"), {}
     for tag, (a, b) in NOISE_STEPS.items():
         for m in ("train", "test"):
             parts[f"{m}_{tag}"] = (_runs([_last(u, f"{m}_loss@{s}") - _last(v, f"{m}_loss@{s}")
                                           for u, v in zip(by_rho[b], by_rho[a])])
                                    if a in by_rho and b in by_rho else _missing(f"rho_e = {a:g} or {b:g}"))
-    if RHO_LOW in by_rho and RHO_HIGH in by_rho:  # the overlaps do not depend on the readout: both records read them
+    if more is not None and NOISE_PAIR == (RHO_LOW, RHO_HIGH):  # the overlaps do not depend on the readout
+        ratio, seeds = more.noise[:, 0, :] / more.noise[:, 1, :], more.noise_seeds
+        note = (f"seeds {seeds[0]}-{seeds[-1]}: seeds 0-{len(res.configs + res.extra) - 1} are Fig. 8(c)'s runs, "
+                "read before the others were run (the level unchanged)")
+        parts.update({"ou": _runs(ratio[:, 0], note=note), "ov": _runs(ratio[:, 1], note=note)})
+    elif RHO_LOW in by_rho and RHO_HIGH in by_rho:  # both records read the same overlaps
         lo, hi = (np.array([update_overlap_outlier(t) for t in by_rho[r]]) for r in (RHO_LOW, RHO_HIGH))
         parts.update({"ou": _runs(lo[:, 0] / hi[:, 0]), "ov": _runs(lo[:, 1] / hi[:, 1])})
     else:
@@ -371,11 +385,28 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str) -> dict[str, Measuremen
                                   setting=_setting(setup, FIG8_FIELDS + ("n", "rho_e", "steplr_gammas"), s))
     return out
 
-def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None) -> dict[str, Measurement]:
-    """The Fig. 8 and App. E.4 rows of :data:`TABLE` (the n = 8000 spectra from ``grid``)."""
+def _ridge(key: str, last: Mapping[float, np.ndarray], setting: str, note: str = "") -> Measurement:
+    """Fig. 8(b)'s parts from ``last[lam]``, one ``[train, test]`` loss of the last step per seed: each ridge constant
+    of :data:`RIDGE_LAMS` against :data:`LAM_BALANCED`."""
+    if LAM_BALANCED not in last:
+        return Measurement.not_run(f"lams must contain {LAM_BALANCED:g}")
+    tr0, te0, parts = last[LAM_BALANCED][:, 0], last[LAM_BALANCED][:, 1], {}
+    for tag, lam in RIDGE_LAMS.items():
+        if lam not in last:
+            parts.update({f"{k}_{tag}": _missing(f"lambda = {lam:g}") for k in ("train", "test", "gap")})
+            continue
+        tr, te = last[lam][:, 0], last[lam][:, 1]
+        parts.update({f"train_{tag}": _runs(tr - tr0, note=note), f"test_{tag}": _runs(te - te0, note=note),
+                      f"gap_{tag}": _runs((te - tr) - (te0 - tr0), note=note)})
+    return _compound(key, parts, setting)
+
+def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None,
+                 more: MoreSeeds | None = None) -> dict[str, Measurement]:
+    """The Fig. 8 and App. E.4 rows of :data:`TABLE` (the n = 8000 spectra from ``grid``; the ridge readings and the
+    noise-level overlap ratios over more seeds from ``more``, :func:`~htlib.experiments.generalization.extra.run_more_seeds`)."""
     out = {"sample_hill": _sample_hill(res, setup, grid)}
     for s in READOUT_SCALES:
-        out.update(_fig8_readout(res, setup, s))
+        out.update(_fig8_readout(res, setup, s, more))
     by_rho = res.panel_cd("by_rho")
     if len(by_rho) < 2:
         out["noise_esd"] = Measurement.not_run("rhos must hold at least 2 noise levels")
@@ -396,13 +427,14 @@ def measure_fig8(res: Fig8Result, setup: Setup, grid: RunGrid | None = None) -> 
                                     _setting(setup, FIG8_FIELDS + ("n", "rho_e", "steplr_gammas")))
     return out
 
-def measure(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> dict[str, Measurement]:
+def measure(fig7: Fig7Result, fig8: Fig8Result, setup: Setup, more: MoreSeeds | None = None) -> dict[str, Measurement]:
     """One :class:`htlib.claims.Measurement` per row of :data:`TABLE`."""
-    return {**measure_fig7(fig7, setup), **measure_fig8(fig8, setup, fig7.grid)}
+    return {**measure_fig7(fig7, setup), **measure_fig8(fig8, setup, fig7.grid, more)}
 
-def claims(fig7: Fig7Result, fig8: Fig8Result, setup: Setup) -> list[Claim]:
-    """The chapter's records, judged by :func:`htlib.claims.judge`."""
-    return judge_table(TABLE, archive.merge(measure(fig7, fig8, setup), __name__))
+def claims(fig7: Fig7Result, fig8: Fig8Result, setup: Setup, more: MoreSeeds | None = None) -> list[Claim]:
+    """The chapter's records, judged by :func:`htlib.claims.judge` (``more``: the ridge readings and the noise-level
+    overlap ratios over more seeds, :func:`~htlib.experiments.generalization.extra.run_more_seeds`)."""
+    return judge_table(TABLE, archive.merge(measure(fig7, fig8, setup, more), __name__))
 
 def _g(x: float) -> str:
     return f"{x:.3g}"
@@ -521,4 +553,31 @@ def fig8_numbers(res: Fig8Result, setup: Setup) -> dict[str, str]:
     test = {r: np.mean([_last(t, "test_loss@d") for t in ts]) for r, ts in by_rho.items()}
     out["noise_hills"] = ", ".join(f"{v:.3g} at rho_e = {r:g}" for r, v in hill.items())
     out["noise_tests"] = ", ".join(f"{v:.3g}" for v in test.values())
+    return out
+
+def more_seeds_texts(more: MoreSeeds, setup: Setup) -> dict[str, str]:
+    """Glue texts of the ridge and noise readings over more seeds (:func:`run_more_seeds`), as the records read them:
+    seed means with their 95% Student-t intervals of the ridge parts under the figures' readout and of the overlap
+    ratios, and the seeds and test-set size."""
+    m = _fig8_readout_more(more, setup)
+    out = {"more_n_test": f"{more.n_test}",
+           "more_ridge_seeds": f"{len(more.ridge_seeds)} ({more.ridge_seeds[0]}-{more.ridge_seeds[-1]})",
+           "more_noise_seeds": f"{len(more.noise_seeds)} ({more.noise_seeds[0]}-{more.noise_seeds[-1]})"}
+    for name, values in m.items():
+        iv = stats.t_interval(values, setup.ci_level)
+        out[f"more_{name}"] = f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}]"
+    return out
+
+def _fig8_readout_more(more: MoreSeeds, setup: Setup) -> dict[str, np.ndarray]:
+    """The per-seed values the ridge (readout s = d) and noise-ratio parts read from ``more``."""
+    last = {lam: np.array([r["d"][lam] for r in more.ridge]) for lam in more.ridge[0]["d"]}
+    out = {}
+    if LAM_BALANCED in last:
+        tr0, te0 = last[LAM_BALANCED][:, 0], last[LAM_BALANCED][:, 1]
+        for tag, lam in RIDGE_LAMS.items():
+            if lam in last:
+                tr, te = last[lam][:, 0], last[lam][:, 1]
+                out.update({f"train_{tag}": tr - tr0, f"test_{tag}": te - te0, f"gap_{tag}": (te - tr) - (te0 - tr0)})
+    ratio = more.noise[:, 0, :] / more.noise[:, 1, :]
+    out.update({"ou": ratio[:, 0], "ov": ratio[:, 1]})
     return out

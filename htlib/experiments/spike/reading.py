@@ -14,6 +14,7 @@ from htlib.dynamics import tail_shape
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
 from htlib.experiments.spike.compute import PAPER
+from htlib.experiments.spike.sizes import BIG_FACTOR, N_TEST, SizeRuns, run_sizes  # noqa: F401 - ch.run_sizes
 from htlib.two_layer import Trajectory
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
@@ -164,11 +165,14 @@ def _pool(by_seed: Mapping[int, Measurement]) -> Measurement:
 def _alpha(x: float) -> str:
     return f"{x:.3g}" if np.isfinite(x) else "none (no tail)"
 
-def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, Measurement]:
+def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup, sizes: SizeRuns | None = None
+            ) -> dict[str, Measurement]:
     """One :class:`~htlib.claims.Measurement` per row of :data:`TABLE` from the cached runs ``{seed: {key:
-    Trajectory}}``, one value per seed."""
+    Trajectory}}``, one value per seed; the review's eta = 1 rows at both sizes from ``sizes``
+    (:func:`~htlib.experiments.spike.sizes.run_sizes`, not run without it)."""
     per_seed = {seed: _measure_seed(r, setup) for seed, r in runs.items()}
-    out = {k: _pool({seed: m[k] for seed, m in per_seed.items()}) for k in TABLE}
+    sized = _eta1_sizes(sizes, setup, {seed: r[("adam", setup.eta_adam)] for seed, r in runs.items()})
+    out = {k: sized[k] if k in sized else _pool({seed: m[k] for seed, m in per_seed.items()}) for k in TABLE}
     h, d, n = setup.h, setup.d, len(per_seed)
     seeds = "one seed" if n == 1 else f"{n} seeds"
     def setting(k: str, m: Measurement) -> str:
@@ -184,7 +188,10 @@ def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> dict[str, 
     check = "" if changed else (f"the runs are at the paper's own sizes, learning rates and step counts (n, d, h = "
                                 f"{setup.n}, {d}, {h}; App. A {setup.appA_n}, {setup.appA_d}, {setup.appA_h}): "
                                 "nothing is reduced")
-    return {k: replace(m, setting=setting(k, m), reduction_check=check, deviations=tuple(changed))
+    big = (f"the runs are at §5.3's own size n = {BIG_FACTOR * setup.n} with the paper's d, h = {d}, {h}, "
+           "learning rates and step counts, on test sets larger than the paper's: nothing is reduced")
+    return {k: replace(m, setting=setting(k, m), reduction_check=(big if check and k == "review-eta1-n8000" else check),
+                       deviations=tuple(changed))
             for k, m in out.items()}
 
 def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurement]:
@@ -327,7 +334,7 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
         f"the measured {SLOW_TIMING['s_per_step']:.2g} s per step on one thread (the authors report more than 24 h); the "
         "chapter does not run them")
     out.update(_review(runs, s, rep, heavy))
-    out["review-eta1"] = _review_eta1(runs, s)
+    out["review-eta1-first"] = _review_eta1(runs, s, "review-eta1-first")
     return out
 
 def slow_run_time(setup=PAPER) -> str:
@@ -368,34 +375,73 @@ def _alignment(runs, s, known: dict) -> dict[str, Measurement]:
             "align-eta-steps": one(short[0]) if short else _one(grows, "", "; ".join(f"{NAMES[o]}: {x}"
                                                                                      for o, x in text.items()))}
 
-def _review_eta1(runs, s) -> Measurement:
-    """The review on Figs. 5 and 24: at eta = 1 (``eta_adam``, Fig. 5's run, every step recorded) PL_Alpha_Hill after
-    the steps, the test-loss change, that change against the smaller learning rates without a heavy tail by
-    PL_Alpha_Hill, and the share of steps whose test loss falls."""
-    tr = runs[("adam", s.eta_adam)]
-    test = np.asarray(tr.metric(f"test_loss@{s.readout}"), dtype=float)
+def _review_eta1(runs, s, key: str = "review-eta1-first") -> Measurement:
+    """The review on Figs. 5 and 24 read on one seed's chapter runs (``runs[("adam", eta)]``): see
+    :func:`eta1_reading`, against the learning rates of ``etas_review`` below ``eta_adam``."""
+    trajs = {float(e): runs[("adam", e)] for e in s.etas_review if e < s.eta_adam}
+    return eta1_reading(runs[("adam", s.eta_adam)], trajs, eta=s.eta_adam, readout=s.readout, key=key)
+
+def eta1_reading(tr: Trajectory, smaller: Mapping[float, Trajectory], *, eta: float, readout: str = "d",
+                 key: str = "review-eta1") -> Measurement:
+    """The review on Figs. 5 and 24 for one seed: at eta = 1 (``tr``, every step recorded) PL_Alpha_Hill after the
+    steps, the test-loss change, that change against the ``smaller`` learning rates without a heavy tail by
+    PL_Alpha_Hill, and the share of steps whose test loss falls; the parts keyed ``<key>-hill`` and so on."""
+    test = np.asarray(tr.metric(f"test_loss@{readout}"), dtype=float)
     change, hill = float(test[-1] / test[0] - 1), float(tr.alpha_hill[-1])
     calm = {}
-    for e in sorted(x for x in s.etas_review if x < s.eta_adam):
-        other = runs[("adam", e)]
+    for e in sorted(smaller):
+        other = smaller[e]
         if float(other.alpha_hill[-1]) >= HILL_HEAVY:
-            t_e = other.metric(f"test_loss@{s.readout}")
+            t_e = other.metric(f"test_loss@{readout}")
             calm[e] = float(t_e[-1] / t_e[0] - 1)
     steps = [int(t) for t in tr.steps]
     falls = np.diff(test) < 0
     every = steps == list(range(steps[0], steps[-1] + 1))
     return Measurement(parts={
-        "review-eta1-hill": _one(hill, "PL_Alpha_Hill is undefined", f"eta = {s.eta_adam:g}: PL_Alpha_Hill {hill:.3g}"),
-        "review-eta1-drop": _one(change, "", f"eta = {s.eta_adam:g}: test loss {test[0]:.3g} -> {test[-1]:.3g} "
-                                 f"({change:+.1%})"),
-        "review-eta1-smaller": (
+        f"{key}-hill": _one(hill, "PL_Alpha_Hill is undefined", f"eta = {eta:g}: PL_Alpha_Hill {hill:.3g}"),
+        f"{key}-drop": _one(change, "", f"eta = {eta:g}: test loss {test[0]:.3g} -> {test[-1]:.3g} ({change:+.1%})"),
+        f"{key}-smaller": (
             _one(change - min(calm.values()), "", "; ".join(f"eta={e:g}: {c:+.1%}" for e, c in calm.items())) if calm
-            else Measurement(cannot_test="every smaller learning rate of etas_review is heavy-tailed by PL_Alpha_Hill "
-                             "after the steps, or there is none", runs_text="1 seed")),
-        "review-eta1-gradual": (
+            else Measurement(cannot_test="every smaller learning rate is heavy-tailed by PL_Alpha_Hill after the steps, "
+                             "or there is none", runs_text="1 seed")),
+        f"{key}-gradual": (
             _one(float(np.mean(falls)), "", f"{int(falls.sum())} of {falls.size} steps fall; test loss per step "
                  + " ".join(f"{x:.3g}" for x in test)) if every and falls.size
             else Measurement(cannot_test="the run does not record every step", runs_text="1 seed"))})
+
+ETA1_SIZES = ("review-eta1", "review-eta1-n8000")
+"""The rows of the review's eta = 1 sentence read on :data:`~htlib.experiments.spike.sizes.N_TEST`-point test sets:
+at the chapter's n and at four times it (§5.3's n = 8000)."""
+
+def _eta1_sizes(sizes: SizeRuns | None, s, chapter: Mapping[int, Trajectory]) -> dict[str, Measurement]:
+    """:data:`ETA1_SIZES` from ``sizes`` pooled over its seeds; where a seed is also one of the chapter's, its
+    PL_Alpha_Hill is compared with the chapter's run (``chapter``: ``{seed: eta_adam run}``), the same training."""
+    if sizes is None:
+        why = ("the runs on test sets of N_TEST points (sizes.run_sizes) are not given to this reading; the chapter's "
+               "claims cell reads them")
+        return {k: Measurement.not_run(why) for k in ETA1_SIZES}
+    out = {}
+    for key, n in zip(ETA1_SIZES, sizes.sizes):
+        by_seed = sizes.runs[n]
+        per = {seed: eta1_reading(r[float(s.eta_adam)], {e: tr for e, tr in r.items() if e < s.eta_adam},
+                                  eta=s.eta_adam, readout=s.readout, key=key) for seed, r in by_seed.items()}
+        m = _pool(per)
+        shared = [seed for seed in by_seed if seed in chapter and n == s.n]
+        note = m.note
+        if shared:
+            gap = max(abs(float(by_seed[seed][float(s.eta_adam)].alpha_hill[-1]) - float(chapter[seed].alpha_hill[-1]))
+                      for seed in shared)
+            note = (f"seeds {shared[0]}-{shared[-1]} are the chapter's trainings with a larger test set (PL_Alpha_Hill "
+                    + ("identical)" if gap == 0 else f"within {gap:.2g})") + (f"; {note}" if note else ""))
+        smaller = sorted({e for r in by_seed.values() for e in r if e < s.eta_adam})
+        where = ("the paper's sizes and protocol; " if n == s.n else
+                 f"the paper's sizes and protocol at §5.3's n = {n}, with Fig. 7's learning rates below "
+                 f"{s.eta_adam:g} ({', '.join(f'{e:g}' for e in smaller)}); ")
+        seeds = list(by_seed)
+        setting = (f"{where}test sets of {N_TEST} points (paper: 200); {len(seeds)} seeds ({seeds[0]}-{seeds[-1]}); "
+                   "the paper shows one run")
+        out[key] = replace(m, note=note, setting=setting)
+    return out
 
 def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
     """The review's three learning-rate cases after ``s.steps`` steps, and its PL alpha below 2 for eta > 10."""
@@ -436,7 +482,46 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
                                         f"standard error {r.tail_alpha_sigma:.2g}")
     return out
 
-def claims(runs: Mapping[int, Mapping[tuple, Trajectory]], setup) -> list[Claim]:
+def claims(runs: Mapping[int, Mapping[tuple, Trajectory]], setup, sizes: SizeRuns | None = None) -> list[Claim]:
     """The chapter's records, judged by :func:`htlib.claims.judge`; a row these runs do not reach (the slow run's
-    10^4 steps) is read from its archived run where one exists (:mod:`htlib.archive`)."""
-    return judge_table(TABLE, archive.merge(measure(runs, setup), __name__))
+    10^4 steps) is read from its archived run where one exists (:mod:`htlib.archive`); the review's eta = 1 rows at
+    both sizes from ``sizes`` (:func:`~htlib.experiments.spike.sizes.run_sizes`)."""
+    return judge_table(TABLE, archive.merge(measure(runs, setup, sizes), __name__))
+
+def eta1_size_rows(sizes: SizeRuns, s) -> list[tuple]:
+    """The review's eta = 1 runs on the larger test sets, one row per size and seed: ``(n, seed, test loss at step 0,
+    after the steps, its relative change, the lowest change of the smaller learning rates that are not heavy-tailed
+    by PL_Alpha_Hill (NaN: none), the steps that lower the test loss, PL_Alpha_Hill after the steps)``."""
+    rows = []
+    for n, by_seed in sizes.runs.items():
+        for seed, r in by_seed.items():
+            tr = r[float(s.eta_adam)]
+            test = np.asarray(tr.metric(f"test_loss@{s.readout}"), dtype=float)
+            calm = [float(t.metric(f"test_loss@{s.readout}")[-1] / t.metric(f"test_loss@{s.readout}")[0] - 1)
+                    for e, t in r.items() if e < s.eta_adam and float(t.alpha_hill[-1]) >= HILL_HEAVY]
+            rows.append((n, seed, float(test[0]), float(test[-1]), float(test[-1] / test[0] - 1),
+                         min(calm) if calm else float("nan"), int(np.sum(np.diff(test) < 0)),
+                         float(tr.alpha_hill[-1])))
+    return rows
+
+def eta1_size_texts(sizes: SizeRuns, s) -> dict[str, str]:
+    """Glue texts of the review's eta = 1 rows at both sizes, as the judge reads them (:func:`_eta1_sizes`): per
+    size ``i`` (0: the chapter's n, 1: the larger), ``eta1_n<i>``, the seed mean of each part with its 95% Student-t
+    interval (``eta1_<part><i>``), and the seeds and test-set size."""
+    from htlib.stats import t_interval
+    out = {"eta1_n_test": f"{N_TEST}"}
+    for i, (key, m) in enumerate(_eta1_sizes(sizes, s, {}).items()):
+        n = sizes.sizes[i]
+        out[f"eta1_n{i}"] = f"{n}"
+        seeds = list(sizes.runs[n])
+        out["eta1_seeds"] = f"{len(seeds)} ({seeds[0]}-{seeds[-1]})"
+        out[f"eta1_etas{i}"] = ", ".join(f"{e:g}" for e in sorted({e for r in sizes.runs[n].values() for e in r
+                                                                       if e < s.eta_adam}))
+        for part, fmt in (("hill", ".3g"), ("drop", "+.1%"), ("smaller", "+.1%"), ("gradual", ".2f")):
+            pm = m.parts[f"{key}-{part}"]
+            if not pm.values:
+                out[f"eta1_{part}{i}"] = "not measured"
+                continue
+            iv = t_interval(pm.values)
+            out[f"eta1_{part}{i}"] = f"{iv.estimate:{fmt}} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
+    return out
