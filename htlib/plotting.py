@@ -64,6 +64,64 @@ def _text_px(texts, *, wrap: bool) -> float:
     return widest * CHAR_PX + CELL_PAD_PX
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+_E_NUMBER = None  # compiled on first use
+
+
+def plain_number(x: float, digits: int = 4) -> str:
+    """``x`` as a reader writes it: ``digits`` significant digits in positional notation, a power of ten written
+    out (``1.2×10⁻¹⁵``) below 1e-4 or from 1e7 on, ``∞`` for an unbounded value, ``–`` for an undefined one.
+
+    Examples
+    --------
+    >>> plain_number(0.012345), plain_number(10180.0), plain_number(1.2e-15), plain_number(float("inf"))
+    ('0.01235', '10180', '1.2×10⁻¹⁵', '∞')
+    """
+    x = float(x)
+    if np.isnan(x):
+        return "–"
+    if np.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x != 0 and not 1e-4 <= abs(x) < 1e7:
+        mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
+
+
+def _plain_text(text: str) -> str:
+    """A cell's text with its e-notation numbers and its ``inf`` written as :func:`plain_number` writes them."""
+    import re
+    global _E_NUMBER
+    if _E_NUMBER is None:
+        _E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.(\d+))?[eE][-+]?\d+)(?![\w.])|(?<![\w.])(-?)inf(?![\w.])")
+
+    def sub(m: re.Match) -> str:
+        if m.group(1) is None:
+            return "−∞" if m.group(3) else "∞"
+        mantissa = m.group(1).lower().split("e")[0].lstrip("-").replace(".", "").lstrip("0")
+        return plain_number(float(m.group(1)), max(1, len(mantissa)))
+    return _E_NUMBER.sub(sub, text)
+
+
+def _reader_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as a reader's table: a default index (0, 1, ...) replaced by the first column, so that every
+    part of a split table repeats real row labels; numbers in :func:`plain_number`'s notation."""
+    out = frame.copy()
+    if isinstance(out.index, pd.RangeIndex) and out.index.name is None and out.shape[1] > 1:
+        out = out.set_index(out.columns[0])
+    for j in range(out.shape[1]):
+        col = out.iloc[:, j]
+        if pd.api.types.is_float_dtype(col):
+            out.isetitem(j, col.map(plain_number))
+        elif col.dtype == object or pd.api.types.is_string_dtype(col):
+            out.isetitem(j, col.map(lambda v: plain_number(v) if isinstance(v, float) else
+                                    _plain_text(v) if isinstance(v, str) else v))
+    if out.index.dtype == object or pd.api.types.is_string_dtype(out.index):
+        out.index = out.index.map(lambda v: _plain_text(v) if isinstance(v, str) else v)
+    return out
+
+
 def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
     """HTML of ``frame`` that fits a text column of ``width_px``: short cells never wrap (no number broken over two
     lines), and a frame estimated wider than the column is split into consecutive tables of its columns, each
@@ -71,7 +129,7 @@ def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
 
     Examples
     --------
-    >>> wide = pd.DataFrame([[1.5] * 30], columns=[f"column {k}" for k in range(30)])
+    >>> wide = pd.DataFrame([[1.5] * 30], columns=[f"column {k}" for k in range(30)], index=["run 1"])
     >>> html = table_html(wide)
     >>> html.count("<table"), "white-space:nowrap" in html
     (3, True)
@@ -80,6 +138,7 @@ def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
     """
     import re
 
+    frame = _reader_frame(frame)
     index = frame.index.to_frame().astype(str)
     label_px = sum(_text_px([*index[c], *(n for n in [c] if n is not None)], wrap=False) for c in index.columns)
     groups: list[list[int]] = [[]]

@@ -76,8 +76,10 @@ was judged.  Every other field, present or added later (``setting``, ``uncertain
 _NUMBER = re.compile(
     r"(?:(?<![\w)\].])[-+\u2212])?"
     r"(?:\d+(?:\.\d+)?|(?<![\d.])\.\d+)"
-    r"(?:[eE][-+]?\d+)?"
+    r"(?:[eE][-+]?\d+|\u00d710[\u207b\u207a]?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)?"
 )
+# A power of ten written out by the book's tables (htlib.plotting.plain_number: "1.2×10⁻¹⁵") reads as "1.2e-15".
+_SUPER = str.maketrans("\u207b\u207a\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079", "-+0123456789")
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,9 @@ class Token:
 
 def _number(text: str) -> Token:
     plain = text.replace("\u2212", "-")
+    if "\u00d710" in plain:
+        base, _, power = plain.partition("\u00d710")
+        plain = f"{base}e{power.translate(_SUPER)}"
     mantissa, _, exponent = plain.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
     quantum = 10.0 ** (int(exponent or 0) - decimals)

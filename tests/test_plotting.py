@@ -183,3 +183,32 @@ def test_figure_data_holds_every_drawn_number(tmp_path, monkeypatch):
     plt.close(fig)
     with pytest.raises(ValueError, match="name"):
         glue_figure("", fig)
+
+
+def test_a_book_table_has_row_labels_in_every_part_and_plain_numbers():
+    """A default index (0, 1, ...) is never shown: the first column labels the rows, in every part of a split
+    table; no cell prints e-notation or ``inf``; a value reads back as the number it was."""
+    import re
+
+    import pandas as pd
+
+    from htlib.plotting import plain_number, table_html
+
+    frame = pd.DataFrame({"optimizer": ["GD", "FB-Adam"], "eta": [2000.0, 0.1], "gap": [6.1e-10, 1.234e-5],
+                          "upper": [float("inf"), 14.7], "note": ["[14.7, inf]", "rtol 1e-4"],
+                          **{f"wide column {k}": [1.5, 2.5] for k in range(12)}})
+    html = table_html(frame)
+    parts = html.split("</table>")[:-1]
+    assert len(parts) > 1  # split: each part repeats the optimizer labels, none shows 0 or 1 as a label
+    for part in parts:
+        labels = [re.sub(r"<[^>]+>", "", x) for x in re.findall(r"<tr>\s*<th>(.*?)</th>", part, re.S)]
+        assert labels[-2:] == ["GD", "FB-Adam"], labels
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)
+    assert not any(re.search(r"\d[eE][-+]?\d|\binf\b", re.sub(r"<[^>]+>", "", c)) for c in cells), cells
+    assert "∞" in html and "[14.7, ∞]" in html and "rtol 0.0001" in html
+    for x in (6.1e-10, 1.234e-5, 0.1, 2000.0, -3.5e8):
+        text = plain_number(x).replace("×10", "e").translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+        assert float(text) == pytest.approx(x, rel=5e-4)
+    # negative control: pandas' own rendering shows the index and the e-notation
+    raw = frame.to_html()
+    assert re.search(r"<th>0</th>", raw) and re.search(r"\d[eE]-\d", raw)

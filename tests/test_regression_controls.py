@@ -594,3 +594,13 @@ def test_htmp_on_another_processor_passes_only_through_its_redrawn_patterns():
         tol = tl.for_cell(chapter, {}, cell["id"])
         assert _compare(ref, new, tol).ok, cell["index"]
         assert not _compare(ref, new, dataclasses.replace(tol, redrawn=())).ok, cell["index"]
+
+
+def test_a_power_of_ten_written_out_compares_as_its_number():
+    """The book's tables write 1.2e-15 as 1.2×10⁻¹⁵ (htlib.plotting.plain_number): the same number to the regression."""
+    from htlib.plotting import plain_number
+
+    assert nn.compare_text(f"x {plain_number(1.2e-15)}", "x 1.2e-15", tl.CLOSED_FORM).ok
+    assert nn.compare_text("gap 6×10⁻¹⁰", "gap 8.2×10⁻¹⁰", tl.Tolerance(1e-9, below=tl.SOLVER_BOUND)).ok
+    assert not nn.compare_text("gap 6×10⁻¹⁰", "gap 6×10⁻⁸", tl.CLOSED_FORM).ok
+    assert not nn.compare_text("gap 6×10⁻¹⁰", "gap 6×10⁻¹⁰ 3", tl.CLOSED_FORM).ok
