@@ -36,7 +36,7 @@ import tokenize
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import nbformat
 
@@ -44,7 +44,7 @@ from htlib.params import ParameterError, SetupBase
 
 __all__ = ["Parameter", "ParameterError", "RunFailed", "Interrupted", "chapter_setup", "declared_parameters",
            "read_parameters", "validate", "check_overrides", "check_output_dir", "preflight", "output_path",
-           "rerun_banner", "add_banner", "run_chapter", "render_html", "main"]
+           "rerun_banner", "verdict_changes", "changes_text", "add_banner", "run_chapter", "render_html", "main"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -550,8 +550,10 @@ def failure_reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0][:500]}" if text else type(err).__name__
 
 
-def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any = None) -> str:
-    """The note a rerun's page opens with: the parameters that differ from the book's, the code version, the date.
+def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any = None,
+                 changes: Sequence[str] | None = None) -> str:
+    """The note a rerun's page opens with: the parameters that differ from the book's, the code version, the date,
+    and with ``changes`` (:func:`verdict_changes`) every verdict that moved from the book's page.
 
     Examples
     --------
@@ -570,20 +572,57 @@ def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any =
             f"This page was executed by `python -m htlib.run` on {when:%Y-%m-%d at %H:%M} UTC with htlib version "
             f"`{version(REPO_ROOT)}`. {differs} Every number, table, figure and verdict on it is this rerun's own; "
             "the conventions and the bibliography it links to are copied beside it, and links to other chapters "
-            "show as plain text.\n```")
+            "show as plain text." + (changes_text(changes) if changes is not None else "") + "\n```")
 
 
 _FIGURE_DATA_LINK = re.compile(r"(?<=<)_figure-data/(?=[^/<>]+>)")
 
 
+def verdict_changes(book_notebook: str | Path, rerun_notebook: str | Path) -> list[str]:
+    """The records whose verdict the rerun moved from the book's committed page, one line each with both values
+    (a record only one of them has is listed as added or gone).
+
+    Examples
+    --------
+    >>> verdict_changes("book/phases.ipynb", "book/phases.ipynb")
+    []
+    """
+    from htlib.records import read_claims
+
+    old = {c.key: c for c in read_claims(book_notebook) if c.key}
+    new = {c.key: c for c in read_claims(rerun_notebook) if c.key}
+    lines = []
+    for key, c in new.items():
+        if key not in old:
+            lines.append(f"{c.where} ({key}): {c.verdict}, a record the book's page does not have")
+        elif old[key].verdict != c.verdict:
+            lines.append(f"{c.where} ({key}): the book's page reads {old[key].verdict}, this rerun {c.verdict}")
+    lines += [f"{c.where} ({key}): in the book's page ({c.verdict}), not in this rerun"
+              for key, c in old.items() if key not in new]
+    return lines
+
+
+def changes_text(lines: Sequence[str]) -> str:
+    """The banner's list of the verdicts a rerun moved (:func:`verdict_changes`)."""
+    if not lines:
+        return "\n\nNo verdict differs from the book's page."
+    return ("\n\nVerdicts that differ from the book's page:\n" + "\n".join(f"- {line}" for line in lines))
+
+
 def add_banner(path: str | Path, text: str, *, figure_data: str | None = None) -> None:
-    """Insert ``text`` as a markdown cell after the executed notebook's title cell (in place); with
-    ``figure_data``, the prose's links to ``_figure-data/<name>`` point into the run's own
-    ``_figure-data/<figure_data>/`` (two reruns of a chapter never share a CSV)."""
+    """Insert ``text`` as a markdown cell right under the executed notebook's title (in place: the title line is
+    split from the rest of its cell, so the banner is the first thing a reader sees); with ``figure_data``, the
+    prose's links to ``_figure-data/<name>`` point into the run's own ``_figure-data/<figure_data>/`` (two reruns
+    of a chapter never share a CSV)."""
     from htlib.cache import atomic_write
 
     nb = nbformat.read(str(path), as_version=4)
     first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+    if first >= 0:
+        title, _, rest = nb.cells[first].source.lstrip("\n").partition("\n")
+        if title.startswith("# ") and rest.strip():
+            nb.cells[first].source = title
+            nb.cells.insert(first + 1, nbformat.v4.new_markdown_cell(rest.lstrip("\n")))
     nb.cells.insert(first + 1, nbformat.v4.new_markdown_cell(text, metadata={"tags": ["htlib-rerun-banner"]}))
     for cell in nb.cells if figure_data else ():
         if cell.cell_type == "markdown":
@@ -681,7 +720,7 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
         else:
             os.environ["HTLIB_FIGURE_DATA"] = before
     work_log.unlink(missing_ok=True)
-    add_banner(work, rerun_banner(notebook, clean), figure_data=out.stem)
+    add_banner(work, rerun_banner(notebook, clean, changes=verdict_changes(notebook, work)), figure_data=out.stem)
     os.replace(work, out)
     log.unlink(missing_ok=True)  # the log of an earlier failed run with these parameters
     if html:

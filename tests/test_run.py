@@ -287,6 +287,40 @@ def test_the_banner_names_only_what_differs_and_says_when_nothing_does():
     assert "It uses the book's default parameters." in run.rerun_banner(chapter, {"seed": 0}, when=when)
 
 
+def test_the_banner_lists_every_verdict_a_rerun_moved_and_opens_the_page(tmp_path):
+    """A rerun's page opens with the banner under its title, and the banner gives each verdict that moved from the
+    book's page with both values (here a copy of the phases page with one verdict changed and one record gone)."""
+    import json
+
+    from htlib.records import CLAIMS_MIME
+
+    chapter = Path(__file__).resolve().parent.parent / "book" / "phases.ipynb"
+    nb = json.loads(chapter.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            for key, value in out.get("data", {}).items():
+                if key.endswith(CLAIMS_MIME):
+                    payload = json.loads(value if isinstance(value, str) else "".join(value))
+                    first, gone = payload["claims"][0], payload["claims"][-1]
+                    first["verdict"] = "inconclusive" if first["verdict"] != "inconclusive" else "agrees"
+                    first["cause"] = first.get("cause") or "moved"
+                    payload["claims"] = payload["claims"][:-1]
+                    out["data"][key] = json.dumps(payload)
+    moved = tmp_path / "phases.ipynb"
+    moved.write_text(json.dumps(nb), encoding="utf-8")
+    lines = run.verdict_changes(chapter, moved)
+    assert len(lines) == 2 and first["verdict"] in lines[0] and first["key"] in lines[0]
+    assert gone["key"] in lines[1] and "not in this rerun" in lines[1]
+    assert run.verdict_changes(chapter, chapter) == []
+    text = run.rerun_banner(chapter, {"h": 400}, changes=lines)
+    assert all(line in text for line in lines) and "No verdict differs" in run.rerun_banner(chapter, {}, changes=[])
+    # the banner is the first thing under the title
+    run.add_banner(moved, text)
+    cells = json.loads(moved.read_text(encoding="utf-8"))["cells"]
+    assert "".join(cells[0]["source"]).startswith("# ") and "\n" not in "".join(cells[0]["source"]).strip()
+    assert "htlib-rerun-banner" in cells[1]["metadata"]["tags"]
+
+
 # --- what a rerun refuses, it refuses in the dry run too, with its reason ----------------------
 
 ROOT = Path(__file__).resolve().parent.parent
