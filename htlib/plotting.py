@@ -104,6 +104,27 @@ def _plain_text(text: str) -> str:
     return _E_NUMBER.sub(sub, text)
 
 
+_GREEK_LETTERS = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "eta": "η", "theta": "θ",
+                  "kappa": "κ", "lambda": "λ", "mu": "μ", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ",
+                  "omega": "ω"}
+
+
+def reader_header(text):
+    """A column or index label as a reader reads it: ASCII Greek names as letters, ``sqrt_d``/``sqrt(hd)`` as roots.
+
+    Examples
+    --------
+    >>> reader_header("lambda_max / lambda_+"), reader_header("train/sqrt_d"), reader_header("beta (meta)")
+    ('λ_max / λ_+', 'train/√d', 'β (meta)')
+    """
+    import re
+    if not isinstance(text, str):
+        return text
+    text = re.sub(r"sqrt_(\w+)|sqrt\(([^()]+)\)", lambda m: f"√{m.group(1) or '(' + m.group(2) + ')'}", text)
+    return re.sub(r"(?<![A-Za-z])(" + "|".join(_GREEK_LETTERS) + r")(?![A-Za-z])", lambda m: _GREEK_LETTERS[m.group(1)],
+                  text)
+
+
 def _reader_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as a reader's table: a default index (0, 1, ...) replaced by the first column, so that every
     part of a split table repeats real row labels; numbers in :func:`plain_number`'s notation."""
@@ -117,6 +138,12 @@ def _reader_frame(frame: pd.DataFrame) -> pd.DataFrame:
         elif col.dtype == object or pd.api.types.is_string_dtype(col):
             out.isetitem(j, col.map(lambda v: plain_number(v) if isinstance(v, float) else
                                     _plain_text(v) if isinstance(v, str) else v))
+    if isinstance(out.columns, pd.MultiIndex):
+        out.columns = pd.MultiIndex.from_tuples([tuple(map(reader_header, c)) for c in out.columns],
+                                                names=[reader_header(n) for n in out.columns.names])
+    else:
+        out.columns = [reader_header(c) for c in out.columns]
+    out.index.names = [reader_header(n) for n in out.index.names]
     if out.index.dtype == object or pd.api.types.is_string_dtype(out.index):
         out.index = out.index.map(lambda v: _plain_text(v) if isinstance(v, str) else v)
     return out

@@ -206,6 +206,7 @@ def test_a_book_table_has_row_labels_in_every_part_and_plain_numbers():
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)
     assert not any(re.search(r"\d[eE][-+]?\d|\binf\b", re.sub(r"<[^>]+>", "", c)) for c in cells), cells
     assert "∞" in html and "[14.7, ∞]" in html and "rtol 0.0001" in html
+    assert "<th>η</th>" in html and "<th>eta</th>" not in html  # typeset headers
     for x in (6.1e-10, 1.234e-5, 0.1, 2000.0, -3.5e8):
         text = plain_number(x).replace("×10", "e").translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
         assert float(text) == pytest.approx(x, rel=5e-4)
