@@ -386,8 +386,8 @@ class Scoreboard:
         fence = ":" * colons
         verdict = _CHECK_RESULT[c.verdict] if c.kind == "check" else c.verdict
         title = (f"{{bdg-{_BADGES[c.verdict]}}}`{verdict}` {_cell(c.where)}: "
-                 f"{_cell(clip_words(c.setting if c.variant_of else c.claim, TITLE_WORDS))}")
-        # The record's own text, as the chapter stored it (the first section renders its math).
+                 f"{_cell(render_math(clip_words(c.setting if c.variant_of else c.claim, TITLE_WORDS)))}")
+        # The record's own text, as the chapter stored it; its title renders the math.
         body = [f"{name}\n: {_cell(value)}\n" for name, value in self._fields(notebook, c, base)]
         if evidence:
             body.append(f"evidence\n: {self._link(notebook, c)}\n")
