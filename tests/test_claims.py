@@ -460,4 +460,4 @@ def test_each_gate_leaves_its_code_and_a_post_hoc_row_says_so_whichever_gate_fir
 def test_a_record_title_typesets_its_math():
     board = sb.Scoreboard({Path("ch.ipynb"): [_claim(claim="a spike appears at eta = 1 above lambda_+")]})
     title = board.record_markdown(Path("ch.ipynb"), board.claims_by_notebook[Path("ch.ipynb")][0]).splitlines()[0]
-    assert "$\\eta$" in title and "lambda_" not in title
+    assert "$\\eta$" in title and "$\\lambda_{+}$" in title and " lambda_+" not in title
