@@ -489,8 +489,9 @@ def reading_text(r: dict) -> str:
     fmt, m, gate = r.get("fmt", ".3g"), r["measurement"], r.get("gate", "")
     if gate == "not_run":
         return f"{m}: not run with these parameters ({r['reason']})"
-    if gate == "cannot_test":
-        return f"{m}: these runs cannot test it ({r['reason']})" if r.get("reason") else f"{m}: cannot be tested here"
+    if gate == "cannot_test":  # the reason's first clause; the record holds the rest
+        why = _top_level(r.get("reason", ""))[:1]
+        return f"{m}: these runs cannot test it ({why[0]})" if why else f"{m}: cannot be tested here"
     need = f"where the claim needs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}" if r.get("level") is not None else ""
     est, low, high, runs = r.get("estimate"), r.get("low"), r.get("high"), r.get("runs")
     if r["statistic"] == "sign" and r.get("count") is not None:
@@ -604,8 +605,9 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
     plain = sorted((c for c in counted if c.verdict == "agrees" and not c.post_hoc), key=lambda c: where_key(c.where))
     room = FINDING_LINES - 1 - bool(plain)
     shown, rest = (noted, []) if len(noted) <= room else (noted[:room - 1], noted[room - 1:])
+    from htlib.plotting import _plain_text
     for c in shown:
-        said = render_math(f'{c.where}, "{c.claim}": {finding_text(c)}').rstrip(".")
+        said = render_math(_plain_text(f'{c.where}, "{c.claim}": {finding_text(c)}')).rstrip(".")
         lines.append(f"- {_badge(c.verdict)} {_cell(said)}.")
     if rest:  # whole claims move to the table below, never a cut sentence
         tally_rest: dict[tuple[str, bool], int] = {}
