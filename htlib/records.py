@@ -29,7 +29,7 @@ PAPER_SETTING = "paper"  # the ``setting`` of a claim measured at the paper's ow
 PAPER_NAMES: dict[str, tuple[str, str]] = {
     "003": ("Kothapalli et al.", "From spikes to heavy tails"),
     "001": ("Hodgkinson, Wang & Mahoney", "Heavy-tailed mechanistic universality"),
-    "004": ("HiLD 2026, authors not given", "Hessian spectra of linear networks"),
+    "004": ("HiLD 2026, authors not given", "How the Hessian spectrum of linear networks depends on data"),
     "MM21": ("Martin & Mahoney", "Implicit self-regularization: the 5+1 phases"),
     "MP": ("Marchenko & Pastur", "Eigenvalues of random matrices"),
 }

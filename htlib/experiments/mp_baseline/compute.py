@@ -24,7 +24,7 @@ class Setup(SetupBase):
     ...
     htlib.params.ParameterError: parameter 'd' must be ≤ h = 1500 (MP of ratio d/h ≤ 1); got 2000
     """
-    h: int = param(1500, "rows of W0 (the student width in paper 003)", ge=spectra.MIN_POSITIVE, le=20_000)
+    h: int = param(1500, "rows of W0 (the student width of Kothapalli et al.)", ge=spectra.MIN_POSITIVE, le=20_000)
     d: int = param(1000, "columns of W0 (the input dimension; needs d ≤ h)", ge=spectra.MIN_POSITIVE, le=20_000)
     seed: int = param(0, "seed of W0", ge=0)
     w0_draws: int = param(3, "independent draws of W0 at h x d that the MP row reads (seeds seed, seed + 1000, ...)",
@@ -62,7 +62,7 @@ class Setup(SetupBase):
                                  f"got {list(self.sweep_rows)}")
 
 PAPER = Setup()
-"""The papers' setting: the defaults (W0 at paper 003's 1500 x 1000; the rest has no paper scale)."""
+"""The papers' setting: the defaults (W0 at Kothapalli et al.'s 1500 x 1000; the rest has no paper scale)."""
 
 W0_SEED_STRIDE = 1000
 """Seed step between the draws of ``W0``, away from the panels' ``seed + 1, seed + 2, ...`` (no shared streams)."""

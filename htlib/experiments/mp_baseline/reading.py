@@ -74,7 +74,7 @@ def measure(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeS
                                  runs_text=f"{w0_text} and {len(panels)} aspect-ratio panels, one matrix each",
                                  setting=f"Gaussian {w0_text} of {w0.p} x {w0.q} and {len(panels)} aspect-ratio "
                                          "panels, one seed each",
-                                 reduction_check="W0 is at the size of paper 003's student (h x d)" if paper_size else ""),
+                                 reduction_check="W0 is at the size of the student of Kothapalli et al. (h x d)" if paper_size else ""),
     }
 
 def claims(w0s: Sequence[MPComparison], panels: Sequence[GammaPanel], sw: SizeSweep) -> list[Claim]:

@@ -30,7 +30,7 @@ class Setup(SweepSetup):
     ...
     htlib.params.ParameterError: parameter 'small_d' must be an integer ≥ 60, ≤ 20000; got 59
     """
-    h: int = param(1500, "rows p of the synthetic matrices (the student width of paper 003)", ge=MIN_SIZE, le=20_000)
+    h: int = param(1500, "rows p of the synthetic matrices (the student width of Kothapalli et al.)", ge=MIN_SIZE, le=20_000)
     d: int = param(1000, "columns q (needs d ≤ h)", ge=MIN_SIZE, le=20_000)
     seed: int = param(0, "seed of the six example matrices", ge=0)
     confusion_seeds: int = param(3, "seeds per family in the confusion table at h x d", ge=1, le=10)
@@ -47,7 +47,7 @@ class Setup(SweepSetup):
                                      f"got {getattr(self, cols)}")
 
 PAPER = Setup()
-"""The papers' setting: the defaults (Martin & Mahoney give no matrix size; 1500 x 1000 is paper 003's)."""
+"""The papers' setting: the defaults (Martin & Mahoney give no matrix size; 1500 x 1000 is Kothapalli et al.'s)."""
 
 EXAMPLES: dict[str, str] = {"random-like": "gaussian", "bleeding-out": "bleed", "bulk+spikes": "rank5",
                             "bulk-decay": "profile", "heavy-tailed": "t1.5", "rank-collapse": "collapse"}
