@@ -20,7 +20,35 @@ __all__ = ["gaussian_matrix", "MPComparison", "compare_with_mp", "MPSizeSweep", 
 
 def gaussian_matrix(p: int, q: int, *, sigma2: float = 1.0, seed: int, dtype: torch.dtype = torch.float32,
                     device: str = "cpu") -> torch.Tensor:
-    """A ``p x q`` matrix with i.i.d. ``N(0, sigma2)`` entries (torch's generator, seeded)."""
+    """A ``p x q`` matrix with i.i.d. ``N(0, sigma2)`` entries (torch's generator, seeded).
+
+    Parameters
+    ----------
+    p, q : int
+        Number of rows and columns (at least 1).
+    sigma2 : float, default 1.0
+        Variance of each entry.
+    seed : int
+        Seed of the torch generator.
+    dtype : torch.dtype, default torch.float32
+        Element type.
+    device : str, default "cpu"
+        Torch device of the generator and of the result.
+
+    Returns
+    -------
+    torch.Tensor
+        The ``p x q`` matrix.
+
+    Examples
+    --------
+    >>> from htlib.random_matrices import gaussian_matrix
+    >>> W = gaussian_matrix(400, 300, sigma2=4.0, seed=0)
+    >>> tuple(W.shape), W.dtype
+    ((400, 300), torch.float32)
+    >>> round(W.var().item(), 1)  # the entry variance, sigma2 = 4
+    4.0
+    """
     p, q = check_int("p", p, 1), check_int("q", q, 1)
     sigma2 = check_float("sigma2", sigma2, low=0.0)
     gen = torch.Generator(device=device).manual_seed(check_int("seed", seed))
@@ -30,7 +58,34 @@ def gaussian_matrix(p: int, q: int, *, sigma2: float = 1.0, seed: int, dtype: to
 @dataclass(frozen=True)
 class MPComparison:
     """How the ESD of ``WᵀW/p`` of one ``p x q`` matrix (``p >= q``) compares with MP; ``edge_gap_tw`` is
-    ``(lambda_max - lambda_plus) / s_TW``."""
+    ``(lambda_max - lambda_plus) / s_TW``.
+
+    Attributes
+    ----------
+    p, q : int
+        Shape of the matrix.
+    gamma : float
+        Aspect ratio ``q / p``.
+    lambda_max, lambda_min : float
+        Largest and smallest eigenvalues of ``WᵀW/p``.
+    lambda_plus, lambda_minus : float
+        MP edges ``sigma2 (1 ± sqrt(gamma))**2``.
+    tw_scale : float
+        Tracy-Widom scale of the largest eigenvalue.
+    edge_gap_tw : float
+        ``(lambda_max - lambda_plus) / tw_scale``.
+    ks_distance : float
+        Kolmogorov-Smirnov distance of the ESD to the MP law.
+    num_spikes : int
+        Eigenvalues above the fitted bulk edge (:func:`htlib.spectra.fit_mp`).
+
+    Examples
+    --------
+    >>> from htlib.random_matrices import compare_with_mp, gaussian_matrix
+    >>> c = compare_with_mp(gaussian_matrix(400, 100, seed=0))
+    >>> type(c).__name__, c.gamma, round(c.lambda_plus, 4)  # (1 + sqrt(1/4))**2 = 2.25
+    ('MPComparison', 0.25, 2.25)
+    """
 
     p: int
     q: int
@@ -46,7 +101,29 @@ class MPComparison:
 
 
 def compare_with_mp(W: torch.Tensor | np.ndarray, *, sigma2: float = 1.0) -> MPComparison:
-    """Compare the ESD of ``WᵀW/p`` with the MP law of the known ``sigma2`` (spikes: :func:`htlib.spectra.fit_mp`)."""
+    """Compare the ESD of ``WᵀW/p`` with the MP law of the known ``sigma2`` (spikes: :func:`htlib.spectra.fit_mp`).
+
+    Parameters
+    ----------
+    W : torch.Tensor or numpy.ndarray
+        A ``p x q`` matrix with ``p >= q`` and i.i.d. entries of variance ``sigma2`` under the null.
+    sigma2 : float, default 1.0
+        Entry variance of the MP law compared with.
+
+    Returns
+    -------
+    MPComparison
+        Edges, Tracy-Widom gap, KS distance and spike count.
+
+    Examples
+    --------
+    >>> from htlib.random_matrices import compare_with_mp, gaussian_matrix
+    >>> c = compare_with_mp(gaussian_matrix(800, 200, seed=1))
+    >>> round(c.lambda_plus, 4), round(c.lambda_minus, 4)  # (1 ± 1/2)**2
+    (2.25, 0.25)
+    >>> abs(c.lambda_max - c.lambda_plus) < 0.2, c.ks_distance < 0.05
+    (True, True)
+    """
     p, q = W.shape
     if p < q:
         raise ValueError(f"W must have at least as many rows as columns (p >= q), got shape {(p, q)}")
@@ -64,7 +141,23 @@ def compare_with_mp(W: torch.Tensor | np.ndarray, *, sigma2: float = 1.0) -> MPC
 @dataclass(frozen=True)
 class MPSizeSweep:
     """MP agreement of Gaussian matrices over sizes ``p``/``q`` (rows) and seeds (columns): ``ks_distance``,
-    ``edge_gap`` (``lambda_max - lambda_plus``) and ``edge_gap_tw`` (in Tracy-Widom units)."""
+    ``edge_gap`` (``lambda_max - lambda_plus``) and ``edge_gap_tw`` (in Tracy-Widom units).
+
+    Attributes
+    ----------
+    p, q : numpy.ndarray
+        Row and column counts, one per size.
+    ks_distance, edge_gap, edge_gap_tw : numpy.ndarray
+        ``len(sizes) x len(seeds)`` arrays of the KS distance, ``lambda_max - lambda_plus`` and the same gap in
+        Tracy-Widom units.
+
+    Examples
+    --------
+    >>> from htlib.random_matrices import mp_size_sweep
+    >>> s = mp_size_sweep([50, 100], gamma=0.5, seeds=[0, 1, 2])
+    >>> s.q.tolist(), s.ks_distance.shape
+    ([25, 50], (2, 3))
+    """
 
     p: np.ndarray
     q: np.ndarray
@@ -74,7 +167,31 @@ class MPSizeSweep:
 
 
 def mp_size_sweep(sizes: Sequence[int], gamma: float, seeds: Sequence[int]) -> MPSizeSweep:
-    """:func:`compare_with_mp` of ``p x q`` Gaussian matrices with ``q = gamma p``, for every size and seed."""
+    """:func:`compare_with_mp` of ``p x q`` Gaussian matrices with ``q = gamma p``, for every size and seed.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Row counts ``p``.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    seeds : sequence of int
+        Seeds of :func:`gaussian_matrix`, one column of the result each.
+
+    Returns
+    -------
+    MPSizeSweep
+        The comparisons, one row per size and one column per seed.
+
+    Examples
+    --------
+    >>> from htlib.random_matrices import mp_size_sweep
+    >>> s = mp_size_sweep([40, 320], gamma=0.25, seeds=[0, 1, 2, 3])
+    >>> s.p.tolist(), s.q.tolist()
+    ([40, 320], [10, 80])
+    >>> bool(s.ks_distance[1].mean() < s.ks_distance[0].mean())  # closer to MP as the size grows
+    True
+    """
     if check_float("gamma", gamma, low=0.0) > 1:
         raise ValueError(f"gamma must be in (0, 1], got {gamma!r}")
     ps = np.asarray([check_int("sizes", s, 1) for s in sizes])
@@ -125,6 +242,30 @@ def labelled_matrix(name: str, h: int = 1500, d: int = 1000, *, seed: int = 0) -
 
     Spiked families are ``G + sqrt(h) U diag(theta) Vᵀ`` (outlier above the BBP threshold ``gamma**(1/4)``);
     tail index ``mu`` means ``P(|w| > x) ~ x**(-mu)``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`LABELLED_CASES`.
+    h, d : int, default 1500, 1000
+        Rows and columns, ``h >= d >= 10``.
+    seed : int, default 0
+        Seed (combined with the family, so that families differ at one seed).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``h x d`` matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.random_matrices import labelled_matrix
+    >>> W = labelled_matrix("zeros20", h=60, d=40, seed=0)
+    >>> W.shape, int((np.abs(W).sum(axis=0) == 0).sum())  # 20% of the 40 columns are zero
+    ((60, 40), 8)
+    >>> np.array_equal(W, labelled_matrix("zeros20", h=60, d=40, seed=0))
+    True
     """
     if name not in LABELLED_CASES:
         raise ValueError(f"name must be one of {tuple(LABELLED_CASES)}, got {name!r}")
