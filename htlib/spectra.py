@@ -86,6 +86,24 @@ def esd(W: Any, *, normalize: str | None = None) -> np.ndarray:
     W : array_like or torch.Tensor, shape (h, d)
     normalize : {None, "rows"}
         ``"rows"`` divides by ``h`` (the ESD of ``WᵀW/p`` that the MP law describes).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``min(h, d)`` eigenvalues, ascending, float64 (divided by ``h`` with ``normalize="rows"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import esd
+    >>> W = np.random.default_rng(0).standard_normal((300, 200))
+    >>> eigs = esd(W)
+    >>> eigs.shape, bool(np.all(np.diff(eigs) >= 0))
+    ((200,), True)
+    >>> bool(np.isclose(eigs.sum(), np.sum(W ** 2)))   # trace of WᵀW = squared Frobenius norm
+    True
+    >>> bool(np.isclose(esd(W, normalize="rows")[-1], eigs[-1] / 300))
+    True
     """
     if normalize not in (None, "rows"):
         raise ValueError(f"normalize must be None or 'rows', got {normalize!r}")
@@ -109,6 +127,25 @@ class ESDModes:
     ``locations`` (``log10 lambda`` of each mode, ascending), ``masses`` (fraction of the eigenvalues in each
     mode's basin), ``dip`` (density at the deepest antimode between the two heaviest modes over the lower of their
     peaks; NaN with fewer than two modes) and the kernel ``bandwidth`` in decades.
+
+    Attributes
+    ----------
+    locations : numpy.ndarray
+        ``log10 lambda`` of each mode, ascending.
+    masses : numpy.ndarray
+        Fraction of the eigenvalues in each mode's basin.
+    dip : float
+        Deepest antimode between the two heaviest modes over the lower of their peaks (NaN with one mode).
+    bandwidth : float
+        Kernel bandwidth in decades.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import esd_modes
+    >>> m = esd_modes(10 ** np.random.default_rng(1).normal(1.0, 0.2, 1000))   # one mode at 10
+    >>> m.count, round(float(m.locations[0]), 1), round(float(m.masses.sum()), 2)
+    (1, 1.0, 1.0)
     """
     locations: np.ndarray
     masses: np.ndarray
@@ -128,6 +165,20 @@ def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes
     ``>= min_mass`` (in ``(0, 0.5]``) is a mode, so a detached spike never is.  Two or more modes is "bimodal".
     ``grid`` (``>= 64``) is the number of evaluation points.
 
+    Parameters
+    ----------
+    eigs : array_like
+        Non-negative eigenvalues (at least 5 positive).
+    min_mass : float, default 0.1
+        Smallest fraction of the eigenvalues a basin must hold to count as a mode, in ``(0, 0.5]``.
+    grid : int, default 2048
+        Number of evaluation points of the density.
+
+    Returns
+    -------
+    ESDModes
+        Locations, masses, dip and bandwidth of the modes.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -137,6 +188,8 @@ def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes
     >>> m = esd_modes(two)
     >>> m.count, bool(m.dip < 0.1)
     (2, True)
+
+
     """
     import scipy.stats
 
@@ -167,7 +220,30 @@ def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes
 
 
 def mp_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
-    """Edges ``(lambda_minus, lambda_plus) = sigma2 (1 -+ sqrt(gamma))**2`` of the MP law, ``gamma = q/p`` in (0, 1]."""
+    """Edges ``(lambda_minus, lambda_plus) = sigma2 (1 -+ sqrt(gamma))**2`` of the MP law, ``gamma = q/p`` in (0, 1].
+
+    Parameters
+    ----------
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    sigma2 : float, default 1.0
+        Entry variance.
+
+    Returns
+    -------
+    tuple of float
+        ``(lambda_minus, lambda_plus)``.
+
+    Examples
+    --------
+    >>> from htlib.spectra import mp_edges
+    >>> lo, hi = mp_edges(0.25)       # (1 -+ 1/2)**2
+    >>> round(lo, 4), round(hi, 4)
+    (0.25, 2.25)
+    >>> lo, hi = mp_edges(1.0, sigma2=2.0)   # square case: the bulk reaches 0
+    >>> round(lo, 4), round(hi, 4)
+    (0.0, 8.0)
+    """
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
     r = math.sqrt(g)
@@ -175,7 +251,37 @@ def mp_edges(gamma: float, sigma2: float = 1.0) -> tuple[float, float]:
 
 
 def mp_density(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
-    """MP density ``sqrt((l+ - x)(x - l-)) / (2 pi sigma2 gamma x)`` on ``[l-, l+]``, 0 elsewhere."""
+    """MP density ``sqrt((l+ - x)(x - l-)) / (2 pi sigma2 gamma x)`` on ``[l-, l+]``, 0 elsewhere.
+
+    Parameters
+    ----------
+    x : array_like
+        Points at which to evaluate the density.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    sigma2 : float, default 1.0
+        Entry variance.
+
+    Returns
+    -------
+    numpy.ndarray
+        The density at ``x``, float64, same shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.integrate import quad
+    >>> from htlib.spectra import mp_density, mp_edges
+    >>> lo, hi = mp_edges(0.5)
+    >>> total, _ = quad(lambda t: float(mp_density(np.array([t]), 0.5)[0]), lo, hi)
+    >>> round(total, 4)          # a probability density
+    1.0
+    >>> mean, _ = quad(lambda t: t * float(mp_density(np.array([t]), 0.5)[0]), lo, hi)
+    >>> round(mean, 4)           # its mean is sigma2 = 1
+    1.0
+    >>> mp_density(np.array([0.0, 10.0]), 0.5).tolist()   # zero outside the edges
+    [0.0, 0.0]
+    """
     lo, hi = mp_edges(gamma, sigma2)
     x = to_numpy(x, "x")
     out = np.zeros_like(x, dtype=np.float64)
@@ -197,6 +303,20 @@ def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     ``G = (1 + gamma) theta - 2 u sin(theta) - 2 (1 - gamma) arctan(t tan(theta/2))``.  It cancels terms of order ``1/gamma``, so for ``u <= 0.5`` the integral is summed
     through the Poisson-kernel series instead (terms down to 1e-17; exact as ``gamma -> 0``).
 
+    Parameters
+    ----------
+    x : array_like
+        Points at which to evaluate ``F``.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    sigma2 : float, default 1.0
+        Entry variance.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``F(x)`` in ``[0, 1]``, float64, same shape as ``x``.
+
     Examples
     --------
     >>> from htlib.spectra import mp_cdf
@@ -204,6 +324,8 @@ def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     0.5
     >>> float(mp_cdf(0.5, 1e-17))
     0.0
+
+
     """
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
@@ -241,20 +363,89 @@ def _mp_quantile_unit(q: float, gamma: float) -> float:
 
 
 def mp_quantile(q: float, gamma: float, sigma2: float = 1.0) -> float:
-    """The ``q``-quantile of the MP law (``q`` in [0, 1]), by root finding on :func:`mp_cdf`."""
+    """The ``q``-quantile of the MP law (``q`` in [0, 1]), by root finding on :func:`mp_cdf`.
+
+    Parameters
+    ----------
+    q : float
+        Probability in ``[0, 1]``.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    sigma2 : float, default 1.0
+        Entry variance.
+
+    Returns
+    -------
+    float
+        The ``x`` with ``mp_cdf(x) = q``; the edges for ``q = 0`` and ``q = 1``.
+
+    Examples
+    --------
+    >>> from htlib.spectra import mp_cdf, mp_edges, mp_quantile
+    >>> med = mp_quantile(0.5, 0.25)
+    >>> round(float(mp_cdf(med, 0.25)), 6)     # the inverse of mp_cdf
+    0.5
+    >>> round(mp_quantile(1.0, 0.25, sigma2=2.0), 4) == round(mp_edges(0.25, 2.0)[1], 4)
+    True
+    """
     qf = check_float("q", q, low=0.0, high=1.0, strict=False)
     return check_float("sigma2", sigma2, low=0.0) * _mp_quantile_unit(qf, _check_gamma(gamma))
 
 
 def ks_distance_mp(eigs: Any, gamma: float, sigma2: float = 1.0) -> float:
-    """Kolmogorov-Smirnov distance ``sup |F_n - F_MP|`` between a spectrum and the MP law."""
+    """Kolmogorov-Smirnov distance ``sup |F_n - F_MP|`` between a spectrum and the MP law.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues of ``WᵀW/p``.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    sigma2 : float, default 1.0
+        Entry variance of the MP law.
+
+    Returns
+    -------
+    float
+        The KS distance, in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import esd, ks_distance_mp
+    >>> W = np.random.default_rng(0).standard_normal((800, 200))
+    >>> eigs = esd(W, normalize="rows")
+    >>> bool(ks_distance_mp(eigs, 0.25) < 0.05), bool(ks_distance_mp(4 * eigs, 0.25) > 0.5)   # right and wrong scale
+    (True, True)
+    """
     x = _check_eigs(eigs, min_positive=1)  # sorted ascending
     return ks_distance_sorted(mp_cdf(x, gamma, sigma2))
 
 
 def tracy_widom_scale(p: float, q: float, sigma2: float = 1.0) -> float:
     """Tracy-Widom scale ``s_TW = sigma2 (sqrt(p) + sqrt(q)) (1/sqrt(p) + 1/sqrt(q))**(1/3) / p`` of the top
-    eigenvalue of ``WᵀW/p`` (Johnstone 2001)."""
+    eigenvalue of ``WᵀW/p`` (Johnstone 2001).
+
+    Parameters
+    ----------
+    p, q : float
+        Rows and columns of ``W``.
+    sigma2 : float, default 1.0
+        Entry variance.
+
+    Returns
+    -------
+    float
+        The scale ``s_TW``.
+
+    Examples
+    --------
+    >>> from htlib.spectra import tracy_widom_scale
+    >>> round(tracy_widom_scale(400, 100), 4)    # (20 + 10) * (1/20 + 1/10)**(1/3) / 400
+    0.0398
+    >>> round(tracy_widom_scale(400, 100, sigma2=2.0) / tracy_widom_scale(400, 100), 4)
+    2.0
+    """
     sp, sq = math.sqrt(check_float("p", p, low=0.0)), math.sqrt(check_float("q", q, low=0.0))
     return check_float("sigma2", sigma2, low=0.0) * (sp + sq) * (1.0 / sp + 1.0 / sq) ** (1.0 / 3.0) / p
 
@@ -266,6 +457,34 @@ class MPFit:
     ``sigma2`` (fitted MP scale), the bulk edges ``lambda_plus, lambda_minus`` for ``gamma_fit``, the ``num_spikes``
     outliers above :attr:`threshold` (``spikes``, ascending), the Tracy-Widom scale ``tw_scale``, the ``n_zero``
     eigenvalues of the zero block left out, and ``gamma_fit = gamma * (N - n_zero) / N``.
+
+    Attributes
+    ----------
+    sigma2 : float
+        Fitted MP scale.
+    lambda_plus, lambda_minus : float
+        Bulk edges ``sigma2 (1 ± sqrt(gamma_fit))**2``.
+    num_spikes : int
+        Outliers above :attr:`threshold`.
+    spikes : numpy.ndarray
+        Those outliers, ascending.
+    tw_scale : float
+        Tracy-Widom scale at the fitted ``sigma2``.
+    n_zero : int
+        Eigenvalues of the zero block left out of the fit.
+    gamma_fit : float
+        Aspect ratio of the non-zero part, ``gamma (N - n_zero) / N``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import esd, fit_mp
+    >>> W = np.random.default_rng(0).standard_normal((400, 100)) * 2.0   # entry variance 4
+    >>> fit = fit_mp(esd(W, normalize="rows"), 0.25)
+    >>> round(fit.sigma2, 1), fit.num_spikes, fit.n_zero
+    (4.0, 0, 0)
+    >>> bool(fit.threshold > fit.lambda_plus)
+    True
     """
     sigma2: float
     lambda_plus: float
@@ -296,6 +515,24 @@ ZERO_MIN_ABOVE = 0.01
 def zero_block(eigs: Any) -> int:
     """Number of (numerical) zero eigenvalues: those below the highest jump of ``>= ZERO_GAP_DECADES`` decades that
     leaves ``>= max(MIN_POSITIVE, 1% of N)`` above it (0 without one); exact zeros, round-off and a noise floor alike.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Non-negative eigenvalues.
+
+    Returns
+    -------
+    int
+        Size of the zero block (0 when there is none).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import zero_block
+    >>> eigs = np.concatenate([np.full(10, 1e-18), np.linspace(1.0, 4.0, 90)])
+    >>> zero_block(eigs), zero_block(np.linspace(1.0, 4.0, 90))
+    (10, 0)
     """
     x = _check_eigs(eigs, min_positive=1)
     n = x.size
@@ -317,6 +554,34 @@ def fit_mp(eigs: Any, gamma: float, *, max_iter: int = 20, n_zero: int | None = 
     most): ``sigma2 = median(bulk) / median(MP(gamma_fit, 1))``, ``lambda_plus = sigma2 (1 + sqrt(gamma_fit))**2``,
     and the outliers are the eigenvalues above ``lambda_plus + TW_MARGIN * s_TW`` (:func:`tracy_widom_scale`).
     ``eigs`` are eigenvalues of ``WᵀW/p`` at any scale; ``gamma = q/p`` with ``q = len(eigs)``.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues of ``WᵀW/p`` (or ``WᵀW``) of a ``p x q`` matrix.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    max_iter : int, default 20
+        Most refits.
+    n_zero : int, optional
+        Size of the zero block; :func:`zero_block` when not given.
+
+    Returns
+    -------
+    MPFit
+        Scale, edges, outliers and zero block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import esd, fit_mp
+    >>> rng = np.random.default_rng(0)
+    >>> G = rng.standard_normal((400, 200))
+    >>> u, v = np.ones(400) / 20.0, np.ones(200) / np.sqrt(200)
+    >>> W = G + 3.0 * np.sqrt(400) * np.outer(u, v)         # a rank-one signal far above the BBP threshold
+    >>> fit = fit_mp(esd(W, normalize="rows"), 0.5)
+    >>> fit.num_spikes, round(fit.sigma2, 1)
+    (1, 1.0)
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
@@ -350,6 +615,24 @@ def alpha_hill(eigs: Any) -> float:
     """``PL_Alpha_Hill``: the Hill estimator at the median threshold (TempBalance, Zhou et al. 2023).
 
     ``alpha = 1 + m / sum_{j >= i} ln(l_j / l_i)`` with ``i = floor(N/2)``, ``m = N - i``; ``l_i`` must be positive.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Non-negative eigenvalues (at least 5 positive, positive median).
+
+    Returns
+    -------
+    float
+        The Hill exponent of the density, ``p(x) ~ x^-alpha``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import alpha_hill
+    >>> x = 1.0 + np.random.default_rng(0).pareto(2.0, 4000)   # P(X > x) = x**-2: density exponent 3
+    >>> bool(abs(alpha_hill(x) - 3.0) < 0.15)
+    True
     """
     x = _check_eigs(eigs)
     n = x.size
@@ -369,6 +652,30 @@ class PowerLawFit:
     ``alpha`` (``PL_Alpha_KS`` when ``xmin`` was scanned), ``xmin``, the KS distance ``ks_distance``, the ``n_tail``
     eigenvalues ``>= xmin``, ``sigma = (alpha - 1) / sqrt(n_tail)`` and the ``n_fit`` eigenvalues left after dropping
     ``<= 1e-5`` (and ``> xmax``).
+
+    Attributes
+    ----------
+    alpha : float
+        Exponent of the density ``p(x) ~ x^-alpha``.
+    xmin : float
+        Lower end of the fitted tail.
+    ks_distance : float
+        KS distance of the tail to the fitted power law.
+    n_tail : int
+        Eigenvalues ``>= xmin``.
+    sigma : float
+        Standard error ``(alpha - 1) / sqrt(n_tail)``.
+    n_fit : int
+        Eigenvalues left after the floor (and ``xmax``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import fit_power_law
+    >>> x = 1.0 + np.random.default_rng(0).pareto(1.5, 2000)   # density ~ x**-2.5 from x = 1
+    >>> fit = fit_power_law(x, xmin=1.0)
+    >>> fit.n_tail, bool(abs(fit.alpha - 2.5) < 3 * fit.sigma)
+    (2000, True)
     """
     alpha: float
     xmin: float
@@ -491,10 +798,34 @@ def fit_power_law(eigs: Any, *, xmin: float | None = None, xmax: float | None = 
     (``D_i = 1`` where ``alpha_i <= 1`` or infinite); the fit is the first smallest ``D_i``, found by
     :func:`_ks_scan`.  A given ``xmin`` is fitted alone, as ``powerlaw.Fit(data, xmin=xmin)`` does.
 
+    Parameters
+    ----------
+    eigs : array_like
+        Non-negative eigenvalues (at least 5 above ``1e-5``).
+    xmin : float, optional
+        Fixed lower end of the tail; scanned (the KS minimum) when not given.
+    xmax : float, optional
+        Eigenvalues above it are dropped.
+
+    Returns
+    -------
+    PowerLawFit
+        Exponent, threshold, KS distance and tail size.
+
     Raises
     ------
     ValueError
         Fewer than 5 eigenvalues above the floor, or all of them equal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import fit_power_law
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.uniform(0.1, 1.0, 500), 1.0 + rng.pareto(2.0, 1500)])  # tail p(x) ~ x**-3
+    >>> fit = fit_power_law(x)
+    >>> bool(abs(fit.alpha - 3.0) < 0.3), bool(0.5 <= fit.xmin <= 2.0)
+    (True, True)
     """
     x = _check_eigs(eigs)
     x = x[x > EIG_FLOOR]
@@ -536,6 +867,18 @@ def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
     """Log-likelihood ratio ``R`` of a power law against an exponential (maximum likelihood on ``x >= xmin``) and
     its two-sided p-value (Vuong's normal approximation, as Clauset, Shalizi & Newman 2009); ``R > 0``: power law.
 
+    Parameters
+    ----------
+    x : array_like
+        The sample.
+    xmin : float
+        Lower end of the tail compared; values below it are dropped.
+
+    Returns
+    -------
+    tuple of float
+        ``(R, p)``: the log-likelihood ratio and its p-value (both NaN for fewer than 3 values at or above ``xmin``).
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -545,6 +888,8 @@ def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
     >>> r, p = power_law_vs_exponential(1.0 + rng.exponential(1.0, 2000), 1.0)  # an exponential one
     >>> bool(r < 0 and p < 0.01)
     True
+
+
     """
     x = np.asarray(x, dtype=float)
     x = x[x >= xmin]
@@ -580,6 +925,16 @@ class PhaseRules:
         Level of the (Bonferroni-corrected) Renyi spacing test that detaches top outliers from a tail.
     strict_alpha, strict_pvalue : float
         ``heavy_tailed_strict`` also asks ``PL_Alpha_KS < strict_alpha`` and ``spike_pvalue >= strict_pvalue``.
+
+    Examples
+    --------
+    >>> from htlib.spectra import PHASE_RULES, PhaseRules
+    >>> PHASE_RULES.heavy_alpha, PhaseRules(heavy_alpha=3.0).heavy_alpha
+    (4.0, 3.0)
+    >>> PhaseRules(collapse_fraction=0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: PhaseRules.collapse_fraction must be in (0, 1], got 0.0
     """
 
     collapse_fraction: float = 0.10
@@ -619,7 +974,28 @@ PHASE_RULES = PhaseRules()
 
 def top_outlier_pvalue(eigs: Any, alpha: float, xmin: float) -> float:
     """``1 - (1 - (l_max / xmin)^(1 - alpha))^m``: the probability that the top of the ``m`` tail eigenvalues
-    ``>= xmin`` is at least as large as observed under the fitted power law (tiny: a spike)."""
+    ``>= xmin`` is at least as large as observed under the fitted power law (tiny: a spike).
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues.
+    alpha : float
+        Exponent of the fitted power law (``> 1``).
+    xmin : float
+        Lower end of the fitted tail.
+
+    Returns
+    -------
+    float
+        The p-value in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> from htlib.spectra import top_outlier_pvalue
+    >>> round(top_outlier_pvalue([1.0, 2.0, 4.0], alpha=2.0, xmin=1.0), 4)   # 1 - (1 - 1/4)**3
+    0.5781
+    """
     e = check_vector("eigs", eigs)
     alpha, xmin = check_float("alpha", alpha, low=1.0), check_float("xmin", xmin, low=0.0)
     tail = e[e >= xmin]
@@ -682,6 +1058,17 @@ class SpectrumReport:
         WeightWatcher's ``PL_Alpha_KS`` fit (None below 5 eigenvalues over ``1e-5``) and its
         :func:`top_outlier_pvalue`.
     rules : PhaseRules
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import analyze_spectrum, esd
+    >>> W = np.random.default_rng(0).standard_normal((400, 200))
+    >>> rep = analyze_spectrum(esd(W), 0.5)
+    >>> rep.phase, rep.num_outliers, rep.heavy_tailed
+    ('random-like', 0, False)
+    >>> bool(rep.edge_margin_tw < 4)   # the top eigenvalue lies within 4 TW widths of the fitted edge
+    True
     """
     phase: str
     reason: str
@@ -804,6 +1191,33 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
     8. **bleeding-out**: a few eigenvalues (fewer than a continuum) just past the edge.
 
     Sizes and boundary cases are on the conventions page and in ``tests/test_phases.py``.
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues of ``WᵀW`` (or ``WᵀW/p``) of a ``p x q`` matrix, ``q <= p``.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    rules : PhaseRules, default PHASE_RULES
+        Thresholds of the rules above.
+
+    Returns
+    -------
+    SpectrumReport
+        The phase, the reason in words, and every number the rules read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import analyze_spectrum, esd
+    >>> rng = np.random.default_rng(0)
+    >>> G = rng.standard_normal((400, 200))
+    >>> analyze_spectrum(esd(G), 0.5).phase
+    'random-like'
+    >>> u, v = np.ones(400) / 20.0, np.ones(200) / np.sqrt(200)
+    >>> rep = analyze_spectrum(esd(G + 3.0 * np.sqrt(400) * np.outer(u, v)), 0.5)   # one strong spike
+    >>> rep.phase, rep.num_outliers, rep.num_detached
+    ('bulk+spikes', 1, 1)
     """
     x = _check_eigs(eigs)
     g = _check_gamma(gamma)
@@ -874,7 +1288,33 @@ def analyze_spectrum(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES
 
 
 def classify_phase(eigs: Any, gamma: float, *, rules: PhaseRules = PHASE_RULES) -> str:
-    """The 5+1 phase of an ESD: ``analyze_spectrum(eigs, gamma).phase`` (rules and sizes there)."""
+    """The 5+1 phase of an ESD: ``analyze_spectrum(eigs, gamma).phase`` (rules and sizes there).
+
+    Parameters
+    ----------
+    eigs : array_like
+        Eigenvalues of ``WᵀW`` (or ``WᵀW/p``) of a ``p x q`` matrix, ``q <= p``.
+    gamma : float
+        Aspect ratio ``q / p`` in ``(0, 1]``.
+    rules : PhaseRules, default PHASE_RULES
+        Thresholds of the rules.
+
+    Returns
+    -------
+    str
+        One of :data:`PHASES`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import classify_phase, esd
+    >>> rng = np.random.default_rng(0)
+    >>> classify_phase(esd(rng.standard_normal((300, 150))), 0.5)
+    'random-like'
+    >>> low_rank = rng.standard_normal((300, 5)) @ rng.standard_normal((5, 150))   # rank 5 of 150
+    >>> classify_phase(esd(low_rank), 0.5)
+    'rank-collapse'
+    """
     return analyze_spectrum(eigs, gamma, rules=rules).phase
 
 
@@ -886,13 +1326,55 @@ def layer_metrics(W: Any) -> dict[str, Any]:
     ``log_norm = log10(sum(l))``; the book's: ``mp_outliers`` (beyond ``lambda_plus + 4 s_TW``),
     ``mp_edge_ratio = lambda_plus / l_max``, ``phase`` and ``heavy_tailed``.  ``alpha`` and ``alpha_weighted`` are
     NaN when no power law can be fitted (fewer than 5 eigenvalues above ``1e-5``, or all equal).
+
+    Parameters
+    ----------
+    W : array_like or torch.Tensor
+        A weight matrix, ``h x d`` (either orientation).
+
+    Returns
+    -------
+    dict
+        The metrics named above.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import layer_metrics
+    >>> m = layer_metrics(np.random.default_rng(0).standard_normal((300, 200)))
+    >>> m["phase"], m["mp_outliers"], m["heavy_tailed"]
+    ('random-like', 0, False)
+    >>> 1.0 <= m["stable_rank"] <= 200       # sum(l) / l_max lies between 1 and the rank
+    True
     """
     A = check_matrix("W", W)
     return metrics_from_esd(esd(A), *A.shape)
 
 
 def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
-    """:func:`layer_metrics` from an already computed raw ESD of an ``h x d`` matrix."""
+    """:func:`layer_metrics` from an already computed raw ESD of an ``h x d`` matrix.
+
+    Parameters
+    ----------
+    eigs : array_like
+        The ``min(h, d)`` eigenvalues of ``WᵀW`` (:func:`esd`).
+    h, d : int
+        Shape of the matrix.
+
+    Returns
+    -------
+    dict
+        The :func:`layer_metrics` dictionary.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import esd, layer_metrics, metrics_from_esd
+    >>> W = np.random.default_rng(0).standard_normal((300, 200))
+    >>> m = metrics_from_esd(esd(W), 300, 200)
+    >>> sorted(m) == sorted(layer_metrics(W)), round(m["log_norm"], 2)   # log10 of ||W||_F**2, about 300 * 200
+    (True, 4.78)
+    """
     x = _check_eigs(eigs)
     h, d = check_int("h", h, 1), check_int("d", d, 1)
     if x.size != min(h, d):
@@ -902,7 +1384,32 @@ def metrics_from_esd(eigs: Any, h: int, d: int) -> dict[str, Any]:
 
 
 def report_metrics(rep: SpectrumReport, eigs: Any) -> dict[str, Any]:
-    """The :func:`layer_metrics` dictionary of a report and the raw ESD it was computed from."""
+    """The :func:`layer_metrics` dictionary of a report and the raw ESD it was computed from.
+
+    Parameters
+    ----------
+    rep : SpectrumReport
+        A report of :func:`analyze_spectrum`.
+    eigs : array_like
+        The raw ESD the report was computed from.
+
+    Returns
+    -------
+    dict
+        The :func:`layer_metrics` dictionary.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import analyze_spectrum, esd, report_metrics
+    >>> eigs = esd(np.random.default_rng(0).standard_normal((300, 200)))
+    >>> rep = analyze_spectrum(eigs, 200 / 300)
+    >>> m = report_metrics(rep, eigs)
+    >>> m["phase"] == rep.phase, m["mp_outliers"] == rep.num_outliers
+    (True, True)
+    >>> round(m["log_spectral_norm"], 3) == round(float(np.log10(eigs[-1])), 3)
+    True
+    """
     x = _check_eigs(eigs)
     lmax = float(x[-1])
     total = float(np.sum(x))
@@ -921,7 +1428,29 @@ def report_metrics(rep: SpectrumReport, eigs: Any) -> dict[str, Any]:
 
 
 def overlaps(J: Any, Q: Any) -> np.ndarray:
-    """Squared overlaps ``(JᵀQ)∘2`` (``a x b``) between the columns of ``J`` (n x a) and ``Q`` (n x b)."""
+    """Squared overlaps ``(JᵀQ)∘2`` (``a x b``) between the columns of ``J`` (n x a) and ``Q`` (n x b).
+
+    Parameters
+    ----------
+    J : array_like, shape (n, a)
+        First set of column vectors.
+    Q : array_like, shape (n, b)
+        Second set of column vectors.
+
+    Returns
+    -------
+    numpy.ndarray, shape (a, b)
+        The squared inner products of each column of ``J`` with each column of ``Q``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import overlaps
+    >>> Q = np.linalg.qr(np.random.default_rng(0).standard_normal((6, 3)))[0]
+    >>> O = overlaps(Q, Q)        # orthonormal columns: the identity
+    >>> O.shape, bool(np.allclose(O, np.eye(3)))
+    ((3, 3), True)
+    """
     A = check_matrix("J", J)
     B = check_matrix("Q", Q)
     if A.shape[0] != B.shape[0]:
@@ -931,7 +1460,30 @@ def overlaps(J: Any, Q: Any) -> np.ndarray:
 
 def kernel_target_alignment(Z: Any, y: Any) -> float:
     """Uncentered kernel-target alignment ``||ZᵀY||_F^2 / (||ZᵀZ||_F ||YᵀY||_F)`` of ``K = Z Zᵀ`` (Z: n x d) with
-    ``Y Yᵀ`` (y: (n,) or (n, c)), never forming an ``n x n`` matrix when ``n > d``."""
+    ``Y Yᵀ`` (y: (n,) or (n, c)), never forming an ``n x n`` matrix when ``n > d``.
+
+    Parameters
+    ----------
+    Z : array_like, shape (n, d)
+        Features; the kernel is ``Z Zᵀ``.
+    y : array_like, shape (n,) or (n, c)
+        Targets.
+
+    Returns
+    -------
+    float
+        The alignment, in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import kernel_target_alignment
+    >>> y = np.random.default_rng(0).standard_normal(50)
+    >>> round(kernel_target_alignment(y[:, None], y), 6)   # the kernel of the target itself
+    1.0
+    >>> round(kernel_target_alignment(np.eye(50), y), 3) <= 1.0
+    True
+    """
     Zn = check_matrix("Z", Z)
     Y = to_numpy(y, "y")
     if Y.ndim == 1:
@@ -951,7 +1503,31 @@ def kernel_target_alignment(Z: Any, y: Any) -> float:
 
 
 def top_alignment(W: Any, beta: Any) -> float:
-    """``|v1ᵀ beta|`` with ``v1`` the top right singular vector of ``W`` (h x d), ``beta`` in R^d as given."""
+    """``|v1ᵀ beta|`` with ``v1`` the top right singular vector of ``W`` (h x d), ``beta`` in R^d as given.
+
+    Parameters
+    ----------
+    W : array_like, shape (h, d)
+        A matrix.
+    beta : array_like, shape (d,)
+        A direction (used as given, not normalized).
+
+    Returns
+    -------
+    float
+        ``|v1ᵀ beta|``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.spectra import top_alignment
+    >>> rng = np.random.default_rng(0)
+    >>> beta = rng.standard_normal(20)
+    >>> beta /= np.linalg.norm(beta)
+    >>> W = 10.0 * np.outer(rng.standard_normal(30), beta) + 0.01 * rng.standard_normal((30, 20))
+    >>> round(top_alignment(W, beta), 3)   # the top right singular vector is beta
+    1.0
+    """
     A = check_matrix("W", W)
     b = to_numpy(beta, "beta").reshape(-1)
     if b.size != A.shape[1]:
