@@ -47,7 +47,28 @@ def _rtol(rtol: float | None, shape: tuple[int, ...]) -> float:
     return check_float("rtol", rtol, low=0.0, high=1.0)
 
 def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
-    """Number of singular values of ``X`` above ``rtol * s_max`` (default ``max(n, d) * eps``, as ``matrix_rank``)."""
+    """Number of singular values of ``X`` above ``rtol * s_max`` (default ``max(n, d) * eps``, as ``matrix_rank``).
+
+    Parameters
+    ----------
+    X : array_like
+        A matrix.
+    rtol : float, optional
+        Relative tolerance in (0, 1).
+
+    Returns
+    -------
+    int
+        The numerical rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import numerical_rank
+    >>> rng = np.random.default_rng(0)
+    >>> numerical_rank(rng.standard_normal((5, 2)) @ rng.standard_normal((2, 4)))   # a product of rank 2
+    2
+    """
     Xn = check_matrix("X", X)
     s = np.linalg.svd(Xn, compute_uv=False)
     tol = _rtol(rtol, Xn.shape) * s[0]
@@ -56,7 +77,26 @@ def numerical_rank(X: ArrayLike, rtol: float | None = None) -> int:
 @dataclass(frozen=True)
 class FeatureGram:
     """``C = X^T X / n`` on its range: ``C = E diag(c) E^T``, ``c > 0`` (largest first), ``E`` ``d0 x r``; every
-    function here that takes ``X`` also takes one (from an SVD ``X = U diag(s) V^T``: ``FeatureGram(n, s**2/n, V)``)."""
+    function here that takes ``X`` also takes one (from an SVD ``X = U diag(s) V^T``: ``FeatureGram(n, s**2/n, V)``).
+
+    Attributes
+    ----------
+    n : int
+        Number of samples.
+    c : numpy.ndarray, shape (r,)
+        Nonzero eigenvalues of ``X^T X / n``, largest first.
+    E : numpy.ndarray, shape (d0, r)
+        Their eigenvectors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import feature_gram
+    >>> X = np.random.default_rng(0).standard_normal((20, 3))
+    >>> G = feature_gram(X)
+    >>> G.n, G.d0, bool(np.allclose(G.factor() @ G.factor().T, X.T @ X / 20))   # F F^T = C
+    (20, 3, True)
+    """
 
     n: int
     c: np.ndarray
@@ -76,7 +116,30 @@ class FeatureGram:
         return self.E * np.sqrt(self.c)
 
 def feature_gram(X: ArrayLike, rtol: float | None = None) -> FeatureGram:
-    """The :class:`FeatureGram` of ``X``: eigenpairs of ``X^T X / n`` above ``rtol * c_max`` (:func:`_rtol`)."""
+    """The :class:`FeatureGram` of ``X``: eigenpairs of ``X^T X / n`` above ``rtol * c_max`` (:func:`_rtol`).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d0)
+        The features.
+    rtol : float, optional
+        Relative cut-off of the eigenvalues (default ``max(n, d0) * eps``).
+
+    Returns
+    -------
+    FeatureGram
+        ``C = X^T X / n`` on its range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import feature_gram
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((20, 2)) @ rng.standard_normal((2, 5))      # rank 2 of 5 features
+    >>> G = feature_gram(X)
+    >>> G.c.size, bool(np.isclose(G.c.sum(), np.sum(X ** 2) / 20))   # tr C = ||X||_F^2 / n
+    (2, True)
+    """
     Xn = check_matrix("X", X)
     c, E = np.linalg.eigh(Xn.T @ Xn / Xn.shape[0])
     c, E = c[::-1], E[:, ::-1]
@@ -106,10 +169,32 @@ def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.
     """``X = U S V^T`` (numerical rank ``r``) as ``sqrt(n) sigma_x U_r V_r^T``: ``X^T X = n sigma_x^2 P_rowspace``;
     always-zero features stay zero, and permuting the rows of ``X`` permutes those of the result.
 
+    Parameters
+    ----------
+    X : array_like, shape (n, d0)
+        The features.
+    sigma_x : float, default 1.0
+        Scale of the whitened features.
+    rtol : float, optional
+        Relative cut-off of the singular values (default ``max(n, d0) * eps``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d0)
+        The whitened features.
+
     Raises
     ------
     ValueError
         If ``X`` is not a non-empty finite matrix, is all zero, ``sigma_x <= 0`` or ``rtol`` is outside (0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import whiten
+    >>> Xw = whiten(np.random.default_rng(0).standard_normal((50, 3)), sigma_x=2.0)
+    >>> bool(np.allclose(Xw.T @ Xw / 50, 4.0 * np.eye(3)))          # X^T X / n = sigma_x^2 I
+    True
     """
     Xn = check_matrix("X", X)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
@@ -123,7 +208,28 @@ def whiten(X: ArrayLike, sigma_x: float = 1.0, rtol: float | None = None) -> np.
     return math.sqrt(n) * sigma_x * (U[:, :r] @ Vt[:r])
 
 def one_hot(labels: ArrayLike, num_classes: int | None = None) -> np.ndarray:
-    """One-hot encode integer labels 0..C-1 into an ``(n, C)`` float64 matrix."""
+    """One-hot encode integer labels 0..C-1 into an ``(n, C)`` float64 matrix.
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (n,)
+        Labels ``0..C-1``.
+    num_classes : int, optional
+        ``C`` (default: the largest label plus one).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, C)
+        The one-hot matrix.
+
+    Examples
+    --------
+    >>> from htlib.linear import one_hot
+    >>> one_hot([0, 2, 1]).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    >>> one_hot([0, 1], num_classes=4).shape
+    (2, 4)
+    """
     lab = np.asarray(labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels)
     if lab.size == 0:
         raise ValueError("labels must not be empty")
@@ -146,11 +252,27 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
     """Strongly balanced weights ``W_l = U_l S V_l^T``, ``V_{l+1} = U_l``, ``dims = (d0, ..., dL)``, ``k <= min(dims)``
     shared singular values.
 
+    Parameters
+    ----------
+    dims : sequence of int
+        Layer widths ``(d0, ..., dL)``.
+    singular_values : array_like
+        The ``k`` shared singular values, ``>= 0``.
+    seed : int
+        Seed of the random singular vectors.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+
     Examples
     --------
     >>> W1, W2 = balanced_weights([5, 4, 3], [2.0, 1.0], seed=0)
     >>> bool(np.allclose(W2.T @ W2, W1 @ W1.T)), np.linalg.svd(W2 @ W1, compute_uv=False)[:2].round(6).tolist()
     (True, [4.0, 1.0])
+
+
     """
     dims = [int(d) for d in dims]
     if len(dims) < 2 or min(dims) < 1:
@@ -171,7 +293,28 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
     return weights
 
 def kaiming_uniform_weights(dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
-    """PyTorch's default ``nn.Linear`` weight initialization: entries uniform on ``±1/sqrt(fan_in)``."""
+    """PyTorch's default ``nn.Linear`` weight initialization: entries uniform on ``±1/sqrt(fan_in)``.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        Layer widths ``(d0, ..., dL)``.
+    seed : int
+        Seed, ``>= 0``.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import kaiming_uniform_weights
+    >>> Ws = kaiming_uniform_weights([4, 3, 2], seed=0)
+    >>> [W.shape for W in Ws], bool(np.abs(Ws[0]).max() <= 0.5)     # 1/sqrt(fan_in) = 1/2
+    ([(3, 4), (2, 3)], True)
+    """
     dims = check_ints("dims", dims, 1, min_len=2)
     rng = np.random.default_rng(check_int("seed", seed, 0))
     return [rng.uniform(-1.0, 1.0, size=(dout, din)) / math.sqrt(din) for din, dout in zip(dims[:-1], dims[1:])]
@@ -180,7 +323,36 @@ def class_imbalanced_subset(X: ArrayLike, labels: ArrayLike, n: int, majority_sh
                             seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` points: classes ``1..C-1`` get ``floor((1 - majority_share) n / (C - 1))`` each and class 0 the rest
     (``majority_share=None``: a uniformly random subset).  The literal reading, ``floor((1 - majority_share) n)`` per
-    class, cannot sum to ``n``: the share is read as that of all other classes together."""
+    class, cannot sum to ``n``: the share is read as that of all other classes together.
+
+    Parameters
+    ----------
+    X : array_like, shape (N, d)
+        The samples.
+    labels : array_like of int, shape (N,)
+        Their classes; the smallest is the majority class.
+    n : int
+        Size of the subset.
+    majority_share : float or None
+        Share of the majority class, in ``[1/C, 1]``; None for a uniformly random subset.
+    seed : int
+        Seed, ``>= 0``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The rows of ``X`` and their labels, in their original order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import class_imbalanced_subset
+    >>> labels = np.repeat(np.arange(3), 20)
+    >>> X = np.arange(60.0)[:, None]
+    >>> Xs, ls = class_imbalanced_subset(X, labels, 20, 0.5, seed=0)   # floor(0.5 * 20 / 2) = 5 per minority class
+    >>> Xs.shape, np.bincount(ls).tolist()
+    ((20, 1), [10, 5, 5])
+    """
     Xn = check_matrix("X", X, finite=False)
     lab = np.asarray(labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels)
     if Xn.shape[0] != lab.shape[0]:
@@ -217,10 +389,24 @@ def class_imbalanced_subset(X: ArrayLike, labels: ArrayLike, n: int, majority_sh
 def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
     """The largest ``n`` for which :func:`class_imbalanced_subset` can draw every share in ``shares``.
 
+    Parameters
+    ----------
+    labels : array_like of int
+        The classes of the pool.
+    shares : sequence of float
+        Majority shares, each in ``[0, 1]``.
+
+    Returns
+    -------
+    int
+        The largest subset size.
+
     Examples
     --------
     >>> largest_imbalanced_n(np.repeat(np.arange(10), 500), [0.1, 0.2, 0.3, 0.4, 0.5])  # n = 1000: class 0 needs 505
     995
+
+
     """
     lab = np.asarray(labels)
     if lab.size == 0:
@@ -244,7 +430,34 @@ def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
     raise ValueError(f"no subset size fits shares={shares.tolist()}")
 
 def ols_balanced_weights(X: ArrayLike, Y: ArrayLike, dims: Sequence[int], *, seed: int) -> list[np.ndarray]:
-    """:func:`balanced_factorization` of the OLS solution ``W^T = X^+ Y``."""
+    """:func:`balanced_factorization` of the OLS solution ``W^T = X^+ Y``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d0)
+        Features.
+    Y : array_like, shape (n, dL)
+        Targets.
+    dims : sequence of int
+        Layer widths ``(d0, ..., dL)``, each at least the rank of the OLS solution.
+    seed : int
+        Seed of the hidden singular vectors.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``[W1, ..., WL]`` with ``WL ... W1`` the OLS solution.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import ols_balanced_weights
+    >>> rng = np.random.default_rng(0)
+    >>> X, B = rng.standard_normal((20, 3)), rng.standard_normal((2, 3))
+    >>> W1, W2 = ols_balanced_weights(X, X @ B.T, [3, 2, 2], seed=0)      # noiseless targets: OLS recovers B
+    >>> bool(np.allclose(W2 @ W1, B))
+    True
+    """
     Xn, Yn = check_matrix("X", X), check_matrix("Y", Y)
     _check_rows(Xn, Yn)
     dims = [check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
@@ -258,10 +471,33 @@ def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> l
     """A strongly balanced network ``[W1, ..., WL]`` with ``WL ... W1 = W = U diag(s) V^T`` (``dL x d0``): every
     layer has singular values ``s^(1/L)``, ``V_1 = V``, ``U_L = U``, random (seeded) hidden singular vectors.
 
+    Parameters
+    ----------
+    W : array_like, shape (dL, d0)
+        The end-to-end map.
+    dims : sequence of int
+        Layer widths ``(d0, ..., dL)``.
+    seed : int
+        Seed of the hidden singular vectors, ``>= 0``.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``[W1, ..., WL]``.
+
     Raises
     ------
     ValueError
         If ``W`` is zero, or a layer is narrower than ``rank(W)`` (it would silently truncate ``W``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import balance_gaps, balanced_factorization
+    >>> W = np.random.default_rng(0).standard_normal((2, 3))
+    >>> Ws = balanced_factorization(W, [3, 4, 2], seed=0)
+    >>> bool(np.allclose(Ws[1] @ Ws[0], W)), bool(balance_gaps(Ws)[0] < 1e-12)
+    (True, True)
     """
     Wn = check_matrix("W", W)
     dims = [check_int(f"dims[{i}]", d, 1) for i, d in enumerate(dims)]
@@ -292,7 +528,32 @@ def balanced_factorization(W: ArrayLike, dims: Sequence[int], *, seed: int) -> l
 _ACTIVATIONS = ("linear", "tanh")
 
 def forward(weights: Sequence[torch.Tensor], X: torch.Tensor, activation: str = "linear") -> torch.Tensor:
-    """``X W1^T ... WL^T`` with ``activation`` after every layer but the last."""
+    """``X W1^T ... WL^T`` with ``activation`` after every layer but the last.
+
+    Parameters
+    ----------
+    weights : sequence of torch.Tensor
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : torch.Tensor, shape (n, d0)
+        Inputs.
+    activation : {"linear", "tanh"}, default "linear"
+        Nonlinearity between layers.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, dL)
+        The outputs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import forward
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W1, W2, X = torch.randn(4, 3, generator=g), torch.randn(2, 4, generator=g), torch.randn(5, 3, generator=g)
+    >>> out = forward([W1, W2], X)
+    >>> tuple(out.shape), bool(torch.allclose(out, X @ (W2 @ W1).T, atol=1e-5))
+    ((5, 2), True)
+    """
     check_choice("activation", activation, _ACTIVATIONS)
     H = X
     for i, W in enumerate(weights):
@@ -302,13 +563,66 @@ def forward(weights: Sequence[torch.Tensor], X: torch.Tensor, activation: str = 
     return H
 
 def half_mse_loss(weights: Sequence[torch.Tensor], X: torch.Tensor, Y: torch.Tensor, activation: str = "linear") -> torch.Tensor:
-    """``(1/2n) ||f(X) - Y||_F^2``."""
+    """``(1/2n) ||f(X) - Y||_F^2``.
+
+    Parameters
+    ----------
+    weights : sequence of torch.Tensor
+        ``[W1, ..., WL]``.
+    X : torch.Tensor, shape (n, d0)
+        Inputs.
+    Y : torch.Tensor, shape (n, dL)
+        Targets.
+    activation : {"linear", "tanh"}, default "linear"
+        Nonlinearity between layers.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import half_mse_loss
+    >>> W, X = torch.eye(2), torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> float(half_mse_loss([W], X, X)), float(half_mse_loss([W], X, torch.zeros(2, 2)))   # (1 + 4 + 9 + 16) / 4
+    (0.0, 7.5)
+    """
     R = forward(weights, X, activation) - Y
     return 0.5 * (R * R).sum() / X.shape[0]
 
 def gram_loss(weights: Sequence[torch.Tensor], Sxx: torch.Tensor, Sxy: torch.Tensor, syy: float) -> torch.Tensor:
     """:func:`half_mse_loss` of a linear network from ``Sxx = X^T X/n``, ``Sxy = X^T Y/n``, ``syy = ||Y||_F^2/n``:
-    ``(1/2)[tr(W Sxx W^T) - 2 tr(W Sxy) + syy]`` with ``W = WL..W1``."""
+    ``(1/2)[tr(W Sxx W^T) - 2 tr(W Sxy) + syy]`` with ``W = WL..W1``.
+
+    Parameters
+    ----------
+    weights : sequence of torch.Tensor
+        ``[W1, ..., WL]``.
+    Sxx : torch.Tensor, shape (d0, d0)
+        ``X^T X / n``.
+    Sxy : torch.Tensor, shape (d0, dL)
+        ``X^T Y / n``.
+    syy : float
+        ``||Y||_F^2 / n``.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import gram_loss, half_mse_loss
+    >>> g = torch.Generator().manual_seed(0)
+    >>> X, Y = torch.randn(10, 3, generator=g, dtype=torch.float64), torch.randn(10, 2, generator=g, dtype=torch.float64)
+    >>> Ws = [torch.randn(4, 3, generator=g, dtype=torch.float64), torch.randn(2, 4, generator=g, dtype=torch.float64)]
+    >>> a = gram_loss(Ws, X.T @ X / 10, X.T @ Y / 10, float((Y * Y).sum()) / 10)
+    >>> bool(torch.isclose(a, half_mse_loss(Ws, X, Y)))
+    True
+    """
     W = weights[0]
     for V in weights[1:]:
         W = V @ W
@@ -316,7 +630,31 @@ def gram_loss(weights: Sequence[torch.Tensor], Sxx: torch.Tensor, Sxy: torch.Ten
 
 def eigenbasis_loss(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Callable[..., torch.Tensor]]:
     """``Q`` (eigenvectors of ``X^T X``) and the linear network's loss as a function of ``(W1 Q, W2, ..)``: the
-    same Hessian eigenvalues and trace (an orthogonal change of variables) at ``O(dL d0)`` per data term."""
+    same Hessian eigenvalues and trace (an orthogonal change of variables) at ``O(dL d0)`` per data term.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d0)
+        Features.
+    Y : numpy.ndarray, shape (n, dL)
+        Targets.
+
+    Returns
+    -------
+    tuple
+        ``(Q, loss)``: the eigenvectors of ``X^T X / n`` (``d0 x d0``) and ``loss(W1 Q, W2, ..., WL)``.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from htlib.linear import eigenbasis_loss, half_mse_loss
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((10, 3)), rng.standard_normal((10, 2))
+    >>> W1, W2 = torch.as_tensor(rng.standard_normal((4, 3))), torch.as_tensor(rng.standard_normal((2, 4)))
+    >>> Q, loss = eigenbasis_loss(X, Y)
+    >>> bool(torch.isclose(loss(W1 @ torch.as_tensor(Q), W2), half_mse_loss([W1, W2], torch.as_tensor(X), torch.as_tensor(Y))))
+    True
+    """
     n = X.shape[0]
     c, Q = np.linalg.eigh(X.T @ X / n)
     ct = torch.as_tensor(np.clip(c, 0.0, None))
@@ -332,7 +670,30 @@ def eigenbasis_loss(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, Callable[
     return Q, loss_fn
 
 def gram_loss_fn(X: np.ndarray, Y: np.ndarray) -> Callable[..., torch.Tensor]:
-    """:func:`gram_loss` of ``X, Y`` as a function of the layers ``(W1, ..., WL)``."""
+    """:func:`gram_loss` of ``X, Y`` as a function of the layers ``(W1, ..., WL)``.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d0)
+        Features.
+    Y : numpy.ndarray, shape (n, dL)
+        Targets.
+
+    Returns
+    -------
+    callable
+        ``loss(W1, ..., WL) -> torch.Tensor``.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from htlib.linear import gram_loss_fn, half_mse_loss
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((10, 3)), rng.standard_normal((10, 2))
+    >>> W1, W2 = torch.as_tensor(rng.standard_normal((4, 3))), torch.as_tensor(rng.standard_normal((2, 4)))
+    >>> bool(torch.isclose(gram_loss_fn(X, Y)(W1, W2), half_mse_loss([W1, W2], torch.as_tensor(X), torch.as_tensor(Y))))
+    True
+    """
     Xt, Yt = torch.as_tensor(X), torch.as_tensor(Y)
     n = Xt.shape[0]
     stats = (Xt.T @ Xt / n, Xt.T @ Yt / n, float((Yt * Yt).sum()) / n)
@@ -340,7 +701,35 @@ def gram_loss_fn(X: np.ndarray, Y: np.ndarray) -> Callable[..., torch.Tensor]:
 
 def flat_params_loss(shapes: Sequence[tuple[int, int]], X: torch.Tensor, Y: torch.Tensor,
                      activation: str = "linear") -> Callable[[torch.Tensor], torch.Tensor]:
-    """The loss as a function of one flat parameter vector (for ``torch.autograd.functional.hessian``)."""
+    """The loss as a function of one flat parameter vector (for ``torch.autograd.functional.hessian``).
+
+    Parameters
+    ----------
+    shapes : sequence of (int, int)
+        Shapes of ``W1, ..., WL``.
+    X : torch.Tensor, shape (n, d0)
+        Inputs.
+    Y : torch.Tensor, shape (n, dL)
+        Targets.
+    activation : {"linear", "tanh"}, default "linear"
+        Nonlinearity between layers.
+
+    Returns
+    -------
+    callable
+        ``loss(theta) -> torch.Tensor`` of the concatenated row-major layers.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import flat_params_loss, half_mse_loss
+    >>> g = torch.Generator().manual_seed(0)
+    >>> X, Y = torch.randn(6, 3, generator=g), torch.randn(6, 2, generator=g)
+    >>> W1, W2 = torch.randn(4, 3, generator=g), torch.randn(2, 4, generator=g)
+    >>> fn = flat_params_loss([(4, 3), (2, 4)], X, Y)
+    >>> bool(torch.isclose(fn(torch.cat([W1.ravel(), W2.ravel()])), half_mse_loss([W1, W2], X, Y)))
+    True
+    """
     sizes = [a * b for a, b in shapes]
 
     def fn(theta: torch.Tensor) -> torch.Tensor:
@@ -350,11 +739,44 @@ def flat_params_loss(shapes: Sequence[tuple[int, int]], X: torch.Tensor, Y: torc
     return fn
 
 class TrainingDiverged(ValueError):
-    """:func:`train_gd` met a non-finite or exploding loss; the message names the epoch and the loss."""
+    """:func:`train_gd` met a non-finite or exploding loss; the message names the epoch and the loss.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import TrainingDiverged, kaiming_uniform_weights, train_gd, whiten
+    >>> X = whiten(np.random.default_rng(0).standard_normal((50, 3)))
+    >>> try:
+    ...     train_gd(kaiming_uniform_weights([3, 4, 2], seed=0), X, X[:, :2], lr=100.0, epochs=50)
+    ... except TrainingDiverged as e:
+    ...     print(isinstance(e, ValueError), str(e).startswith("train_gd diverged at epoch"))
+    True True
+    """
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Outcome of :func:`train_gd`: final weights, per-epoch loss and learning rate, snapshots."""
+    """Outcome of :func:`train_gd`: final weights, per-epoch loss and learning rate, snapshots.
+
+    Attributes
+    ----------
+    weights : list of numpy.ndarray
+        The final ``[W1, ..., WL]``.
+    losses : numpy.ndarray
+        Loss at epochs ``0..epochs``.
+    lrs : numpy.ndarray
+        Learning rate used after each epoch.
+    snapshots : dict of int to list of numpy.ndarray
+        Weights at the epochs of ``record_at``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import kaiming_uniform_weights, train_gd, whiten
+    >>> X = whiten(np.random.default_rng(0).standard_normal((50, 3)))
+    >>> r = train_gd(kaiming_uniform_weights([3, 4, 2], seed=0), X, X[:, :2], lr=0.1, epochs=20, record_at=[0, 10])
+    >>> r.losses.shape, sorted(r.snapshots), [W.shape for W in r.weights]
+    ((21,), [0, 10], [(4, 3), (2, 4)])
+    """
 
     weights: list[np.ndarray]
     losses: np.ndarray
@@ -424,10 +846,52 @@ def train_gd(weights: Sequence[ArrayLike], X: ArrayLike, Y: ArrayLike, *, lr: fl
     ``record_at``: epochs (0 = initialization) whose weights are kept in ``snapshots``.  Linear networks train in
     float64 NumPy on sufficient statistics (same iterates), tanh networks in torch.
 
+    Parameters
+    ----------
+    weights : sequence of array_like
+        Initial ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : array_like, shape (n, d0)
+        Features.
+    Y : array_like, shape (n, dL)
+        Targets.
+    lr : float
+        Initial learning rate, ``> 0``.
+    epochs : int
+        Number of GD steps.
+    activation : {"linear", "tanh"}, default "linear"
+        Nonlinearity between layers.
+    patience : int, default 100
+        Epochs between plateau checks.
+    min_rel_improvement : float, default 1e-3
+        Relative improvement below which the learning rate is halved.
+    record_at : sequence of int, default ()
+        Epochs whose weights are kept.
+    dtype : torch.dtype, default torch.float64
+        Element type of the torch route.
+    device : str or torch.device, default "cpu"
+        Device of the torch route.
+    blowup : float, default 1e12
+        Loss growth factor treated as divergence.
+
+    Returns
+    -------
+    TrainResult
+        Final weights, losses, learning rates and snapshots.
+
     Raises
     ------
     TrainingDiverged
         (a ``ValueError``) when the loss becomes NaN/inf or exceeds ``blowup * max(1, initial loss)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import kaiming_uniform_weights, train_gd, whiten
+    >>> rng = np.random.default_rng(0)
+    >>> X, B = whiten(rng.standard_normal((50, 3))), rng.standard_normal((2, 3))
+    >>> r = train_gd(kaiming_uniform_weights([3, 4, 2], seed=0), X, X @ B.T, lr=0.1, epochs=300)
+    >>> bool(r.losses[-1] < 1e-10), bool(np.allclose(r.weights[1] @ r.weights[0], B))   # it learns B
+    (True, True)
     """
     lr = check_float("lr", lr, low=0.0)
     epochs = check_int("epochs", epochs, 0)
@@ -518,7 +982,30 @@ def _validated_weights(weights: Sequence[ArrayLike]) -> list[np.ndarray]:
 
 def ggn_kronecker_matrix(weights: Sequence[ArrayLike], X: ArrayLike | None = None) -> np.ndarray:
     """``M = sum_l (C^(1/2) B_l^T B_l C^(1/2)) kron (A_l A_l^T)``, a ``d0*dL`` square matrix whose
-    eigenvalues are the GGN's possibly-nonzero eigenvalues (``A_l = W_L..W_{l+1}``, ``B_l = W_{l-1}..W_1``)."""
+    eigenvalues are the GGN's possibly-nonzero eigenvalues (``A_l = W_L..W_{l+1}``, ``B_l = W_{l-1}..W_1``).
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : array_like, shape (n, d0), optional
+        Features (None: whitened, ``C = I``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (d0*dL, d0*dL)
+        The matrix ``M``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import ggn_kronecker_matrix, ggn_spectrum
+    >>> rng = np.random.default_rng(0)
+    >>> Ws, X = [rng.standard_normal((4, 3)), rng.standard_normal((2, 4))], rng.standard_normal((10, 3))
+    >>> M = ggn_kronecker_matrix(Ws, X)
+    >>> M.shape, bool(np.allclose(np.linalg.eigvalsh(M)[::-1], ggn_spectrum(Ws, X)))
+    ((6, 6), True)
+    """
     Ws = _validated_weights(weights)
     L, d0, dL = len(Ws), Ws[0].shape[1], Ws[-1].shape[0]
     G = _gram(X, d0)
@@ -588,6 +1075,21 @@ def ggn_spectrum(weights: Sequence[ArrayLike], X: ArrayLike | None = None, k: in
         ``"dense"``: diagonalize the ``r*dL`` matrix; ``"lanczos"`` (top-``k`` only): ARPACK on its matrix-free
         product, to machine precision; ``"auto"``: dense when ``r*dL <= dense_max``, ``k`` is None or
         ``4 k > r*dL``, else Lanczos (dense if ARPACK does not converge).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``d0*dL`` eigenvalues (or the top ``k``), largest first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import ggn_spectrum, two_layer_ntk_spectrum
+    >>> rng = np.random.default_rng(0)
+    >>> W1, W2 = rng.standard_normal((4, 3)), rng.standard_normal((2, 4))
+    >>> ev = ggn_spectrum([W1, W2])                  # whitened data: the two-layer closed form
+    >>> ev.shape, bool(np.allclose(ev, two_layer_ntk_spectrum(W1, W2)))
+    ((6,), True)
     """
     check_choice("method", method, _SPECTRUM_METHODS)
     Ws = _validated_weights(weights)
@@ -621,7 +1123,29 @@ def ggn_spectrum(weights: Sequence[ArrayLike], X: ArrayLike | None = None, k: in
 
 def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> np.ndarray:
     """Closed form for two layers and whitened data: all ``sigma_x^2 (s_i(W1)^2 + s_j(W2)^2)``,
-    ``i <= d0``, ``j <= d2``, singular values zero-padded; ``d0*d2`` values, largest first (``sigma_x > 0``)."""
+    ``i <= d0``, ``j <= d2``, singular values zero-padded; ``d0*d2`` values, largest first (``sigma_x > 0``).
+
+    Parameters
+    ----------
+    W1 : array_like, shape (d1, d0)
+        First layer.
+    W2 : array_like, shape (d2, d1)
+        Second layer.
+    sigma_x : float, default 1.0
+        Scale of the whitened features.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``d0*d2`` eigenvalues, largest first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import two_layer_ntk_spectrum
+    >>> two_layer_ntk_spectrum(np.eye(2), 2.0 * np.eye(2)).round(6).tolist()     # 1**2 + 2**2 four times
+    [5.0, 5.0, 5.0, 5.0]
+    """
     A, B = check_matrix("W1", W1), check_matrix("W2", W2)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     if B.shape[1] != A.shape[0]:
@@ -636,7 +1160,30 @@ def two_layer_ntk_spectrum(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -
     return np.sort(ev)[::-1]
 
 def block_diagonal_sharpness(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0) -> float:
-    """Top eigenvalue when the cross-layer blocks are dropped: ``sigma_x^2 max(||W1||^2, ||W2||^2)``."""
+    """Top eigenvalue when the cross-layer blocks are dropped: ``sigma_x^2 max(||W1||^2, ||W2||^2)``.
+
+    Parameters
+    ----------
+    W1 : array_like, shape (d1, d0)
+        First layer.
+    W2 : array_like, shape (d2, d1)
+        Second layer.
+    sigma_x : float, default 1.0
+        Scale of the whitened features.
+
+    Returns
+    -------
+    float
+        The block-diagonal top eigenvalue.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import block_diagonal_sharpness, two_layer_ntk_spectrum
+    >>> W1, W2 = np.eye(2), 2.0 * np.eye(2)
+    >>> round(block_diagonal_sharpness(W1, W2), 6), round(float(two_layer_ntk_spectrum(W1, W2)[0]), 6)   # 4 < 1 + 4
+    (4.0, 5.0)
+    """
     _validated_weights([W1, W2])
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
     return float(sigma_x**2 * max(np.linalg.norm(_np(W1), 2) ** 2, np.linalg.norm(_np(W2), 2) ** 2))
@@ -644,7 +1191,34 @@ def block_diagonal_sharpness(W1: ArrayLike, W2: ArrayLike, sigma_x: float = 1.0)
 def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1.0) -> np.ndarray:
     """GGN spectrum of a strongly balanced depth-``L`` net on whitened data (largest first): ``sigma_x^2 sum_l
     s_i^(2(l-1)) s_j^(2(L-l))`` (``i, j <= r``), ``sigma_x^2 s_i^(2(L-1))`` ``(d0 - r) + (dL - r)`` times, zeros
-    (``s >= 0``, ``sigma_x > 0``)."""
+    (``s >= 0``, ``sigma_x > 0``).
+
+    Parameters
+    ----------
+    s : array_like
+        The ``r`` shared singular values of the layers, ``>= 0``.
+    L : int
+        Depth, ``>= 1``.
+    d0, dL : int
+        Input and output widths, each ``>= r``.
+    sigma_x : float, default 1.0
+        Scale of the whitened features.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``d0*dL`` eigenvalues, largest first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import balanced_spectrum, balanced_weights, ggn_spectrum
+    >>> balanced_spectrum([2.0], L=2, d0=1, dL=1).round(6).tolist()    # 2**2 + 2**2
+    [8.0]
+    >>> Ws = balanced_weights([3, 2, 2], [1.5, 0.5], seed=0)
+    >>> bool(np.allclose(balanced_spectrum([1.5, 0.5], 2, 3, 2), ggn_spectrum(Ws)))
+    True
+    """
     sv = _np(s).ravel()
     r = sv.size
     L = check_int("L", L, 1)
@@ -666,7 +1240,29 @@ def balanced_spectrum(s: ArrayLike, L: int, d0: int, dL: int, sigma_x: float = 1
     return np.sort(ev)[::-1]
 
 def ggn_trace(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> float:
-    """``Tr GGN = (1/n) sum_l ||X W1^T..W_{l-1}^T||_F^2 ||W_L..W_{l+1}||_F^2`` (any ``X``)."""
+    """``Tr GGN = (1/n) sum_l ||X W1^T..W_{l-1}^T||_F^2 ||W_L..W_{l+1}||_F^2`` (any ``X``).
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : array_like (n, d0) or FeatureGram
+        The features (rows are samples), or their :class:`FeatureGram`.
+
+    Returns
+    -------
+    float
+        The trace of the GGN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import ggn_spectrum, ggn_trace
+    >>> rng = np.random.default_rng(0)
+    >>> Ws, X = [rng.standard_normal((4, 3)), rng.standard_normal((2, 4))], rng.standard_normal((10, 3))
+    >>> bool(np.isclose(ggn_trace(Ws, X), ggn_spectrum(Ws, X).sum()))      # the trace is the sum of the eigenvalues
+    True
+    """
     Ws = _validated_weights(weights)
     if X is None:
         raise ValueError("X is required (an (n, d0) matrix); for whitened data with sigma_x pass the whitened X")
@@ -681,7 +1277,32 @@ def ggn_trace(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> flo
 
 def sharpness_isotropic(X: "ArrayLike | FeatureGram", Y: ArrayLike, L: int) -> float:
     """``lambda_max = (L/n) ||X||_2^(2/L) ||Y||_2^(2(L-1)/L)`` at a balanced interpolating minimizer with isotropic
-    features (whitened ``X``, one-hot ``Y``: ``L s_x^(2/L) m^(1-1/L)``, ``m`` the majority class's share)."""
+    features (whitened ``X``, one-hot ``Y``: ``L s_x^(2/L) m^(1-1/L)``, ``m`` the majority class's share).
+
+    Parameters
+    ----------
+    X : array_like (n, d0) or FeatureGram
+        Whitened features.
+    Y : array_like, shape (n, dL)
+        Targets.
+    L : int
+        Depth, ``>= 1``.
+
+    Returns
+    -------
+    float
+        ``lambda_max`` at the balanced interpolating minimizer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import ggn_spectrum, ols_balanced_weights, one_hot, sharpness_isotropic, whiten
+    >>> X = whiten(np.random.default_rng(0).standard_normal((6, 10)))       # n < d0: OLS interpolates
+    >>> Y = one_hot([0, 0, 0, 1, 1, 2])                                      # majority share m = 1/2
+    >>> Ws = ols_balanced_weights(X, Y, [10, 4, 3], seed=0)
+    >>> round(sharpness_isotropic(X, Y, 2), 4), round(float(ggn_spectrum(Ws, X, k=1)[0]), 4)   # 2 * sqrt(1/2)
+    (1.4142, 1.4142)
+    """
     Yn = check_matrix("Y", Y)
     L = check_int("L", L, 1)
     if isinstance(X, FeatureGram):
@@ -721,7 +1342,26 @@ def _balanced_rowspace_spectrum(W: np.ndarray, E: np.ndarray, L: int) -> np.ndar
 class SharpnessBounds:
     """``lower <= lambda_max <= upper`` from :func:`sharpness_bounds`; ``pair`` names the pair: ``"s_min"`` (the
     formula ``(s_min(X)^2/n, ||X||_2^2/n) L ||W||_2^(2-2/L)``) or ``"C=P"`` (``(c_min, c_max)`` times the exact
-    ``lambda_max`` at ``C = P``, smaller than the formula's core)."""
+    ``lambda_max`` at ``C = P``, smaller than the formula's core).
+
+    Attributes
+    ----------
+    lower, upper : float
+        The bounds, ``0 <= lower <= upper``.
+    pair : {"s_min", "C=P"}
+        Which pair of bounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import balanced_weights, ggn_spectrum, sharpness_bounds
+    >>> X = np.random.default_rng(0).standard_normal((30, 3))
+    >>> Ws = balanced_weights([3, 3, 2], [1.5, 0.5], seed=0)
+    >>> b = sharpness_bounds(X, Ws[1] @ Ws[0], 2)
+    >>> lam = float(ggn_spectrum(Ws, X, k=1)[0])
+    >>> b.pair, bool(b.lower <= lam <= b.upper)
+    ('s_min', True)
+    """
     lower: float
     upper: float
     pair: str
@@ -793,7 +1433,29 @@ def sharpness_bounds(X: "ArrayLike | FeatureGram", W: ArrayLike, L: int) -> Shar
 
 def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> np.ndarray:
     """``t_l = (1/n) ||X B_l^T||_2^2 ||A_l||_2^2`` for ``l = 1..L`` (``B_l = W_{l-1}..W_1``, ``A_l = W_L..W_{l+1}``):
-    the top eigenvalue of the ``l``-th Kronecker term of :func:`ggn_kronecker_matrix`."""
+    the top eigenvalue of the ``l``-th Kronecker term of :func:`ggn_kronecker_matrix`.
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : array_like (n, d0) or FeatureGram
+        The features (rows are samples), or their :class:`FeatureGram`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (L,)
+        The terms ``t_1, ..., t_L``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import balanced_weights, layer_sharpness_terms, whiten
+    >>> X = whiten(np.random.default_rng(0).standard_normal((30, 4)))
+    >>> t = layer_sharpness_terms(balanced_weights([4, 3, 2], [1.5, 0.5], seed=0), X)
+    >>> t.round(6).tolist()                           # 1 * 1.5**2 and 1.5**2 * 1
+    [2.25, 2.25]
+    """
     Ws = _validated_weights(weights)
     L, d0 = len(Ws), Ws[0].shape[1]
     H = _gram(X, d0).factor()  # ||X B^T||_2^2 / n = ||B F||_2^2
@@ -805,13 +1467,55 @@ def layer_sharpness_terms(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureG
 
 def weyl_sharpness_bounds(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGram") -> tuple[float, float]:
     """``max_l t_l <= lambda_max(GGN) <= sum_l t_l`` (Weyl; any weights, any ``X``), ``t_l`` from
-    :func:`layer_sharpness_terms`; the upper bound is attained for a balanced network on isotropic features."""
+    :func:`layer_sharpness_terms`; the upper bound is attained for a balanced network on isotropic features.
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : array_like (n, d0) or FeatureGram
+        The features (rows are samples), or their :class:`FeatureGram`.
+
+    Returns
+    -------
+    tuple of float
+        ``(max_l t_l, sum_l t_l)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import balanced_weights, ggn_spectrum, weyl_sharpness_bounds, whiten
+    >>> X = whiten(np.random.default_rng(0).standard_normal((30, 4)))
+    >>> Ws = balanced_weights([4, 3, 2], [1.5, 0.5], seed=0)
+    >>> lo, hi = weyl_sharpness_bounds(Ws, X)
+    >>> round(lo, 4), round(hi, 4), round(float(ggn_spectrum(Ws, X, k=1)[0]), 4)   # balanced, isotropic: upper attained
+    (2.25, 4.5, 4.5)
+    """
     t = layer_sharpness_terms(weights, X)
     return float(t.max()), float(t.sum())
 
 def balance_gaps(weights: Sequence[ArrayLike]) -> np.ndarray:
     """Distance from balanced, ``||W_{l+1}^T W_{l+1} - W_l W_l^T||_F / max(||W_{l+1}^T W_{l+1}||_F, ||W_l W_l^T||_F)``
-    for ``l = 1..L-1`` (gradient flow conserves the numerator)."""
+    for ``l = 1..L-1`` (gradient flow conserves the numerator).
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (L - 1,)
+        Relative imbalance of each pair of consecutive layers.
+
+    Examples
+    --------
+    >>> from htlib.linear import balance_gaps, balanced_weights, kaiming_uniform_weights
+    >>> float(balance_gaps(balanced_weights([4, 3, 2], [1.5, 0.5], seed=0))[0]) < 1e-12
+    True
+    >>> float(balance_gaps(kaiming_uniform_weights([4, 3, 2], seed=0))[0]) > 0.1
+    True
+    """
     Ws = _validated_weights(weights)
     out = np.empty(len(Ws) - 1)
     for l in range(len(Ws) - 1):
@@ -832,6 +1536,22 @@ def balanced_prediction(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGra
     percent: the exact spectrum of the balanced net is computed on the row space instead (small eigenproblems).
     For weights that are not balanced this is a prediction; :func:`ggn_spectrum` is their exact spectrum.
 
+    Parameters
+    ----------
+    weights : sequence of array_like
+        ``[W1, ..., WL]``, ``W_l`` of shape ``(d_l, d_{l-1})``.
+    X : array_like (n, d0) or FeatureGram, optional
+        Features whose row space is used (None: ``P = I``).
+    sigma_x : float, default 1.0
+        Scale of the whitened features.
+    k : int, optional
+        Only the top ``k``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``d0*dL`` eigenvalues (or the top ``k``), largest first.
+
     Raises
     ------
     ValueError
@@ -843,6 +1563,8 @@ def balanced_prediction(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGra
     >>> Ws = balanced_weights([4, 3, 2], [1.5, 0.5], seed=0)  # rows partly outside the row space of X
     >>> bool(np.allclose(balanced_prediction(Ws, X), ggn_spectrum(Ws, X), rtol=0, atol=1e-12))
     True
+
+
     """
     Ws = _validated_weights(weights)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
@@ -864,7 +1586,32 @@ def balanced_prediction(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGra
 
 def interpolate_whitening(X: ArrayLike, t: float, sigma_x: float = 1.0) -> np.ndarray:
     """Features between ``X = U_r S V_r^T`` (``t = 0``) and :func:`whiten` of it (``t = 1``): ``U_r S_t V_r^T``
-    with ``S_t = S^(1-t) (sqrt(n) sigma_x)^t``, condition number ``kappa(X)^(1-t)``."""
+    with ``S_t = S^(1-t) (sqrt(n) sigma_x)^t``, condition number ``kappa(X)^(1-t)``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d0)
+        The features.
+    t : float
+        In ``[0, 1]``: 0 keeps ``X``, 1 whitens it.
+    sigma_x : float, default 1.0
+        Scale of the whitened end.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d0)
+        The interpolated features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.linear import interpolate_whitening, whiten
+    >>> X = np.random.default_rng(0).standard_normal((20, 3)) * [1.0, 2.0, 8.0]
+    >>> bool(np.allclose(interpolate_whitening(X, 0.0), X)), bool(np.allclose(interpolate_whitening(X, 1.0), whiten(X)))
+    (True, True)
+    >>> bool(np.isclose(np.linalg.cond(interpolate_whitening(X, 0.5)), np.sqrt(np.linalg.cond(X))))
+    True
+    """
     Xn = check_matrix("X", X)
     t = check_float("t", t, low=0.0, high=1.0, strict=False)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)
@@ -954,7 +1701,24 @@ def _power_top_algebraic(hvp: "_HVP", k: int, *, tol: float, maxiter: int, rng: 
 
 @dataclass(frozen=True)
 class HessianEigenResult:
-    """Outcome of :func:`hessian_eigensolve`: eigenvalues (largest first) and Hessian-vector products used."""
+    """Outcome of :func:`hessian_eigensolve`: eigenvalues (largest first) and Hessian-vector products used.
+
+    Attributes
+    ----------
+    values : numpy.ndarray
+        The eigenvalues, largest first.
+    hvps : int
+        Hessian-vector products used.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import hessian_eigensolve
+    >>> a = torch.arange(1.0, 11.0, dtype=torch.float64)          # Hessian diag(1, ..., 10)
+    >>> r = hessian_eigensolve(lambda w: 0.5 * (a * w * w).sum(), [torch.zeros(10, dtype=torch.float64)], 2)
+    >>> r.values.round(6).tolist(), r.hvps > 0
+    ([10.0, 9.0], True)
+    """
 
     values: np.ndarray
     hvps: int
@@ -973,6 +1737,20 @@ def hessian_eigensolve(loss_fn: Callable[..., torch.Tensor], params: Sequence[to
         iteration with deflation on the Hessian shifted to be positive semi-definite).
     tol, maxiter
         Stopping rule (the solver's residual tolerance; relative change of the Rayleigh quotient for ``"power"``).
+
+    Returns
+    -------
+    HessianEigenResult
+        The ``k`` eigenvalues, largest first, and the number of Hessian-vector products.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import hessian_eigensolve
+    >>> a = torch.arange(1.0, 11.0, dtype=torch.float64)
+    >>> loss = lambda w: 0.5 * (a * w * w).sum()                   # Hessian diag(1, ..., 10)
+    >>> hessian_eigensolve(loss, [torch.zeros(10, dtype=torch.float64)], 3, method="eigsh").values.round(6).tolist()
+    [10.0, 9.0, 8.0]
     """
     from scipy.sparse.linalg import LinearOperator, eigsh, lobpcg
     check_choice("method", method, _METHODS)
@@ -1000,18 +1778,93 @@ def hessian_eigensolve(loss_fn: Callable[..., torch.Tensor], params: Sequence[to
 
 def hessian_top_eigenvalues(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], k: int,
                             **options) -> np.ndarray:
-    """The eigenvalues of :func:`hessian_eigensolve` (same arguments), largest first."""
+    """The eigenvalues of :func:`hessian_eigensolve` (same arguments), largest first.
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(*params) -> scalar tensor``.
+    params : sequence of torch.Tensor
+        The point.
+    k : int
+        Number of eigenvalues.
+    **options
+        ``method``, ``tol``, ``maxiter``, ``seed`` of :func:`hessian_eigensolve`.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``k`` largest eigenvalues, largest first.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import hessian_top_eigenvalues
+    >>> a = torch.arange(1.0, 11.0, dtype=torch.float64)
+    >>> ev = hessian_top_eigenvalues(lambda w: 0.5 * (a * w * w).sum(), [torch.ones(10, dtype=torch.float64)], 1,
+    ...                              method="power")
+    >>> round(float(ev[0]), 4)
+    10.0
+    """
     return hessian_eigensolve(loss_fn, params, k, **options).values
 
 def hessian_matrix(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor]) -> np.ndarray:
-    """The dense Hessian, one Hessian-vector product per column (for small parameter counts)."""
+    """The dense Hessian, one Hessian-vector product per column (for small parameter counts).
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(*params) -> scalar tensor``.
+    params : sequence of torch.Tensor
+        The point.
+
+    Returns
+    -------
+    numpy.ndarray
+        The symmetric ``p x p`` Hessian, ``p`` the number of parameters.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from htlib.linear import hessian_matrix
+    >>> A = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
+    >>> H = hessian_matrix(lambda w: 0.5 * w @ A @ w, [torch.zeros(2, dtype=torch.float64)])
+    >>> H.round(6).tolist()
+    [[2.0, 1.0], [1.0, 3.0]]
+    """
     hvp = _HVP(loss_fn, params)
     H = hvp.matmat(np.eye(hvp.dim))
     return 0.5 * (H + H.T)
 
 def hutchinson_trace(loss_fn: Callable[..., torch.Tensor], params: Sequence[torch.Tensor], probes: int, *,
                      seed: int) -> tuple[float, float]:
-    """Hutchinson's estimate ``mean_i v_i^T H v_i`` over Rademacher probes, and its standard error."""
+    """Hutchinson's estimate ``mean_i v_i^T H v_i`` over Rademacher probes, and its standard error.
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(*params) -> scalar tensor``.
+    params : sequence of torch.Tensor
+        The point.
+    probes : int
+        Number of Rademacher probes, ``>= 2``.
+    seed : int
+        Seed, ``>= 0``.
+
+    Returns
+    -------
+    tuple of float
+        The estimate and its standard error.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.linear import hutchinson_trace
+    >>> a = torch.arange(1.0, 11.0, dtype=torch.float64)            # a diagonal Hessian: every probe is exact
+    >>> est, se = hutchinson_trace(lambda w: 0.5 * (a * w * w).sum(), [torch.zeros(10, dtype=torch.float64)], 8, seed=0)
+    >>> round(est, 6), round(se, 6)                                  # 1 + ... + 10
+    (55.0, 0.0)
+    """
     probes = check_int("probes", probes, 2)
     hvp = _HVP(loss_fn, params)
     rng = np.random.default_rng(check_int("seed", seed, 0))
