@@ -1253,8 +1253,6 @@ def hist_l1(x, kappa: float, gamma: float, *, bins: int = 50) -> float:
     >>> x = sample_htmp(2000, 2.0, 0.5, seed=0)
     >>> hist_l1(x, 2.0, 0.5) < hist_l1(x, 20.0, 0.5)
     True
-
-
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     bins = check_int("bins", bins, 2)
@@ -1300,8 +1298,6 @@ def fit_htmp_l1(eigs, gamma: float, *, bins: int = 50, kappa_bounds: tuple[float
     >>> f = fit_htmp_l1(x, 0.5, shift=False)
     >>> 0.7 < f.kappa < 1.4, f.l1 < f.mp_l1
     (True, True)
-
-
     """
     _check_params(1.0, gamma)
     bins = check_int("bins", bins, 2)
@@ -1401,8 +1397,6 @@ def fit_inverse_htmp(eigs, gammas=(0.1, 0.3, 0.5, 0.7, 0.9), *, rtol: float = 1e
     >>> f = fit_inverse_htmp(y, gammas=(0.3, 0.5, 0.7))
     >>> f.gamma, f.ks < 0.05
     (0.5, True)
-
-
     """
     y = np.asarray(eigs, dtype=np.float64).ravel()
     y = y[np.isfinite(y)]

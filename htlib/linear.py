@@ -271,8 +271,6 @@ def balanced_weights(dims: Sequence[int], singular_values: ArrayLike, *, seed: i
     >>> W1, W2 = balanced_weights([5, 4, 3], [2.0, 1.0], seed=0)
     >>> bool(np.allclose(W2.T @ W2, W1 @ W1.T)), np.linalg.svd(W2 @ W1, compute_uv=False)[:2].round(6).tolist()
     (True, [4.0, 1.0])
-
-
     """
     dims = [int(d) for d in dims]
     if len(dims) < 2 or min(dims) < 1:
@@ -405,8 +403,6 @@ def largest_imbalanced_n(labels: ArrayLike, shares: Sequence[float]) -> int:
     --------
     >>> largest_imbalanced_n(np.repeat(np.arange(10), 500), [0.1, 0.2, 0.3, 0.4, 0.5])  # n = 1000: class 0 needs 505
     995
-
-
     """
     lab = np.asarray(labels)
     if lab.size == 0:
@@ -1563,8 +1559,6 @@ def balanced_prediction(weights: Sequence[ArrayLike], X: "ArrayLike | FeatureGra
     >>> Ws = balanced_weights([4, 3, 2], [1.5, 0.5], seed=0)  # rows partly outside the row space of X
     >>> bool(np.allclose(balanced_prediction(Ws, X), ggn_spectrum(Ws, X), rtol=0, atol=1e-12))
     True
-
-
     """
     Ws = _validated_weights(weights)
     sigma_x = check_float("sigma_x", sigma_x, low=0.0)

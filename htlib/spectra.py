@@ -188,8 +188,6 @@ def esd_modes(eigs: Any, *, min_mass: float = 0.1, grid: int = 2048) -> ESDModes
     >>> m = esd_modes(two)
     >>> m.count, bool(m.dip < 0.1)
     (2, True)
-
-
     """
     import scipy.stats
 
@@ -324,8 +322,6 @@ def mp_cdf(x: Any, gamma: float, sigma2: float = 1.0) -> np.ndarray:
     0.5
     >>> float(mp_cdf(0.5, 1e-17))
     0.0
-
-
     """
     g = _check_gamma(gamma)
     s = check_float("sigma2", sigma2, low=0.0)
@@ -888,8 +884,6 @@ def power_law_vs_exponential(x, xmin: float) -> tuple[float, float]:
     >>> r, p = power_law_vs_exponential(1.0 + rng.exponential(1.0, 2000), 1.0)  # an exponential one
     >>> bool(r < 0 and p < 0.01)
     True
-
-
     """
     x = np.asarray(x, dtype=float)
     x = x[x >= xmin]
