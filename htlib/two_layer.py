@@ -79,6 +79,17 @@ class TwoLayerConfig:
         Metrics at steps ``0, k, 2k, ...`` and the last; the steps whose ``W_t`` is kept; whether step 0 is recorded.
     record_esd
         Record the full ESD and the power-law exponents (else empty arrays and NaN).
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=5, record_every=2)
+    >>> cfg.recorded_steps()                  # every 2nd step and the last
+    [0, 2, 4, 5]
+    >>> TwoLayerConfig(steplr_gamma=2.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: steplr_gamma must be in (0, 1], got 2.0
     """
 
     n: int = 2000
@@ -148,6 +159,40 @@ class Trajectory:
     under ``config.readout_scale`` (``readouts``: ``{scale: {metric: array}}`` under both); ``sim``: ``|v1ᵀ beta*|``;
     ``esd``: ascending eigenvalues of ``W_tᵀW_t``; ``weights``: ``{t: W_t}`` for ``keep_weights``; ``lr``: per step;
     ``diverged_at``: the first non-finite step or ``None``; ``update_loss``: the MSE the updates minimise.
+
+    Attributes
+    ----------
+    config : TwoLayerConfig
+        The run.
+    steps : numpy.ndarray of int
+        The recorded steps.
+    train_loss, test_loss, kta : numpy.ndarray
+        Probe and test MSE after the ridge readout, and the probe features' KTA, under ``config.readout_scale``.
+    sim : numpy.ndarray
+        ``|v1ᵀ beta*|``.
+    alpha_hill, alpha_ks : numpy.ndarray
+        Power-law exponents of the ESD (NaN without ``record_esd``).
+    esd : tuple of numpy.ndarray
+        Ascending eigenvalues of ``W_tᵀW_t`` at each recorded step.
+    weights : dict of int to numpy.ndarray
+        ``W_t`` for the steps of ``keep_weights``.
+    lr : numpy.ndarray
+        Learning rate of each step.
+    diverged_at : int or None
+        The first non-finite step.
+    lambda_max, update_loss : numpy.ndarray
+        ``||W_t||_2^2`` and the MSE the updates minimise.
+    readouts : dict
+        ``{scale: {metric: array}}`` under both readout conventions.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, train
+    >>> traj = train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, keep_weights=(0, 1), dtype="float64"))
+    >>> traj.steps.tolist(), traj.diverged_at, traj.esd[0].shape, traj.update(0).shape
+    ([0, 1, 2, 3], None, (20,), (30, 20))
+    >>> traj.metric("test_loss@sqrt_d").shape
+    (4,)
     """
 
     config: TwoLayerConfig
@@ -198,14 +243,56 @@ class Trajectory:
 
 
 def make_data(config: TwoLayerConfig) -> SingleIndexData:
-    """The exact data :func:`train` uses for ``config``."""
+    """The exact data :func:`train` uses for ``config``.
+
+    Parameters
+    ----------
+    config : TwoLayerConfig
+        Its ``n``, ``d``, ``n_test``, ``rho_e``, ``seed``, ``dtype`` and ``device`` are used.
+
+    Returns
+    -------
+    SingleIndexData
+        Train, probe and test sets and the teacher direction.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import TwoLayerConfig, make_data
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, dtype="float64")
+    >>> data = make_data(cfg)
+    >>> tuple(data.X_train.shape), tuple(data.y_probe.shape), tuple(data.X_test.shape), data.X_train.dtype
+    ((40, 20), (40,), (10, 20), torch.float64)
+    >>> round(float(torch.linalg.vector_norm(data.beta)), 6)
+    1.0
+    """
     return make_single_index_data(config.n, config.d, config.n_test, config.rho_e, seed=config.seed, dtype=config.dtype,
                                   device=config.device)
 
 
 def init_weights(config: TwoLayerConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """``W0`` (h x d) and ``a0`` (h,), i.i.d. ``N(0, 1)``, drawn in float64 from the config's seed
-    (a sub-stream independent of the data) and cast to the config's dtype and device."""
+    (a sub-stream independent of the data) and cast to the config's dtype and device.
+
+    Parameters
+    ----------
+    config : TwoLayerConfig
+        Its ``h``, ``d``, ``seed``, ``dtype`` and ``device`` are used.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``W0`` of shape ``(h, d)`` and ``a0`` of shape ``(h,)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import TwoLayerConfig, init_weights
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, dtype="float64")
+    >>> W, a = init_weights(cfg)
+    >>> tuple(W.shape), tuple(a.shape), bool(torch.equal(W, init_weights(cfg)[0]))    # deterministic under the seed
+    ((30, 20), (30,), True)
+    """
     gen = torch.Generator().manual_seed(derived_seed(config.seed, 100))
     W = torch.randn(config.h, config.d, generator=gen, dtype=torch.float64)
     a = torch.randn(config.h, generator=gen, dtype=torch.float64)
@@ -214,7 +301,30 @@ def init_weights(config: TwoLayerConfig) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def student_features(W: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """Post-activation features ``Z = tanh(X Wᵀ / sqrt(d)) / sqrt(h)``, shape ``(n, h)``."""
+    """Post-activation features ``Z = tanh(X Wᵀ / sqrt(d)) / sqrt(h)``, shape ``(n, h)``.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, h)
+        The features.
+
+    Examples
+    --------
+    >>> import math, torch
+    >>> from htlib.two_layer import student_features
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W, X = torch.randn(30, 20, generator=g), torch.randn(40, 20, generator=g)
+    >>> Z = student_features(W, X)
+    >>> tuple(Z.shape), bool(Z.abs().max() <= 1 / math.sqrt(30))     # tanh is bounded by 1
+    ((40, 30), True)
+    """
     h, d = W.shape
     Z = X @ W.T
     if torch.is_grad_enabled() and (W.requires_grad or X.requires_grad):  # autograd-safe path
@@ -227,6 +337,31 @@ def readout_features(W: torch.Tensor, X: torch.Tensor, readout_scale: str = "d")
 
     ``"sqrt_d"`` equals :func:`student_features` (the model the updates train); ``"d"`` is
     what the authors' evaluation code fed to the ridge readout, the losses and the KTA.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+    readout_scale : {"d", "sqrt_d"}, default "d"
+        Feature convention.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, h)
+        The features.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import readout_features, student_features
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W, X = torch.randn(30, 20, generator=g), torch.randn(40, 20, generator=g)
+    >>> bool(torch.allclose(readout_features(W, X, "sqrt_d"), student_features(W, X)))
+    True
+    >>> bool(readout_features(W, X, "d").abs().max() < student_features(W, X).abs().max())   # d > sqrt(d): smaller
+    True
     """
     check_choice("readout_scale", readout_scale, READOUT_SCALES)
     h, d = W.shape
@@ -240,13 +375,64 @@ def _features_of(P: torch.Tensor, readout_scale: str, h: int, d: int) -> torch.T
 
 
 def student_output(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """``f(X) = tanh(X Wᵀ/sqrt(d)) a / sqrt(h)``, shape ``(n,)``."""
+    """``f(X) = tanh(X Wᵀ/sqrt(d)) a / sqrt(h)``, shape ``(n,)``.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    a : torch.Tensor, shape (h,)
+        Readout.
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+        The outputs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import student_features, student_output
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W, a, X = torch.randn(30, 20, generator=g), torch.randn(30, generator=g), torch.randn(40, 20, generator=g)
+    >>> bool(torch.allclose(student_output(W, a, X), student_features(W, X) @ a))
+    True
+    """
     return student_features(W, X) @ a
 
 
 def student_mse(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The loss of the updates, the plain mean squared error ``(1/n) sum_i (y_i - f(x_i))^2``
-    (no 1/2, as in the authors' code; :func:`htlib.linear` losses carry the 1/2)."""
+    (no 1/2, as in the authors' code; :func:`htlib.linear` losses carry the 1/2).
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    a : torch.Tensor, shape (h,)
+        Readout.
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+    y : torch.Tensor, shape (n,)
+        Labels.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import student_mse, student_output
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W, a, X = torch.randn(30, 20, generator=g), torch.randn(30, generator=g), torch.randn(40, 20, generator=g)
+    >>> y = student_output(W, a, X)
+    >>> float(student_mse(W, a, X, y)), round(float(student_mse(W, a, X, y + 2.0)), 4)   # no 1/2: (2)**2
+    (0.0, 4.0)
+    """
     return torch.mean((student_output(W, a, X) - y) ** 2)
 
 
@@ -258,6 +444,34 @@ def full_batch_gradient(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: to
     i.e. ``-2`` times the paper's ``G_0`` expression of §4.2 (the paper's loss has a 1/2
     and its displayed formula is the negative gradient).  Two GEMMs of ``2 n h d`` FLOPs
     each and ``O(n h)`` element-wise work.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    a : torch.Tensor, shape (h,)
+        Readout (frozen).
+    X : torch.Tensor, shape (n, d)
+        Inputs.
+    y : torch.Tensor, shape (n,)
+        Labels.
+
+    Returns
+    -------
+    torch.Tensor, shape (h, d)
+        The gradient of :func:`student_mse` in ``W``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import full_batch_gradient, student_mse
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W = torch.randn(30, 20, generator=g, dtype=torch.float64)
+    >>> a, X, y = (torch.randn(*s, generator=g, dtype=torch.float64) for s in [(30,), (40, 20), (40,)])
+    >>> Wg = W.clone().requires_grad_(True)
+    >>> (auto,) = torch.autograd.grad(student_mse(Wg, a, X, y), Wg)        # autograd agrees with the closed form
+    >>> bool(torch.allclose(full_batch_gradient(W, a, X, y), auto))
+    True
     """
     n, d = X.shape
     h = W.shape[0]
@@ -272,7 +486,24 @@ def full_batch_gradient(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: to
 
 @dataclass(frozen=True)
 class AdamState:
-    """Adam's moving averages ``m`` (first moment), ``v`` (second moment) and step count ``t``."""
+    """Adam's moving averages ``m`` (first moment), ``v`` (second moment) and step count ``t``.
+
+    Attributes
+    ----------
+    m, v : torch.Tensor
+        First and second moment estimates.
+    t : int
+        Steps taken.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import AdamState, adam_direction
+    >>> state = AdamState.zeros_like(torch.zeros(2, 3))
+    >>> _, state = adam_direction(torch.ones(2, 3), state)
+    >>> state.t, round(float(state.m[0, 0]), 4), round(float(state.v[0, 0]), 4)    # 1 - beta1, 1 - beta2
+    (1, 0.1, 0.001)
+    """
 
     m: torch.Tensor
     v: torch.Tensor
@@ -290,6 +521,36 @@ def adam_direction(G: torch.Tensor, state: AdamState, *, betas: tuple[float, flo
     ``m <- b1 m + (1-b1) G``, ``v <- b2 v + (1-b2) G∘G``; with bias correction (PyTorch's
     ``torch.optim.Adam`` arithmetic) ``G~ = m / (1-b1^t) / (sqrt(v)/sqrt(1-b2^t) + eps)``,
     without it (paper eq. (2)) ``G~ = m / (sqrt(v) + eps)``.
+
+    Parameters
+    ----------
+    G : torch.Tensor
+        The gradient.
+    state : AdamState
+        The moments before this step.
+    betas : tuple of float, default ADAM_BETAS
+        Decay factors ``(b1, b2)``.
+    eps : float, default ADAM_EPS
+        Denominator constant.
+    bias_correction : bool, default True
+        PyTorch's bias correction (False: the paper's eq. (2)).
+
+    Returns
+    -------
+    tuple
+        The direction ``G~`` (same shape as ``G``) and the new :class:`AdamState`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import AdamState, adam_direction
+    >>> G = torch.tensor([[0.5, -2.0]], dtype=torch.float64)
+    >>> d, _ = adam_direction(G, AdamState.zeros_like(G))           # the first step is sign(G)
+    >>> d.round(decimals=4).tolist()
+    [[1.0, -1.0]]
+    >>> d, _ = adam_direction(G, AdamState.zeros_like(G), bias_correction=False)   # 0.1 / sqrt(0.001)
+    >>> round(float(d[0, 0]), 3)
+    3.162
     """
     b1, b2 = betas
     t = state.t + 1
@@ -305,26 +566,120 @@ def adam_direction(G: torch.Tensor, state: AdamState, *, betas: tuple[float, flo
 
 
 def gd_step(W: torch.Tensor, G: torch.Tensor, lr: float) -> torch.Tensor:
-    """``W - lr G``."""
+    """``W - lr G``.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        The weights.
+    G : torch.Tensor
+        The gradient.
+    lr : float
+        Learning rate.
+
+    Returns
+    -------
+    torch.Tensor
+        The updated weights.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import gd_step
+    >>> gd_step(torch.tensor([1.0, 2.0]), torch.tensor([1.0, -1.0]), 0.5).tolist()
+    [0.5, 2.5]
+    """
     return W - lr * G
 
 
 def adam_step(W: torch.Tensor, G: torch.Tensor, state: AdamState, lr: float, *, betas: tuple[float, float] = ADAM_BETAS,
               eps: float = ADAM_EPS, bias_correction: bool = True) -> tuple[torch.Tensor, AdamState]:
-    """One FB-Adam step ``W - lr G~`` (see :func:`adam_direction`) and the new state."""
+    """One FB-Adam step ``W - lr G~`` (see :func:`adam_direction`) and the new state.
+
+    Parameters
+    ----------
+    W : torch.Tensor
+        The weights.
+    G : torch.Tensor
+        The gradient.
+    state : AdamState
+        The moments before this step.
+    lr : float
+        Learning rate.
+    betas, eps, bias_correction
+        As for :func:`adam_direction`.
+
+    Returns
+    -------
+    tuple
+        The updated weights and the new :class:`AdamState`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import AdamState, adam_step
+    >>> W, G = torch.zeros(1, 2, dtype=torch.float64), torch.tensor([[3.0, -0.1]], dtype=torch.float64)
+    >>> W1, state = adam_step(W, G, AdamState.zeros_like(W), lr=0.5)    # each entry moves by lr against its sign
+    >>> W1.round(decimals=4).tolist(), state.t
+    ([[-0.5, 0.5]], 1)
+    """
     direction, state = adam_direction(G, state, betas=betas, eps=eps, bias_correction=bias_correction)
     return W - lr * direction, state
 
 
 def normalize_weights(W: torch.Tensor) -> torch.Tensor:
-    """Weight normalization ``sqrt(h d) W / ||W||_F``."""
+    """Weight normalization ``sqrt(h d) W / ||W||_F``.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        The weights.
+
+    Returns
+    -------
+    torch.Tensor
+        ``W`` rescaled to ``||W||_F^2 = h d``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import normalize_weights
+    >>> W = normalize_weights(torch.full((3, 4), 5.0, dtype=torch.float64))
+    >>> round(float((W ** 2).sum()), 6), round(float(W[0, 0]), 6)    # h d = 12: every entry 1
+    (12.0, 1.0)
+    """
     h, d = W.shape
     return W * (math.sqrt(h * d) / torch.linalg.matrix_norm(W))
 
 
 def first_update(config: TwoLayerConfig) -> torch.Tensor:
     """The first update direction at unit learning rate for ``config``'s data and init:
-    ``G_0`` for GD, ``G~_0`` for FB-Adam (so ``W_1 = W_0 - eta * first_update``)."""
+    ``G_0`` for GD, ``G~_0`` for FB-Adam (so ``W_1 = W_0 - eta * first_update``).
+
+    Parameters
+    ----------
+    config : TwoLayerConfig
+        The run (its ``optimizer`` and ``bias_correction`` choose the direction).
+
+    Returns
+    -------
+    torch.Tensor, shape (h, d)
+        The first update direction.
+
+    Examples
+    --------
+    >>> import dataclasses, torch
+    >>> from htlib.two_layer import TwoLayerConfig, first_update, full_batch_gradient, init_weights, make_data
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, dtype="float64")
+    >>> U = first_update(cfg)                                  # FB-Adam: about sign(G_0)
+    >>> round(float(U.abs().mean()), 2)
+    1.0
+    >>> gd = dataclasses.replace(cfg, optimizer="gd")
+    >>> W, a = init_weights(gd)
+    >>> data = make_data(gd)
+    >>> bool(torch.allclose(first_update(gd), full_batch_gradient(W, a, data.X_train, data.y_train)))
+    True
+    """
     data = make_data(config)
     W, a = init_weights(config)
     G = full_batch_gradient(W, a, data.X_train, data.y_train)
@@ -338,7 +693,32 @@ def ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> to
     """The ridge readout from the Gram: ``(gram + (lam/h) n I)^{-1} Zty`` with ``gram = ZᵀZ``,
     ``Zty = Zᵀy`` (float64) for ``n`` samples; Cholesky, LU if the shifted Gram is not SPD.
     The one ridge solve of the package (:func:`ridge_readout`, :func:`readout_metrics` and
-    :func:`ridge_losses` call it)."""
+    :func:`ridge_losses` call it).
+
+    Parameters
+    ----------
+    gram : torch.Tensor, shape (h, h)
+        ``ZᵀZ``, float64.
+    Zty : torch.Tensor, shape (h,)
+        ``Zᵀy``, float64.
+    lam : float
+        Ridge constant.
+    n : int
+        Number of samples.
+
+    Returns
+    -------
+    torch.Tensor, shape (h,)
+        The readout.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import ridge_solve
+    >>> G, b = torch.eye(2, dtype=torch.float64) * 3.0, torch.tensor([4.0, 8.0], dtype=torch.float64)
+    >>> ridge_solve(G, b, lam=0.5, n=4).tolist()           # (3 + 0.5 * 4 / 2)**-1 * b
+    [1.0, 2.0]
+    """
     h = gram.shape[0]
     A = gram.clone()
     A.diagonal().add_(lam * n / h)
@@ -351,7 +731,33 @@ def ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> to
 
 def ridge_readout(Z: torch.Tensor, y: torch.Tensor, lam: float) -> torch.Tensor:
     """Ridge readout ``a = (ZᵀZ + (lam/h) n I_h)^{-1} Zᵀ y``, the minimiser of
-    ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``; solved in float64 by Cholesky, returned in float64."""
+    ``(1/n)||y - Z a||^2 + (lam/h)||a||^2``; solved in float64 by Cholesky, returned in float64.
+
+    Parameters
+    ----------
+    Z : torch.Tensor, shape (n, h)
+        Features.
+    y : torch.Tensor, shape (n,)
+        Targets.
+    lam : float
+        Ridge constant, ``> 0``.
+
+    Returns
+    -------
+    torch.Tensor, shape (h,)
+        The readout, float64.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer import ridge_readout
+    >>> g = torch.Generator().manual_seed(0)
+    >>> Z, y = torch.randn(40, 10, generator=g, dtype=torch.float64), torch.randn(40, generator=g, dtype=torch.float64)
+    >>> a = ridge_readout(Z, y, lam=0.5)
+    >>> lhs = (Z.T @ Z + 0.5 * 40 / 10 * torch.eye(10, dtype=torch.float64)) @ a   # the normal equations
+    >>> bool(torch.allclose(lhs, Z.T @ y))
+    True
+    """
     check_float("lam", lam, low=0.0)
     n, h = Z.shape
     Z64 = Z.to(torch.float64)
@@ -363,6 +769,16 @@ def gram(Z: torch.Tensor) -> torch.Tensor:
 
     On the CPU by BLAS ``dsyrk`` (one triangle: half the multiply-adds of the general product, which was most of a
     recorded training step), then mirrored; elsewhere the plain product.  Agrees with ``Z.T @ Z`` to rounding.
+
+    Parameters
+    ----------
+    Z : torch.Tensor, shape (n, h)
+        Features.
+
+    Returns
+    -------
+    torch.Tensor, shape (h, h)
+        ``ZᵀZ``.
 
     Examples
     --------
@@ -406,6 +822,30 @@ def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_
     ``||Zᵀy||^2 / (||ZᵀZ||_F ||y||^2)`` (the definition of
     :func:`htlib.spectra.kernel_target_alignment`), read off the Gram matrix (:func:`gram`) the ridge
     solve needs anyway, so the ``h x h`` Gram is formed once.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    data : SingleIndexData
+        Probe and test sets.
+    lam : float
+        Ridge constant, ``> 0``.
+    readout_scale : {"d", "sqrt_d"}, default "d"
+        Feature convention.
+
+    Returns
+    -------
+    dict
+        ``{"train_loss", "test_loss", "kta"}`` as floats.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, init_weights, make_data, readout_metrics
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, dtype="float64")
+    >>> m = readout_metrics(init_weights(cfg)[0], make_data(cfg), lam=0.01)
+    >>> sorted(m), 0.0 <= m["kta"] <= 1.0
+    (['kta', 'test_loss', 'train_loss'], True)
     """
     return readout_metrics_all(W, data, lam, (readout_scale,))[readout_scale]
 
@@ -413,7 +853,33 @@ def readout_metrics(W: torch.Tensor, data: SingleIndexData, lam: float, readout_
 def readout_metrics_all(W: torch.Tensor, data: SingleIndexData, lam: float,
                         readout_scales=READOUT_SCALES) -> dict[str, dict]:
     """:func:`readout_metrics` under each convention of ``readout_scales`` (``{scale: metrics}``), with the
-    products ``X Wᵀ`` of the probe and test sets formed once for all of them (the same numbers, bit for bit)."""
+    products ``X Wᵀ`` of the probe and test sets formed once for all of them (the same numbers, bit for bit).
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    data : SingleIndexData
+        Probe and test sets.
+    lam : float
+        Ridge constant, ``> 0``.
+    readout_scales : sequence of str, default READOUT_SCALES
+        Feature conventions.
+
+    Returns
+    -------
+    dict
+        ``{scale: metrics}``.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, init_weights, make_data, readout_metrics, readout_metrics_all
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, dtype="float64")
+    >>> W, data = init_weights(cfg)[0], make_data(cfg)
+    >>> both = readout_metrics_all(W, data, 0.01)
+    >>> sorted(both), both["sqrt_d"] == readout_metrics(W, data, 0.01, "sqrt_d")
+    (['d', 'sqrt_d'], True)
+    """
     check_float("lam", lam, low=0.0)
     for s in readout_scales:
         check_choice("readout_scale", s, READOUT_SCALES)
@@ -429,6 +895,31 @@ def ridge_losses(W: torch.Tensor, data: SingleIndexData, lams, readout_scale: st
     features :func:`readout_features` of convention ``readout_scale``), with the ``h x h``
     Gram formed once and only the solve repeated per ``lam``.  Returns
     ``{lam: (train_loss, test_loss)}``.
+
+    Parameters
+    ----------
+    W : torch.Tensor, shape (h, d)
+        First layer.
+    data : SingleIndexData
+        Probe and test sets.
+    lams : sequence of float
+        Ridge constants, each ``> 0``.
+    readout_scale : {"d", "sqrt_d"}, default "d"
+        Feature convention.
+
+    Returns
+    -------
+    dict
+        ``{lam: (train_loss, test_loss)}``.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, init_weights, make_data, ridge_losses
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, dtype="float64")
+    >>> out = ridge_losses(init_weights(cfg)[0], make_data(cfg), [0.01, 1.0, 100.0])
+    >>> train = [out[lam][0] for lam in (0.01, 1.0, 100.0)]
+    >>> sorted(out), train == sorted(train)            # the fit's own loss grows with the penalty
+    ([0.01, 1.0, 100.0], True)
     """
     lams = [check_float("lams", lam, low=0.0) for lam in lams]
     Zp = readout_features(W, data.X_probe, readout_scale).to(torch.float64)
@@ -450,6 +941,28 @@ def spectral_norm(M: torch.Tensor | np.ndarray, *, tol: float = 1e-12) -> float:
     Small matrices (``min(shape) <= 64``) use a dense SVD; larger ones ARPACK
     (``scipy.sparse.linalg.svds``, ``k=1``) from a fixed start vector, so the result is
     deterministic and costs a few dozen matrix-vector products instead of a full SVD.
+
+    Parameters
+    ----------
+    M : torch.Tensor or numpy.ndarray
+        A finite, non-empty matrix.
+    tol : float, default 1e-12
+        ARPACK tolerance.
+
+    Returns
+    -------
+    float
+        The largest singular value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.two_layer import spectral_norm
+    >>> spectral_norm(np.diag([3.0, -1.0]))
+    3.0
+    >>> A = np.random.default_rng(0).standard_normal((80, 70))                   # the ARPACK route
+    >>> bool(np.isclose(spectral_norm(A), np.linalg.norm(A, 2)))
+    True
     """
     import scipy.sparse.linalg
 
@@ -467,7 +980,26 @@ def spectral_norm(M: torch.Tensor | np.ndarray, *, tol: float = 1e-12) -> float:
 
 def top_eigenpair(W: torch.Tensor | np.ndarray) -> tuple[float, np.ndarray]:
     """Largest eigenvalue of ``WᵀW`` (``||W||_2^2``) and its unit eigenvector ``v1`` (the top right
-    singular vector of W), from the float64 ``d x d`` Gram by LAPACK's ``syevr`` (one eigenpair)."""
+    singular vector of W), from the float64 ``d x d`` Gram by LAPACK's ``syevr`` (one eigenpair).
+
+    Parameters
+    ----------
+    W : torch.Tensor or numpy.ndarray, shape (h, d)
+        A matrix.
+
+    Returns
+    -------
+    tuple
+        The eigenvalue (float) and the unit eigenvector (``(d,)`` array).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.two_layer import top_eigenpair
+    >>> lam, v = top_eigenpair(np.array([[3.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+    >>> round(lam, 6), np.abs(v).round(6).tolist()
+    (9.0, [1.0, 0.0])
+    """
     import scipy.linalg
 
     A = to_numpy(W, "W")
@@ -515,6 +1047,26 @@ def train(config: TwoLayerConfig) -> Trajectory:
     GD / FB-Adam on the closed-form gradient; at the recorded steps the ridge readout is refitted and every metric
     recorded.  When W or a metric becomes non-finite the run stops there (``diverged_at``).  Deterministic under
     ``config.seed``; module-level, so ``htlib.sweep.run_sweep`` caches it.
+
+    Parameters
+    ----------
+    config : TwoLayerConfig
+        The run.
+
+    Returns
+    -------
+    Trajectory
+        The recorded metrics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.two_layer import TwoLayerConfig, train
+    >>> traj = train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=3, optimizer="gd", eta=0.5, dtype="float64"))
+    >>> traj.steps.tolist(), traj.diverged_at
+    ([0, 1, 2, 3], None)
+    >>> bool(np.all(np.diff(traj.update_loss) < 0))    # small GD steps lower the loss they minimise
+    True
     """
     data = make_data(config)
     W, a = init_weights(config)
@@ -569,7 +1121,24 @@ def train(config: TwoLayerConfig) -> Trajectory:
 
 
 def training_spec(config: TwoLayerConfig) -> TwoLayerConfig:
-    """``config`` with every field of :data:`RECORDING_FIELDS` at its default: what the run computes."""
+    """``config`` with every field of :data:`RECORDING_FIELDS` at its default: what the run computes.
+
+    Parameters
+    ----------
+    config : TwoLayerConfig
+        A run.
+
+    Returns
+    -------
+    TwoLayerConfig
+        The same run with the default recording.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, training_spec
+    >>> training_spec(TwoLayerConfig(eta=2.0, record_every=5)) == TwoLayerConfig(eta=2.0)
+    True
+    """
     defaults = {f.name: f.default for f in dataclasses.fields(TwoLayerConfig) if f.name in RECORDING_FIELDS}
     return dataclasses.replace(config, **defaults)
 
@@ -579,6 +1148,16 @@ def run_cost(config: TwoLayerConfig) -> tuple[float, float]:
     weights, Adam moments, kept ``W_t``, recorded ESDs) and the multiply-adds of the steps (two GEMMs forward, four
     backward) and of each record (ridge readout on both sets, the ESD of ``W``).  An estimate for refusing sizes
     that could never run, not a timing.
+
+    Parameters
+    ----------
+    config : TwoLayerConfig
+        A run.
+
+    Returns
+    -------
+    tuple of float
+        ``(bytes, flops)``.
 
     Examples
     --------
@@ -598,7 +1177,27 @@ def run_cost(config: TwoLayerConfig) -> tuple[float, float]:
 def recording_covers(stored: TwoLayerConfig, wanted: TwoLayerConfig) -> bool:
     """Whether a run of ``stored`` records everything a run of ``wanted`` would: the same training
     spec, every step ``wanted`` records and every ``W_t`` it keeps, and the ESD if it records it.
-    (The readout convention of the plain metric names does not matter: both are recorded.)"""
+    (The readout convention of the plain metric names does not matter: both are recorded.)
+
+    Parameters
+    ----------
+    stored : TwoLayerConfig
+        The run that exists.
+    wanted : TwoLayerConfig
+        The run asked for.
+
+    Returns
+    -------
+    bool
+        Whether ``stored`` records all that ``wanted`` would.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, recording_covers
+    >>> every, second = TwoLayerConfig(steps=4), TwoLayerConfig(steps=4, record_every=2)
+    >>> recording_covers(every, second), recording_covers(second, every)
+    (True, False)
+    """
     return (training_spec(stored) == training_spec(wanted)
             and set(wanted.recorded_steps()) <= set(stored.recorded_steps())
             and set(wanted.keep_weights) <= set(stored.keep_weights)
@@ -610,7 +1209,29 @@ def restrict_recording(traj: Trajectory, wanted: TwoLayerConfig) -> Trajectory:
     covers it (:func:`recording_covers`) and that did not diverge.
 
     A diverged run is refused: divergence is detected at the recorded steps, so where it stops
-    depends on the recording."""
+    depends on the recording.
+
+    Parameters
+    ----------
+    traj : Trajectory
+        A finished, not diverged run.
+    wanted : TwoLayerConfig
+        A config that ``traj.config`` covers.
+
+    Returns
+    -------
+    Trajectory
+        The recording of ``wanted``.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from htlib.two_layer import TwoLayerConfig, restrict_recording, train
+    >>> cfg = TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=4, dtype="float64")
+    >>> sub = restrict_recording(train(cfg), dataclasses.replace(cfg, record_every=2, record_esd=False))
+    >>> sub.steps.tolist(), sub.esd[0].shape
+    ([0, 2, 4], (0,))
+    """
     if not recording_covers(traj.config, wanted):
         raise ValueError("traj.config must cover wanted: the same training spec and a superset of its recording")
     if traj.diverged_at is not None:
@@ -631,7 +1252,26 @@ def restrict_recording(traj: Trajectory, wanted: TwoLayerConfig) -> Trajectory:
 
 def last_step_metrics(traj: Trajectory) -> dict[str, float]:
     """The recorded metrics of the last step (:meth:`Trajectory.at`); all NaN when the run
-    stopped before ``config.steps`` (diverged)."""
+    stopped before ``config.steps`` (diverged).
+
+    Parameters
+    ----------
+    traj : Trajectory
+        A run.
+
+    Returns
+    -------
+    dict of str to float
+        The last step's metrics (NaN for a diverged run).
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, last_step_metrics, train
+    >>> traj = train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=2, dtype="float64"))
+    >>> m = last_step_metrics(traj)
+    >>> m["sim"] == float(traj.sim[-1]), "test_loss@sqrt_d" in m
+    (True, True)
+    """
     names = ("train_loss", "test_loss", "kta", "sim", "lambda_max", "alpha_hill", "alpha_ks", "update_loss",
              *(f"{m}@{s}" for s in READOUT_SCALES for m in READOUT_METRICS))
     if traj.steps.size == 0 or int(traj.steps[-1]) != traj.config.steps:
@@ -653,6 +1293,14 @@ class RunGrid:
         Metric name -> ``(len(optimizers), len(etas), len(seeds))`` float64 array, NaN where
         the run diverged.
     diverged : ndarray of bool, same shape
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, run_grid, train
+    >>> runs = [train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, eta=0.5, seed=s, dtype="float64")) for s in (0, 1)]
+    >>> grid = run_grid(runs)
+    >>> grid.optimizers, grid.seeds.tolist(), grid.get("test_loss", "adam").shape, grid.mean("sim", "adam").shape
+    (('adam',), [0, 1], (1, 2), (1,))
     """
 
     optimizers: tuple[str, ...]
@@ -682,6 +1330,27 @@ def run_grid(trajectories, metrics=last_step_metrics) -> RunGrid:
     ``metrics(traj)`` gives a run's numbers (default :func:`last_step_metrics`; NaN for a
     diverged run).  Every (optimizer, eta, seed) combination the runs mention must appear
     exactly once.
+
+    Parameters
+    ----------
+    trajectories : iterable of Trajectory
+        Finished runs, one per (optimizer, eta, seed).
+    metrics : callable, default last_step_metrics
+        ``metrics(traj) -> dict`` of a run's numbers.
+
+    Returns
+    -------
+    RunGrid
+        The runs arranged by (optimizer, eta, seed).
+
+    Examples
+    --------
+    >>> from htlib.two_layer import TwoLayerConfig, run_grid, train
+    >>> runs = [train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, optimizer="gd", eta=e, dtype="float64"))
+    ...         for e in (0.5, 0.1)]
+    >>> grid = run_grid(runs)
+    >>> grid.etas.tolist(), grid.values["sim"].shape, bool(grid.diverged.any())
+    ([0.1, 0.5], (1, 2, 1), False)
     """
     trajectories = list(trajectories)
     if len(trajectories) == 0:
@@ -709,7 +1378,28 @@ def run_grid(trajectories, metrics=last_step_metrics) -> RunGrid:
 
 def first_eta_above(etas: np.ndarray, values: np.ndarray, level: float) -> float | None:
     """The smallest learning rate whose value exceeds ``level`` (``None`` if none does);
-    ``etas`` ascending, ``values`` aligned with them (e.g. a seed mean)."""
+    ``etas`` ascending, ``values`` aligned with them (e.g. a seed mean).
+
+    Parameters
+    ----------
+    etas : array_like
+        Learning rates, ascending.
+    values : array_like
+        One value per learning rate (NaN: not measured).
+    level : float
+        The threshold.
+
+    Returns
+    -------
+    float or None
+        The first learning rate above ``level``.
+
+    Examples
+    --------
+    >>> from htlib.two_layer import first_eta_above
+    >>> first_eta_above([0.1, 1.0, 10.0], [0.2, 0.5, 3.0], 0.4), first_eta_above([0.1, 1.0], [0.2, 0.3], 5.0)
+    (1.0, None)
+    """
     etas = check_vector("etas", etas)
     values = to_numpy(values, "values").ravel()  # NaN: a value not measured (e.g. every seed diverged)
     level = check_float("level", level)
