@@ -31,6 +31,25 @@ def svd_bases(W: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Returns ``U`` ``(a, b)``, ``s`` ``(b,)`` and ``V`` ``(c, b)`` (right singular vectors as columns),
     ``b = min(a, c)``.
+
+    Parameters
+    ----------
+    W : array_like or torch.Tensor, shape (a, c)
+        A matrix.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``U`` ``(a, b)``, ``s`` ``(b,)`` descending and ``V`` ``(c, b)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import svd_bases
+    >>> W = np.random.default_rng(0).standard_normal((5, 3))
+    >>> U, s, V = svd_bases(W)
+    >>> U.shape, s.shape, V.shape, bool(np.allclose((U * s) @ V.T, W))
+    ((5, 3), (3,), (3, 3), True)
     """
     A = check_matrix("W", W)
     U, s, Vt = scipy.linalg.svd(A, full_matrices=False, lapack_driver="gesdd")
@@ -42,6 +61,27 @@ def update_overlaps(W: Any, M: Any) -> tuple[np.ndarray, np.ndarray]:
 
     Returns ``O(U_W, U_M) = (U_Wᵀ U_M)∘2`` and ``O(V_W, V_M) = (V_Wᵀ V_M)∘2``, ``(b, b)`` with ``b = min(h, d)``;
     row ``j`` is the ``j``-th singular vector of ``W``, column ``k`` the ``k``-th of ``M`` (descending).
+
+    Parameters
+    ----------
+    W : array_like, shape (h, d)
+        The weight.
+    M : array_like, shape (h, d)
+        The update.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``O(U_W, U_M)`` and ``O(V_W, V_M)``, each ``(b, b)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import update_overlaps
+    >>> W = np.random.default_rng(0).standard_normal((6, 4))
+    >>> OU, OV = update_overlaps(W, 2.0 * W)          # the same singular vectors: the identity
+    >>> OU.shape, bool(np.allclose(OU, np.eye(4))), bool(np.allclose(OV, np.eye(4)))
+    ((4, 4), True, True)
     """
     W_ = check_matrix("W", W)
     M_ = check_matrix("M", M)
@@ -54,7 +94,32 @@ def update_overlaps(W: Any, M: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def step_overlaps(traj: Any, t: int) -> dict[str, np.ndarray]:
     """The overlaps of ``M_t = W_{t+1} - W_t`` with ``W_t`` (``"U_before"``, ``"V_before"``) and with ``W_{t+1}``
-    (``"U_after"``, ``"V_after"``), for a trajectory that kept both."""
+    (``"U_after"``, ``"V_after"``), for a trajectory that kept both.
+
+    Parameters
+    ----------
+    traj : htlib.two_layer.Trajectory
+        A run that kept ``W_t`` and ``W_{t+1}`` (``keep_weights``).
+    t : int
+        The step, ``>= 0``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``"U_before"``, ``"V_before"``, ``"U_after"``, ``"V_after"``, each ``(b, b)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import step_overlaps
+    >>> from htlib.two_layer import TwoLayerConfig, train
+    >>> traj = train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=1, keep_weights=(0, 1), dtype="float64"))
+    >>> O = step_overlaps(traj, 0)
+    >>> sorted(O), O["V_before"].shape
+    (['U_after', 'U_before', 'V_after', 'V_before'], (20, 20))
+    >>> bool(np.allclose(O["V_before"].sum(axis=0), 1.0))    # V_W is a full basis of R^d: columns sum to 1
+    True
+    """
     if t < 0:
         raise ValueError(f"t must be >= 0, got {t}")
     M = traj.update(t)  # raises ValueError when W_t or W_{t+1} was not kept
@@ -73,6 +138,31 @@ class OverlapSummary:
     ``mean_index_distance`` is the mass-weighted mean of ``|i - j|`` over it (0 for a diagonal block);
     ``participation`` the mean over its rows of ``(sum_j p_ij)^2 / sum_j p_ij^2`` (1 = a single partner);
     ``top_values`` and ``top_index`` (``(n_top, 2)``) the largest entries of the whole matrix, descending.
+
+    Attributes
+    ----------
+    k : int
+        Size of the leading block.
+    diagonal : numpy.ndarray
+        Its diagonal.
+    block_mass, diag_fraction, offdiag_mass : float
+        Its total, the diagonal's share of it, and the rest.
+    mean_index_distance : float
+        Mass-weighted mean of ``|i - j|`` over the block.
+    participation : float
+        Mean effective number of partners per row.
+    top_values : numpy.ndarray
+        The ``n_top`` largest entries, descending.
+    top_index : numpy.ndarray, shape (n_top, 2)
+        Their (row, column) positions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import overlap_summary
+    >>> s = overlap_summary(np.eye(4), k=3, n_top=2)
+    >>> s.k, s.diag_fraction, s.offdiag_mass, s.mean_index_distance, s.participation
+    (3, 1.0, 0.0, 0.0, 1.0)
     """
 
     k: int
@@ -88,7 +178,31 @@ class OverlapSummary:
 
 def overlap_summary(O: np.ndarray, *, k: int = 100, n_top: int = 5) -> OverlapSummary:
     """Summarise a square non-negative ``O`` by its leading ``k x k`` block (``k`` clipped to its size) and its
-    ``n_top`` largest entries."""
+    ``n_top`` largest entries.
+
+    Parameters
+    ----------
+    O : numpy.ndarray
+        A square non-negative matrix.
+    k : int, default 100
+        Size of the leading block.
+    n_top : int, default 5
+        Number of largest entries reported.
+
+    Returns
+    -------
+    OverlapSummary
+        The block's numbers and the largest entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import overlap_summary
+    >>> O = np.roll(np.eye(4), 1, axis=1)          # each row's partner is the next index
+    >>> s = overlap_summary(O, n_top=1)
+    >>> s.diag_fraction, round(s.mean_index_distance, 4), s.top_values.tolist()
+    (0.0, 1.5, [1.0])
+    """
     O = check_matrix("O", O)
     if O.shape[0] != O.shape[1]:
         raise ValueError(f"O must be a square matrix, got shape {O.shape}")
@@ -119,7 +233,26 @@ def overlap_summary(O: np.ndarray, *, k: int = 100, n_top: int = 5) -> OverlapSu
 @dataclass(frozen=True)
 class SpectrumWidth:
     """Scale-free widths of an ESD: ``decades = log10(l_max / l_min)`` (positive eigenvalues), ``bulk_decades =
-    log10(q_0.95 / q_0.05)``, ``max_over_mean = l_max / mean(l)`` and ``cv = std(l) / mean(l)``."""
+    log10(q_0.95 / q_0.05)``, ``max_over_mean = l_max / mean(l)`` and ``cv = std(l) / mean(l)``.
+
+    Attributes
+    ----------
+    decades : float
+        ``log10(l_max / l_min)`` over the positive eigenvalues.
+    bulk_decades : float
+        ``log10(q_0.95 / q_0.05)``.
+    max_over_mean : float
+        ``l_max / mean(l)``.
+    cv : float
+        ``std(l) / mean(l)``.
+
+    Examples
+    --------
+    >>> from htlib.dynamics import spectrum_width
+    >>> w = spectrum_width([1.0, 10.0, 100.0])
+    >>> round(w.decades, 4), round(w.max_over_mean, 4)      # 100 / 37
+    (2.0, 2.7027)
+    """
 
     decades: float
     bulk_decades: float
@@ -128,7 +261,29 @@ class SpectrumWidth:
 
 
 def spectrum_width(eigs: Any) -> SpectrumWidth:
-    """Scale-free widths of the ESD ``eigs`` (see :class:`SpectrumWidth`)."""
+    """Scale-free widths of the ESD ``eigs`` (see :class:`SpectrumWidth`).
+
+    Parameters
+    ----------
+    eigs : array_like
+        The ESD (at least 2 positive, finite values).
+
+    Returns
+    -------
+    SpectrumWidth
+        The widths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import spectrum_width
+    >>> from htlib.spectra import esd
+    >>> w = spectrum_width(esd(np.random.default_rng(0).standard_normal((900, 300))))
+    >>> bool(abs(w.cv - np.sqrt(1 / 3)) < 0.03)        # Marchenko-Pastur: cv = sqrt(gamma)
+    True
+    >>> bool(abs(w.max_over_mean - (1 + np.sqrt(1 / 3)) ** 2) < 0.1)    # lambda_plus over the mean
+    True
+    """
     e = to_numpy(eigs, "eigs").ravel()
     if e.size < 2 or not np.all(np.isfinite(e)):
         raise ValueError("eigs must hold at least 2 finite eigenvalues")
@@ -149,6 +304,29 @@ def esd_report(eigs: Any, *, h: int, d: int, rules: spectra.PhaseRules = spectra
 
     ``eigs`` are the eigenvalues of ``WᵀW`` (``Trajectory.esd``); when ``d > h`` its ``d - h`` structural zeros
     are dropped first.
+
+    Parameters
+    ----------
+    eigs : array_like
+        The ``min(h, d)`` or ``d`` eigenvalues of ``WᵀW``.
+    h, d : int
+        Shape of ``W``.
+    rules : htlib.spectra.PhaseRules, default PHASE_RULES
+        Thresholds of the phase rules.
+
+    Returns
+    -------
+    htlib.spectra.SpectrumReport
+        The report.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import esd_report
+    >>> W = np.random.default_rng(0).standard_normal((200, 300))       # h < d: 100 structural zeros
+    >>> rep = esd_report(np.linalg.eigvalsh(W.T @ W), h=200, d=300)
+    >>> rep.n, rep.phase
+    (200, 'random-like')
     """
     h, d = check_int("h", h, 1), check_int("d", d, 1)
     e = np.sort(to_numpy(eigs, "eigs").ravel())
@@ -166,7 +344,28 @@ SHAPE_PVALUE = 0.1
 @dataclass(frozen=True)
 class TailShape:
     """The tail-shape check of one ESD (:func:`tail_shape`): the label with and without ``lambda_1``, and the
-    likelihood-ratio test of the power-law tail without ``lambda_1``."""
+    likelihood-ratio test of the power-law tail without ``lambda_1``.
+
+    Attributes
+    ----------
+    label, label_without_top : str
+        The phase with and without ``lambda_1``.
+    reach_without_top, alpha_without_top : float
+        Tail reach (in ``lambda_plus``) and tail exponent without ``lambda_1``.
+    n_tail : int
+        Eigenvalues in WeightWatcher's power-law fit without ``lambda_1``.
+    ratio, pvalue : float
+        Log-likelihood ratio of a power law against an exponential, and its p-value.
+
+    Examples
+    --------
+    >>> from htlib.dynamics import tail_shape
+    >>> from htlib.random_matrices import labelled_matrix
+    >>> from htlib.spectra import esd
+    >>> ts = tail_shape(esd(labelled_matrix("t1.5", h=300, d=200)), h=300, d=200)   # Student-t(1.5) entries
+    >>> ts.heavy, ts.shape
+    (True, 'power law')
+    """
 
     label: str
     label_without_top: str
@@ -193,6 +392,20 @@ def tail_shape(eigs, *, h: int, d: int, rules: spectra.PhaseRules = spectra.PHAS
     """:class:`TailShape` of the ESD ``eigs`` of ``WᵀW`` (``W`` is ``h x d``): the report again without
     ``lambda_1``, and :func:`htlib.spectra.power_law_vs_exponential` above WeightWatcher's ``xmin`` of the rest.
 
+    Parameters
+    ----------
+    eigs : array_like
+        The eigenvalues of ``WᵀW``.
+    h, d : int
+        Shape of ``W``.
+    rules : htlib.spectra.PhaseRules, default PHASE_RULES
+        Thresholds of the phase rules.
+
+    Returns
+    -------
+    TailShape
+        The labels and the likelihood-ratio test.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -216,6 +429,37 @@ class PhaseTrack:
 
     Eigenvalues are those of ``WᵀW / p``, ``p = max(h, d)``: ``top`` ``(T, n_top)`` descending, ``bulk_edge``
     the fitted MP edge, ``num_spikes`` the outliers beyond ``lambda_plus + 4 s_TW``.
+
+    Attributes
+    ----------
+    steps : numpy.ndarray of int
+        The recorded steps.
+    gamma : float
+        ``min(h, d) / max(h, d)``.
+    top : numpy.ndarray, shape (T, n_top)
+        The largest eigenvalues of ``WᵀW / p``, descending.
+    bulk_edge : numpy.ndarray
+        The fitted MP edge.
+    num_spikes : numpy.ndarray of int
+        Outliers beyond ``lambda_plus + 4 s_TW``.
+    phase : tuple of str
+        The phase at each step.
+    alpha_ks, alpha_hill : numpy.ndarray
+        ``PL_Alpha_KS`` and ``PL_Alpha_Hill``.
+    heavy_tailed, heavy_tailed_strict : numpy.ndarray of bool
+        The heavy-tail verdicts.
+    reports : tuple of htlib.spectra.SpectrumReport
+        One report per step.
+
+    Examples
+    --------
+    >>> from htlib.dynamics import phase_track
+    >>> from htlib.random_matrices import labelled_matrix
+    >>> from htlib.spectra import esd
+    >>> esds = [esd(labelled_matrix(name, h=300, d=200)) for name in ("gaussian", "t1.5")]
+    >>> track = phase_track([0, 5], esds, h=300, d=200)
+    >>> track.phase, track.heavy_tailed.tolist(), track.top.shape
+    (('random-like', 'heavy-tailed'), [False, True], (2, 3))
     """
 
     steps: np.ndarray
@@ -234,7 +478,36 @@ class PhaseTrack:
 def phase_track(steps: Sequence[int], esds: Sequence[Any], *, h: int, d: int, n_top: int = 3,
                 rules: spectra.PhaseRules = spectra.PHASE_RULES) -> PhaseTrack:
     """One :func:`esd_report` per recorded step of the raw ESDs ``esds`` of an ``h x d`` ``W``, and the arrays a
-    phase plot needs."""
+    phase plot needs.
+
+    Parameters
+    ----------
+    steps : sequence of int
+        The recorded steps.
+    esds : sequence of array_like
+        The raw ESD of ``W`` at each.
+    h, d : int
+        Shape of ``W``.
+    n_top : int, default 3
+        Number of top eigenvalues kept.
+    rules : htlib.spectra.PhaseRules, default PHASE_RULES
+        Thresholds of the phase rules.
+
+    Returns
+    -------
+    PhaseTrack
+        The per-step arrays and reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.dynamics import phase_track
+    >>> from htlib.random_matrices import labelled_matrix
+    >>> from htlib.spectra import esd
+    >>> track = phase_track([0], [esd(labelled_matrix("gaussian", h=300, d=200))], h=300, d=200)
+    >>> round(track.gamma, 4), bool(abs(track.bulk_edge[0] - (1 + np.sqrt(2 / 3)) ** 2) < 0.3)   # the MP edge
+    (0.6667, True)
+    """
     h, d, n_top = check_int("h", h, 1), check_int("d", d, 1), check_int("n_top", n_top, 1)
     steps = check_ints("steps", steps, 0)
     if len(steps) != len(esds):
@@ -259,7 +532,29 @@ def phase_track(steps: Sequence[int], esds: Sequence[Any], *, h: int, d: int, n_
 
 def steps_to_heavy_tail(track: PhaseTrack, *, strict: bool = False) -> tuple[int | None, int | None]:
     """``(first, previous)``: the first recorded heavy-tailed step of ``track`` (``None`` if none; ``strict``: by
-    ``heavy_tailed_strict``) and the record before it (``None`` for the first record)."""
+    ``heavy_tailed_strict``) and the record before it (``None`` for the first record).
+
+    Parameters
+    ----------
+    track : PhaseTrack
+        A track of :func:`phase_track`.
+    strict : bool, default False
+        Read ``heavy_tailed_strict`` instead of ``heavy_tailed``.
+
+    Returns
+    -------
+    tuple
+        ``(first, previous)``, each an int or None.
+
+    Examples
+    --------
+    >>> from htlib.dynamics import phase_track, steps_to_heavy_tail
+    >>> from htlib.random_matrices import labelled_matrix
+    >>> from htlib.spectra import esd
+    >>> esds = [esd(labelled_matrix(name, h=300, d=200)) for name in ("gaussian", "gaussian", "t1.5")]
+    >>> steps_to_heavy_tail(phase_track([0, 5, 10], esds, h=300, d=200))
+    (10, 5)
+    """
     if not isinstance(track, PhaseTrack):
         raise ValueError(f"track must be a PhaseTrack (from phase_track), got {type(track).__name__}")
     flags = track.heavy_tailed_strict if strict else track.heavy_tailed
