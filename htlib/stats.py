@@ -33,6 +33,13 @@ class Interval:
     level : float
     sd : float
         Sample standard deviation (``ddof=1``) of the runs or draws; NaN for ``n < 2``.
+
+    Examples
+    --------
+    >>> from htlib.stats import t_interval
+    >>> iv = t_interval([1.0, 2.0, 3.0])        # mean 2, sd 1, t(0.975, 2) / sqrt(3) = 2.484
+    >>> iv.mean, iv.n, round(iv.sd, 4), round(iv.low, 3), round(iv.high, 3)
+    (2.0, 3, 1.0, -0.484, 4.484)
     """
 
     estimate: float
@@ -62,6 +69,13 @@ class SignTest:
     value, level : float
     share, margin : float
         The share of runs on the stated side under the claim, and the share the stated direction must beat.
+
+    Examples
+    --------
+    >>> from htlib.stats import sign_test
+    >>> r = sign_test([0.3, 1.2, 0.8, 2.0, 0.1], ">", 0.0)      # 5 of 5 above 0: p = 1/2**5
+    >>> r.k, r.n, f"{r.p:.4g}", r.direction
+    (5, 5, '0.03125', '>')
     """
 
     k: int
@@ -144,7 +158,25 @@ def t_interval(x, level: float = 0.95, *, drop_nonfinite: bool = False) -> Inter
 
 @dataclass(frozen=True)
 class SeedInterval:
-    """Means over seeds with Student-t intervals (NaN with fewer than two finite seeds), per leading index."""
+    """Means over seeds with Student-t intervals (NaN with fewer than two finite seeds), per leading index.
+
+    Attributes
+    ----------
+    mean, low, high : numpy.ndarray
+        The mean over seeds and the interval's ends, one per leading index.
+    level : float
+        Confidence level.
+    n_seeds : numpy.ndarray
+        Finite seeds at each index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.stats import seed_interval
+    >>> m = seed_interval(np.array([[1.0, 2.0, np.nan], [4.0, 4.0, 4.0]]))     # NaN: a seed left out
+    >>> m.n_seeds.tolist(), m.mean.tolist(), m.at(1)
+    ([2, 3], [1.5, 4.0], (4.0, (4.0, 4.0)))
+    """
     mean: object
     low: object
     high: object
@@ -160,6 +192,18 @@ def seed_interval(x, level: float = 0.95) -> SeedInterval:
     """The mean over the last axis (seeds) of ``x`` and its Student-t interval; non-finite entries are left out.
 
     The same computation as :func:`t_interval` (:func:`_t_last_axis`), for every leading index at once.
+
+    Parameters
+    ----------
+    x : array_like
+        Values, seeds along the last axis.
+    level : float, default 0.95
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    SeedInterval
+        Means and intervals per leading index.
 
     Examples
     --------
