@@ -50,6 +50,16 @@ class AutogradRun:
     losses : numpy.ndarray
         ``loss_factor`` times the mean squared error of the train set at each ``W_t``, shape ``(steps + 1,)``
         (entry ``t < steps`` is the loss whose gradient step ``t`` took; float64 copies of the run's values).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer_autograd import train_autograd
+    >>> g = torch.Generator().manual_seed(0)
+    >>> X, y, W0, a = (torch.randn(*s, generator=g, dtype=torch.float64) for s in [(20, 4), (20,), (3, 4), (3,)])
+    >>> run = train_autograd(X, y, W0, a, optimizer="gd", eta=0.5, steps=2)
+    >>> run.steps, run.weights.shape, bool(run.losses[2] < run.losses[0])
+    (2, (3, 3, 4), True)
     """
 
     optimizer: str
@@ -113,6 +123,16 @@ def student_loss(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Ten
     ValueError
         For arguments that are not float32/float64 tensors of one dtype with matching shapes, or a non-positive
         ``loss_factor``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer_autograd import student_loss
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W, a, X, y = (torch.randn(*s, generator=g, dtype=torch.float64) for s in [(3, 4), (3,), (20, 4), (20,)])
+    >>> full, half = student_loss(W, a, X, y), student_loss(W, a, X, y, loss_factor=0.5)
+    >>> bool(torch.isclose(half, full / 2))
+    True
     """
     loss_factor = check_float("loss_factor", loss_factor, low=0.0)
     for name, t, ndim in (("W", W, 2), ("a", a, 1), ("X", X, 2), ("y", y, 1)):
@@ -230,6 +250,18 @@ def readout_losses(W, X_probe, y_probe, X_test, y_test, *, lam: float, scale: st
     -------
     (float, float)
         The probe and the test loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.two_layer_autograd import readout_losses
+    >>> g = torch.Generator().manual_seed(0)
+    >>> W = torch.randn(30, 5, generator=g, dtype=torch.float64)
+    >>> Xp, Xt = torch.randn(40, 5, generator=g, dtype=torch.float64), torch.randn(10, 5, generator=g, dtype=torch.float64)
+    >>> yp, yt = Xp[:, 0], Xt[:, 0]
+    >>> small, big = (readout_losses(W, Xp, yp, Xt, yt, lam=lam, scale="sqrt_d")[0] for lam in (1e-3, 10.0))
+    >>> bool(small < big)        # the probe loss grows with the ridge penalty
+    True
     """
     lam = check_float("lam", lam, low=0.0)
     check_choice("scale", scale, READOUT_SCALES)
@@ -257,6 +289,14 @@ def relative_difference(A, B) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> from htlib.two_layer_autograd import relative_difference
+    >>> relative_difference([3.0, 4.0], [0.0, 0.0]), relative_difference([0.0, 0.0], [0.0, 0.0])
+    (inf, 0.0)
+    >>> round(relative_difference([1.0, 1.0], [1.0, 0.0]), 6)      # ||(0, 1)|| / ||(1, 0)||
+    1.0
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
