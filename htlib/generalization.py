@@ -27,7 +27,24 @@ each run's ``readout_scale``; ``"test_loss@sqrt_d"`` etc. name one convention.""
 
 
 def top_singular_ratio(eigs: np.ndarray) -> float:
-    """``s_1 / s_2`` from the eigenvalues of ``WᵀW`` (ascending): ``sqrt(l_max / l_second)``."""
+    """``s_1 / s_2`` from the eigenvalues of ``WᵀW`` (ascending): ``sqrt(l_max / l_second)``.
+
+    Parameters
+    ----------
+    eigs : numpy.ndarray
+        Eigenvalues of ``WᵀW``, ascending (a positive second largest).
+
+    Returns
+    -------
+    float
+        ``s_1 / s_2``.
+
+    Examples
+    --------
+    >>> from htlib.generalization import top_singular_ratio
+    >>> top_singular_ratio([1.0, 4.0, 16.0])         # sqrt(16 / 4)
+    2.0
+    """
     e = to_numpy(eigs, "eigs")
     if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or e[-2] <= 0:
         raise ValueError("eigs must be a 1-D array of >= 2 finite eigenvalues with a positive second largest")
@@ -36,7 +53,27 @@ def top_singular_ratio(eigs: np.ndarray) -> float:
 
 def spike_over_bulk(eigs: np.ndarray, q: float = 0.9) -> float:
     """``lambda_max / Q_q``: the top eigenvalue of ``WᵀW`` over the ``q``-quantile of all eigenvalues (10: one
-    decade between the spike and the bulk's upper part)."""
+    decade between the spike and the bulk's upper part).
+
+    Parameters
+    ----------
+    eigs : numpy.ndarray
+        Eigenvalues of ``WᵀW``.
+    q : float, default 0.9
+        The quantile, in (0, 1).
+
+    Returns
+    -------
+    float
+        ``lambda_max / Q_q``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.generalization import spike_over_bulk
+    >>> round(spike_over_bulk(np.r_[np.ones(99), 50.0]), 4)      # one spike at 50 over a flat bulk at 1
+    50.0
+    """
     e = to_numpy(eigs, "eigs")
     if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)):
         raise ValueError("eigs must be a 1-D array of >= 2 finite eigenvalues")
@@ -49,7 +86,27 @@ def spike_over_bulk(eigs: np.ndarray, q: float = 0.9) -> float:
 
 
 def final_metrics(traj: Trajectory) -> dict[str, float]:
-    """The :data:`METRICS` of the last step of ``traj``; all NaN if the run diverged."""
+    """The :data:`METRICS` of the last step of ``traj``; all NaN if the run diverged.
+
+    Parameters
+    ----------
+    traj : htlib.two_layer.Trajectory
+        A finished run.
+
+    Returns
+    -------
+    dict of str to float
+        One value per name of :data:`METRICS`.
+
+    Examples
+    --------
+    >>> import math
+    >>> from htlib.generalization import METRICS, final_metrics
+    >>> from htlib.two_layer import TwoLayerConfig, train
+    >>> m = final_metrics(train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=2, dtype="float64")))
+    >>> sorted(m) == sorted(METRICS), m["sv_ratio"] >= 1.0, all(math.isfinite(v) for v in m.values())
+    (True, True, True)
+    """
     if traj.diverged_at is not None or int(traj.steps[-1]) != traj.config.steps:
         return {m: float("nan") for m in METRICS}
     eigs = np.asarray(traj.esd[-1], dtype=np.float64)
@@ -72,7 +129,30 @@ def final_metrics(traj: Trajectory) -> dict[str, float]:
 @dataclass(frozen=True)
 class RankCorrelation:
     """A Spearman rank correlation (over ``n_points`` finite pairs) with a percentile bootstrap interval
-    ``[low, high]`` at ``level`` that resamples seeds (NaN with fewer than two seeds)."""
+    ``[low, high]`` at ``level`` that resamples seeds (NaN with fewer than two seeds).
+
+    Attributes
+    ----------
+    rho : float
+        Spearman's rho.
+    low, high : float
+        The bootstrap interval.
+    level : float
+        Its confidence level.
+    n_points : int
+        Finite pairs.
+    n_seeds : int
+        Seeds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.generalization import spearman_bootstrap
+    >>> x = np.arange(5.0)[:, None] + np.zeros((5, 3))                # 5 cells, 3 seeds
+    >>> r = spearman_bootstrap(x, x ** 3 + np.arange(3.0), n_boot=100)  # monotone in every seed
+    >>> round(r.rho, 3), round(r.low, 3), round(r.high, 3), r.excludes_zero, r.n_points
+    (1.0, 1.0, 1.0, True, 15)
+    """
 
     rho: float
     low: float
@@ -103,6 +183,35 @@ def spearman_bootstrap(x: np.ndarray, y: np.ndarray, *, method: str = "within", 
     ``method="within"``: rho across the cells of each seed, averaged over seeds (free of between-seed
     differences); ``"pooled"``: one rho over all points.  Non-finite pairs are dropped; a seed or replicate whose
     rho is undefined (fewer than 3 pairs, or a constant variable) is left out.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        Paired values of shape ``(..., n_seeds)``.
+    method : {"within", "pooled"}, default "within"
+        Rho within each seed, averaged, or one rho over all points.
+    n_boot : int, default 2000
+        Bootstrap replicates.
+    level : float, default 0.95
+        Confidence level.
+    seed : int, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    RankCorrelation
+        Rho and its interval.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.generalization import spearman_bootstrap
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((6, 4))
+    >>> round(spearman_bootstrap(x, -np.exp(x), n_boot=100).rho, 3)       # a decreasing function of x
+    -1.0
+    >>> spearman_bootstrap(x[:, :1], x[:, :1], n_boot=100).low   # one seed: no interval
+    nan
     """
     x, y = to_numpy(x, "x"), to_numpy(y, "y")  # NaN allowed: a diverged run, dropped below
     if x.shape != y.shape or x.ndim < 1 or x.shape[-1] < 1:
@@ -144,7 +253,39 @@ def correlation_table(grid: RunGrid, *, metrics: Sequence[str] = ("alpha_hill", 
                       target: str = "test_loss", eta_min: float = 0.0, eta_max: float = np.inf, method: str = "within",
                       n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict[tuple[str, str], RankCorrelation]:
     """Spearman's rho of each metric against ``target`` across the etas in ``[eta_min, eta_max]``, per optimizer:
-    ``{(optimizer, metric): RankCorrelation}`` (``method`` as in :func:`spearman_bootstrap`)."""
+    ``{(optimizer, metric): RankCorrelation}`` (``method`` as in :func:`spearman_bootstrap`).
+
+    Parameters
+    ----------
+    grid : htlib.two_layer.RunGrid
+        The runs.
+    metrics : sequence of str
+        Metrics correlated with ``target``.
+    target : str, default "test_loss"
+        The loss.
+    eta_min, eta_max : float
+        Range of learning rates used.
+    method, n_boot, level, seed
+        As for :func:`spearman_bootstrap`.
+
+    Returns
+    -------
+    dict
+        ``{(optimizer, metric): RankCorrelation}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.generalization import correlation_table
+    >>> from htlib.two_layer import RunGrid
+    >>> etas = np.array([0.1, 1.0, 10.0])
+    >>> alpha = np.array([[[4.0, 4.2], [3.0, 3.1], [2.0, 2.2]]])      # (optimizer, eta, seed)
+    >>> grid = RunGrid(("gd",), etas, np.array([0, 1]), {"alpha_hill": alpha, "test_loss": 1.0 / alpha},
+    ...                np.zeros((1, 3, 2), dtype=bool))
+    >>> table = correlation_table(grid, metrics=["alpha_hill"], n_boot=100)
+    >>> list(table), round(table["gd", "alpha_hill"].rho, 3)
+    ([('gd', 'alpha_hill')], -1.0)
+    """
     keep = (grid.etas >= eta_min) & (grid.etas <= eta_max)
     if not keep.any():
         raise ValueError(f"no learning rate of the grid lies in [{eta_min}, {eta_max}]")
@@ -160,7 +301,25 @@ def correlation_table(grid: RunGrid, *, metrics: Sequence[str] = ("alpha_hill", 
 @dataclass(frozen=True)
 class SeedMean:
     """Means over the finite seeds (``n_seeds`` of them) with percentile bootstrap intervals at ``level``
-    (arrays of the input's leading shape; NaN without a finite seed, ``low = high = mean`` with one)."""
+    (arrays of the input's leading shape; NaN without a finite seed, ``low = high = mean`` with one).
+
+    Attributes
+    ----------
+    mean, low, high : numpy.ndarray
+        Means over seeds and the interval's ends, of the input's leading shape.
+    level : float
+        Confidence level.
+    n_seeds : numpy.ndarray
+        Finite seeds at each index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.generalization import seed_mean
+    >>> m = seed_mean(np.array([[2.0, np.nan, 4.0], [7.0, np.nan, np.nan]]), n_boot=200)
+    >>> m.n_seeds.tolist(), m.mean.tolist(), m.at(1)            # one seed: low = high = mean
+    ([2, 1], [3.0, 7.0], (7.0, (7.0, 7.0)))
+    """
 
     mean: np.ndarray
     low: np.ndarray
@@ -176,6 +335,22 @@ class SeedMean:
 def seed_mean(x: np.ndarray, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> SeedMean:
     """The mean over the last axis (seeds) of ``x`` with a percentile bootstrap interval that resamples the seeds
     (``scipy.stats.bootstrap``); non-finite entries (diverged runs) are left out.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Values, seeds along the last axis.
+    n_boot : int, default 2000
+        Bootstrap replicates.
+    level : float, default 0.95
+        Confidence level.
+    seed : int, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    SeedMean
+        Means and intervals per leading index.
 
     Examples
     --------

@@ -430,7 +430,7 @@ def student_mse(W: torch.Tensor, a: torch.Tensor, X: torch.Tensor, y: torch.Tens
     >>> g = torch.Generator().manual_seed(0)
     >>> W, a, X = torch.randn(30, 20, generator=g), torch.randn(30, generator=g), torch.randn(40, 20, generator=g)
     >>> y = student_output(W, a, X)
-    >>> float(student_mse(W, a, X, y)), round(float(student_mse(W, a, X, y + 2.0)), 4)   # no 1/2: (2)**2
+    >>> round(float(student_mse(W, a, X, y)), 6), round(float(student_mse(W, a, X, y + 2.0)), 4)   # no 1/2: (2)**2
     (0.0, 4.0)
     """
     return torch.mean((student_output(W, a, X) - y) ** 2)
@@ -716,7 +716,7 @@ def ridge_solve(gram: torch.Tensor, Zty: torch.Tensor, lam: float, n: int) -> to
     >>> import torch
     >>> from htlib.two_layer import ridge_solve
     >>> G, b = torch.eye(2, dtype=torch.float64) * 3.0, torch.tensor([4.0, 8.0], dtype=torch.float64)
-    >>> ridge_solve(G, b, lam=0.5, n=4).tolist()           # (3 + 0.5 * 4 / 2)**-1 * b
+    >>> ridge_solve(G, b, lam=0.5, n=4).round(decimals=6).tolist()     # (3 + 0.5 * 4 / 2)**-1 * b
     [1.0, 2.0]
     """
     h = gram.shape[0]
@@ -958,7 +958,7 @@ def spectral_norm(M: torch.Tensor | np.ndarray, *, tol: float = 1e-12) -> float:
     --------
     >>> import numpy as np
     >>> from htlib.two_layer import spectral_norm
-    >>> spectral_norm(np.diag([3.0, -1.0]))
+    >>> round(spectral_norm(np.diag([3.0, -1.0])), 6)
     3.0
     >>> A = np.random.default_rng(0).standard_normal((80, 70))                   # the ARPACK route
     >>> bool(np.isclose(spectral_norm(A), np.linalg.norm(A, 2)))
