@@ -50,6 +50,16 @@ def resolve_device(device: str) -> str:
     """The device a run uses: ``"cpu"`` or ``"cuda"`` (``"auto"``: ``"cuda"`` where ``torch.cuda.is_available()``,
     else ``"cpu"``).  ``"cuda"`` on a machine without CUDA is refused here, before any computation.
 
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda"}
+        The device asked for.
+
+    Returns
+    -------
+    str
+        ``"cpu"`` or ``"cuda"``.
+
     Examples
     --------
     >>> resolve_device("cpu")
@@ -93,6 +103,17 @@ class SmallNetConfig:
         Where the training and the NTK run (default ``"auto"``: CUDA when available).  Resolved by
         :func:`resolve_device` when the config is built, so the field holds ``"cpu"`` or ``"cuda"``, and so does the
         result-cache key; ``"cuda"`` without a CUDA device is refused.
+
+    Examples
+    --------
+    >>> from htlib.small_nets import SmallNetConfig
+    >>> cfg = SmallNetConfig(model="mlp", dataset="digits", widths=(16,), device="cpu")
+    >>> cfg.device, cfg.init, cfg.batch_size
+    ('cpu', 'std', 100)
+    >>> SmallNetConfig(model="lenet", dataset="digits", device="cpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: model='lenet' needs 28x28 or 32x32 images: dataset must be 'mnist5k' or 'cifar10', got 'digits'
     """
 
     model: str = "lenet"
@@ -147,7 +168,30 @@ class SmallNetConfig:
 @dataclass(frozen=True)
 class SmallNetResult:
     """``weights``: the first FC layer (out x in, float64); ``train_acc``/``test_acc``;
-    ``weight_change``: ``||W - W_0||_F / ||W_0||_F``, how far FC1 moved from its initialization."""
+    ``weight_change``: ``||W - W_0||_F / ||W_0||_F``, how far FC1 moved from its initialization.
+
+    Attributes
+    ----------
+    config : SmallNetConfig
+        The run.
+    weights : numpy.ndarray
+        FC1's trained weights, ``(out, in)``, float64.
+    train_acc, test_acc : float
+        Accuracies on the training and the held-out images.
+    weight_change : float
+        ``||W - W_0||_F / ||W_0||_F``.
+
+    Examples
+    --------
+    A small MLP on scikit-learn's bundled digits (offline, well under a second of training):
+
+    >>> from htlib.small_nets import SmallNetConfig, train_small_net
+    >>> cfg = SmallNetConfig(model="mlp", dataset="digits", widths=(16,), n_train=300, n_test=200, epochs=3,
+    ...                      batch_size=50, lr=0.1, device="cpu")
+    >>> r = train_small_net(cfg)
+    >>> r.weights.shape, r.gamma, bool(r.weight_change > 0)
+    ((16, 64), 0.25, True)
+    """
 
     config: SmallNetConfig
     weights: np.ndarray
@@ -185,7 +229,34 @@ def _block(cin: int, cout: int, k: int, pad: int) -> list[nn.Module]:
 
 
 def build_model(config: SmallNetConfig, in_dim: int | None = None, n_classes: int = 10) -> nn.Module:
-    """The network of ``config`` (for its data set's input shape), initialized as ``config.init`` says."""
+    """The network of ``config`` (for its data set's input shape), initialized as ``config.init`` says.
+
+    Parameters
+    ----------
+    config : SmallNetConfig
+        Its ``model``, ``dataset``, ``widths``, ``conv_widths`` and ``init`` are used.
+    in_dim : int, optional
+        Input width of the MLP and the logistic model (default: the data set's pixel count).
+    n_classes : int, default 10
+        Number of outputs.
+
+    Returns
+    -------
+    torch.nn.Module
+        The initialized network.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from htlib.small_nets import SmallNetConfig, build_model, first_linear
+    >>> _ = torch.manual_seed(0)
+    >>> fc1 = first_linear(build_model(SmallNetConfig(model="mlp", dataset="digits", widths=(64,), device="cpu")))
+    >>> W, b = fc1.weight.detach(), fc1.bias.detach()
+    >>> tuple(W.shape), float(b.abs().max())
+    ((64, 64), 0.0)
+    >>> bool(abs(float(W.std()) * 8 - 1) < 0.05)      # init="std": N(0, 1/fan_in), fan_in = 64
+    True
+    """
     channels, side = _SHAPES[config.dataset]
     if config.model == "mlp":
         dims = (in_dim or channels * side * side, *config.widths)
@@ -215,7 +286,24 @@ def build_model(config: SmallNetConfig, in_dim: int | None = None, n_classes: in
 
 
 def first_linear(model: nn.Module) -> nn.Linear:
-    """The first fully connected layer (the paper's FC1)."""
+    """The first fully connected layer (the paper's FC1).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A network.
+
+    Returns
+    -------
+    torch.nn.Linear
+        Its first fully connected layer.
+
+    Examples
+    --------
+    >>> from htlib.small_nets import SmallNetConfig, build_model, first_linear
+    >>> first_linear(build_model(SmallNetConfig(model="lenet", dataset="mnist5k", device="cpu")))
+    Linear(in_features=400, out_features=120, bias=True)
+    """
     return next(m for m in model.modules() if isinstance(m, nn.Linear))
 
 
@@ -314,6 +402,27 @@ def train_small_net(config: SmallNetConfig) -> SmallNetResult:
     thread); across machines, and between ``device="cpu"`` and ``"cuda"`` (same split, initialization and batch
     order; different kernels), results agree only within the spread over seeds.  The weights come back on the CPU.
     Raises ``ValueError`` if the loss diverges.
+
+    Parameters
+    ----------
+    config : SmallNetConfig
+        The run.
+
+    Returns
+    -------
+    SmallNetResult
+        FC1's trained weights and the accuracies.
+
+    Examples
+    --------
+    A small MLP on scikit-learn's bundled digits (offline, well under a second of training):
+
+    >>> from htlib.small_nets import SmallNetConfig, train_small_net
+    >>> cfg = SmallNetConfig(model="mlp", dataset="digits", widths=(16,), n_train=300, n_test=200, epochs=3,
+    ...                      batch_size=50, lr=0.1, device="cpu")
+    >>> r = train_small_net(cfg)
+    >>> r.weights.shape, bool(r.test_acc > 0.5)      # well above chance (0.1) after three epochs
+    ((16, 64), True)
     """
     model, Xtr, ytr, Xte, yte, W0 = _train(config)
     with _cuda_exact(config.device):
@@ -328,6 +437,22 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100, device
     """The output-traced empirical NTK ``K = sum_c J_c J_cᵀ`` (``n x n``) of ``model`` at ``X``, in float64, from
     per-example gradients (``torch.func``), ``chunk`` examples and one output at a time, computed on ``device``
     (``"cpu"``, ``"cuda"``, ``"auto"``: see :func:`resolve_device`) and returned as a NumPy array on the CPU.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    X : torch.Tensor, shape (n, ...)
+        Inputs.
+    chunk : int, default 100
+        Examples per batch of per-example gradients.
+    device : {"auto", "cpu", "cuda"}, default "auto"
+        Where the gradients are computed.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        The NTK, float64.
 
     Examples
     --------
@@ -366,7 +491,28 @@ def empirical_ntk(model: nn.Module, X: torch.Tensor, *, chunk: int = 100, device
 
 @dataclass(frozen=True)
 class NTKSpectrum:
-    """Eigenvalues (ascending) of a trained net's output-traced NTK over its training images, and the net's facts."""
+    """Eigenvalues (ascending) of a trained net's output-traced NTK over its training images, and the net's facts.
+
+    Attributes
+    ----------
+    config : SmallNetConfig
+        The run.
+    eigs : numpy.ndarray
+        Eigenvalues of the NTK over the training images, ascending.
+    train_acc, test_acc : float
+        Accuracies.
+    n_params : int
+        Parameters of the network.
+
+    Examples
+    --------
+    >>> from htlib.small_nets import SmallNetConfig, ntk_spectrum
+    >>> cfg = SmallNetConfig(model="logistic", dataset="digits", n_train=40, n_test=20, epochs=1, batch_size=20,
+    ...                      device="cpu")
+    >>> s = ntk_spectrum(cfg)
+    >>> s.eigs.shape, s.n_params                     # 64 * 10 weights + 10 biases
+    ((40,), 650)
+    """
 
     config: SmallNetConfig
     eigs: np.ndarray
@@ -377,7 +523,28 @@ class NTKSpectrum:
 
 def ntk_spectrum(config: SmallNetConfig) -> NTKSpectrum:
     """Train the net of ``config`` (:func:`train_small_net`'s loop) and return the spectrum of its empirical NTK
-    on the training images, both on ``config.device``; the eigenvalues (float64) are computed on the CPU."""
+    on the training images, both on ``config.device``; the eigenvalues (float64) are computed on the CPU.
+
+    Parameters
+    ----------
+    config : SmallNetConfig
+        The run.
+
+    Returns
+    -------
+    NTKSpectrum
+        The NTK eigenvalues over the training images and the net's accuracies.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from htlib.small_nets import SmallNetConfig, ntk_spectrum
+    >>> cfg = SmallNetConfig(model="logistic", dataset="digits", n_train=40, n_test=20, epochs=1, batch_size=20,
+    ...                      device="cpu")
+    >>> eigs = ntk_spectrum(cfg).eigs
+    >>> bool(np.all(np.diff(eigs) >= 0)), bool(eigs[0] > -1e-9 * eigs[-1])    # ascending; a Gram matrix: PSD
+    (True, True)
+    """
     model, Xtr, ytr, Xte, yte, _ = _train(config)
     with _cuda_exact(config.device):
         acc_tr, acc_te = _accuracy(model, Xtr, ytr), _accuracy(model, Xte, yte)
