@@ -120,11 +120,15 @@ def _readme_snippet() -> str:
     return blocks[0]
 
 
-def test_readme_weight_matrix_example_runs(tmp_path, monkeypatch):
+def test_readme_weight_matrix_example_runs(tmp_path, monkeypatch, capsys):
+    """The README's five lines, exactly as written, on a random Gaussian matrix saved where they load it."""
+    from htlib.spectra import PHASES
+
     snippet = _readme_snippet()
     assert len([ln for ln in snippet.splitlines() if ln.strip()]) <= 5
     rng = np.random.default_rng(0)
     np.save(tmp_path / "W.npy", rng.standard_normal((300, 200)) / np.sqrt(200))
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(compile(snippet, "README.md", "exec"), namespace)
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "__readme__"})
+    printed = capsys.readouterr().out
+    assert printed.split(" | ")[0] in PHASES and printed.startswith("random-like"), printed

@@ -23,7 +23,10 @@ COMMAND_SOURCES = README + "\n" + (ROOT / "book" / "index.md").read_text(encodin
 def _commands() -> list[str]:
     """Shell lines of the README's fenced blocks and backticked table cells, comments stripped."""
     lines = []
-    for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", COMMAND_SOURCES, re.S):
+    # fences at line starts, so that another language's block (the README's Python example) is skipped whole
+    for lang, block in re.findall(r"^```(\w*)\n(.*?)^```", COMMAND_SOURCES, re.S | re.M):
+        if lang not in ("", "bash", "sh"):
+            continue
         lines += [ln.split("  #")[0].strip() for ln in block.splitlines()]
     lines += re.findall(r"\|\s*`(make [^`]+)`\s*\|", COMMAND_SOURCES)
     return [ln for ln in lines if ln]
