@@ -644,8 +644,12 @@ def test_every_record_comes_from_the_table_and_every_level_is_a_value_there():
     assert ch.TABLE["ntk-lenet"].revised_because  # the criterion changed after the runs: the record says so
     # the merged rows are gone; the trend reads the whole spectrum, its bulk a variant
     assert not {"ntk-lenet-boot", "ntk-lenet-rtol1e-06", "ntk-logistic-boot"} & set(ch.TABLE)
-    assert ch.TABLE["lenet-falls"].statistic == "mean" and ch.TABLE["lenet-falls-bulk"].variant_of == "lenet-falls"
+    assert ch.TABLE["lenet-falls"].statistic == "mean" and ch.TABLE["lenet-falls"].kind == "variant"
+    assert ch.TABLE["lenet-falls-bulk"].variant_of == ch.TABLE["lenet-falls"].variant_of == "lenet-falls-images"
     assert ch.TABLE["lenet-falls"].revised_because  # changed after the numbers were seen: the record says so
+    # the counted trend: whole spectrum and bulk together, over image subsets, decided before its runs
+    assert [p.key for p in ch.TABLE["lenet-falls-images"].parts] == ["lenet-falls-images-whole", "lenet-falls-images-bulk"]
+    assert not ch.TABLE["lenet-falls-images"].revised_because
 
 
 def test_the_notebook_decides_no_verdict():
@@ -659,7 +663,7 @@ def test_the_notebook_decides_no_verdict():
     prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert ".holds(" not in code and "TRAINED" not in code
     assert "glue_claims(records" in code and "findings" in code
-    for key in ("ntk-lenet", "lenet-falls", "lenet-100"):
+    for key in ("ntk-lenet", "lenet-falls-images", "lenet-100"):
         assert f"{{glue:text}}`claim_{key}_verdict`" in prose, key
     assert "pd.DataFrame(" not in code  # tables go through htlib.plotting.table (a dash for an undefined value)
 
@@ -755,11 +759,12 @@ def test_the_trend_reads_the_whole_spectrum_and_its_bulk_is_a_variant():
     np.testing.assert_allclose(m["lenet-falls-250-100"].values, [1 / a - 1 / b for a, b in zip(d100, d250)], rtol=1e-9)
     np.testing.assert_allclose(m["lenet-falls"].values, [1 / a - 1 / b for a, b in zip(d100, d1000)], rtol=1e-9)
     recs = _records(res)
-    assert recs["lenet-falls-250-100"].verdict == "inconclusive" and recs["lenet-falls-250-100"].variant_of == "lenet-falls"
+    assert recs["lenet-falls-250-100"].verdict == "inconclusive"
+    assert recs["lenet-falls-250-100"].variant_of == "lenet-falls-images"
     # 1000 -> 100: differences 0.0256, 0.0283, 0.0344, an interval above 0; the record says the criterion was revised
     r = recs["lenet-falls"]
     assert r.verdict == "agrees" and "chosen after the numbers were seen" in r.cause and r.revised_because
-    assert recs["lenet-falls-bulk"].variant_of == "lenet-falls"
+    assert recs["lenet-falls-bulk"].variant_of == "lenet-falls-images"
 
 
 def test_a_fall_carried_by_outliers_agrees_on_the_whole_spectrum_and_not_on_the_bulk():

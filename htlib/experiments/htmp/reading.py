@@ -18,6 +18,8 @@ from htlib.experiments.htmp.compute import (ALEX_IMAGES_PER_SECOND, BatchResult,
                                             alex_paper_hours, bulk_fit)
 from htlib.experiments.htmp.gof_power import FIELDS as POWER_FIELDS
 from htlib.experiments.htmp.gof_power import run_power  # noqa: F401 - the notebook's ch.run_power
+from htlib.experiments.htmp import replicates
+from htlib.experiments.htmp.replicates import SubsetsResult, phase_runs, run_subsets  # noqa: F401 - ch.run_subsets
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))  # one htlib.claims.Spec per record key
 TRAINED_ACC = 0.99  # below this train accuracy a run has not fitted its training set: its rows are not tested
@@ -26,7 +28,8 @@ BOUND_NEAR = 1.1  # a fitted kappa within this factor of fit_htmp's search bound
 PAPER_GAMMA: dict[str, float] = {"minialexnet": 1000 / (192 * 4 * 4), "lenet": 120 / 400}  # FC1 of the paper's nets
 LENET_DATA_UNSTATED = (  # why the book's PAPER preset cannot stand for the paper's LeNet protocol
     "the paper does not name LeNet's data or its size; the group's later public code loads MNIST's 60,000 training "
-    "images (15 times the SGD steps of 200 epochs on 4,000, which MNIST-5k cannot supply) or a 1,000-image subsample")
+    "images (15 times the SGD steps of 200 epochs on 4,000, which MNIST-5k cannot supply) or a 1,000-image subsample "
+    "(which it can: the protocol variants)")
 PAPER_COMMAND = "make paper ARGS='--only htmp'"  # runs the chapter at PAPER (MiniAlexNet trained)
 LOGISTIC_NTK = (  # why the logistic-regression NTK row is not tested: its data
     "the paper's logistic regression has 30K parameters (3,072 inputs x 10 classes + 10 biases = 30,730), so its data "
@@ -256,8 +259,10 @@ def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
             f"{_outlier_text(res, model, [b])}; {LENET_DATA_UNSTATED}" if model == "lenet" else "") if x)
         check = ""
         if model == "lenet" and test and test["rejected"]:
-            check = (f"the paper does not name LeNet's data, so no run is nearer its protocol than this one (its "
-                     f"optimizer, epochs, batch sizes and repeats on MNIST-5k); the difference is not the fit's noise: "
+            check = (f"the paper does not name LeNet's data; this is the nearest setting run (its optimizer, epochs, "
+                     f"batch sizes and repeats on MNIST-5k; the group's public-code protocol, a 1,000-image subsample "
+                     f"with average pooling and per-channel normalization, is the variant {key}-protocol); the "
+                     f"difference is not the fit's noise: "
                      f"the paper's law is rejected directly ({test['beyond']} of {test['runs']} runs beyond every draw "
                      f"of its null, beta-Laguerre spectra of HTMP(kappa {kp:g}) at the layer's size), "
                      + ("and its kappa lies outside every seed's basic bootstrap interval of kappa; and the "
@@ -311,6 +316,161 @@ def _falls_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
                 kr = [(min(v), max(v)) for v in ([f.l1_kappa for f in _seeds(res, model, x).values()] for x in (big, small))]
                 out[k] = _falls_measurement(res, model, big, small, fit,
                                             _noise_overlap(res, model, "l1", kr) if fit == "l1" else "")
+    return out
+
+SUBSET_KEYS = ("lenet-falls-images", "lenet-falls-images-250-100", "lenet-falls-protocol", "lenet-250-images",
+               "lenet-100-images", "lenet-250-protocol", "lenet-100-protocol")  # the rows read from the subset runs
+
+def subset_setting(setup, protocol: str) -> str:
+    """The setting of the LeNet runs on image subsets (:mod:`htlib.experiments.htmp.replicates`) of ``protocol``."""
+    size = 5000 // replicates.BLOCKS
+    book = protocol == "book"
+    seeds = (f"{replicates.SUBSET_SEEDS} seeds each ({', '.join(str(setup.seed + r) for r in range(replicates.SUBSET_SEEDS))})"
+             if book else "one seed each (seed + the subset's index)")
+    return (f"MNIST-5k, {replicates.SUBSETS} disjoint {size:,}-image subsets ({size // 10} images of each digit; another "
+            f"{size:,} the test set), {seeds}; {setup.epochs} epoch{'s' if setup.epochs != 1 else ''}"
+            + ("" if setup.epochs == 200 else " (the paper: 200)") + f"; SGD at learning rate {setup.lr:g}, momentum "
+            f"{setup.momentum:g}; "
+            + ("max-pool (the group's public code: average-pool); one scalar mean/std normalization" if book else
+               "the group's public-code protocol: a 1,000-image subsample, average pooling, per-channel normalization "
+               "(on MNIST's one channel the scalar one), its optimizer settings (learning rate 2/B, weight decay 1e-4, "
+               "unshuffled batches) not taken, as the paper's text states its optimizer")
+            + "; the paper does not name LeNet's data")
+
+def _subset_gate(sub: SubsetsResult, protocol: str, batches) -> str:
+    """Why subset runs that have not fitted their training set test nothing; ``""`` if they have."""
+    runs = [r for b in batches for rs in sub.of(protocol, b).values() for r in rs]
+    low = min(r.fit.train_acc for r in runs)
+    if low >= TRAINED_ACC:
+        return ""
+    bad = sorted({r.batch_size for r in runs if r.fit.train_acc < TRAINED_ACC}, reverse=True)
+    return (f"lowest train accuracy {low:.2f} < {TRAINED_ACC:g} at batch {', '.join(map(str, bad))} on the image subsets: "
+            "the runs have not fitted their training set, and no row is judged on an untrained network")
+
+def _subset_falls(sub: SubsetsResult, protocol: str, big: int, small: int, part: str) -> tuple[list[float], str]:
+    """Per subset, the seed mean of the paired difference of 1/delta at ``small`` minus at ``big`` (``part``: the
+    ``"whole"`` spectrum or the ``"bulk"`` without its outliers), and each run's delta in words."""
+    a, b = sub.of(protocol, big), sub.of(protocol, small)
+    get = (lambda r: r.fit.delta) if part == "whole" else (lambda r: r.bulk_delta)  # noqa: E731
+    vals, bits = [], []
+    for blk in sorted(set(a) & set(b)):
+        ra, rb = {r.seed: r for r in a[blk]}, {r.seed: r for r in b[blk]}
+        seeds = sorted(set(ra) & set(rb))
+        vals.append(float(np.mean([1 / get(rb[s]) - 1 / get(ra[s]) for s in seeds])))
+        bits.append(f"subset {blk}: delta {', '.join(_fmt(get(ra[s])) for s in seeds)} at batch {big}, "
+                    f"{', '.join(_fmt(get(rb[s])) for s in seeds)} at batch {small}"
+                    + (f" (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"))
+    if part == "bulk":
+        for x in (big, small):
+            rs = [r for v in sub.of(protocol, x).values() for r in v]
+            top = sum(_at_bound(r.bulk_kappa, r.fit.gamma) == "upper" for r in rs)
+            hi = _fmt(_kappa_bounds(rs[0].fit.gamma)[1])
+            bits.append(f"median {np.median([r.outliers for r in rs]):g} outliers and bulk kappa "
+                        f"{_fmt(float(np.median([r.bulk_kappa for r in rs])))} at batch {x}"
+                        + (f" ({top} of {len(rs)} bulk fits at the top of its search, {hi})" if top else ""))
+    return vals, "; ".join(bits)
+
+def _larger_setting_check(batch: BatchResult, part: str) -> str:
+    """The reduction check of a subset trend part: the same reading on the chapter's runs on all ``n_train`` images,
+    where its 95% t-interval does not lie above 0 (a larger setting that shows no rise either); ``""`` otherwise."""
+    if not {1000, 100} <= {f.batch_size for f in batch.of("lenet")} or _trained_gate(batch, "lenet", [1000, 100]):
+        return ""
+    m = _falls_measurement(batch, "lenet", 1000, 100, "ks" if part == "whole" else "bulk")
+    if not m.ran or len(m.values) < 2:
+        return ""
+    iv = hstats.t_interval(m.values)
+    if iv.low > 0:
+        return ""
+    n, size = batch.setup.n_train, 5000 // replicates.BLOCKS
+    return (f"the paper does not name LeNet's data; the nearest setting run beside these subsets is the chapter's runs on "
+            f"{n:,} training images ({n / size:.3g} times a subset's images and SGD steps at each batch size), where "
+            f"the same reading is {iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}] over {iv.n} seeds "
+            f"(lenet-falls{'-bulk' if part == 'bulk' else ''}), not above 0: the larger setting shows no rise")
+
+def _subset_kappa(batch: BatchResult, sub: SubsetsResult, protocol: str, b: int) -> Measurement:
+    """The paper's delta over the measured one per subset (the seed mean), with each run's delta and the direct test
+    of the paper's law pooled over the runs."""
+    runs = sub.of(protocol, b)
+    kp = PAPER_KAPPA[("lenet", b)]
+    dp = _delta(kp, PAPER_GAMMA["lenet"])
+    flat = [r for rs in runs.values() for r in rs]
+    vals = [float(np.mean([dp / r.fit.delta for r in rs])) for rs in runs.values()]
+    null = np.concatenate([r.paper_null for r in flat])
+    kss = np.array([r.paper_ks for r in flat])
+    beyond = int(np.sum(kss > null.max())) if null.size else 0
+    note = "; ".join([f"delta per subset: " + "; ".join(f"subset {blk}: {', '.join(_fmt(r.fit.delta) for r in rs)}"
+                                                        for blk, rs in runs.items())]
+                     + ([f"the paper's law HTMP(kappa {kp:g}, gamma {flat[0].fit.gamma:.3g}), its scale fitted, has KS "
+                         f"{kss.min():.3g}-{kss.max():.3g} on the {len(flat)} runs against {null.size} beta-Laguerre "
+                         f"spectra of that law at the same size (largest {null.max():.3g}): {beyond} of {len(flat)} runs "
+                         "beyond every draw"] if null.size else []))
+    kap = [r.fit.kappa for r in flat]
+    return Measurement(vals, cannot_test=_noise_overlap(batch, "lenet", "ks", [(min(kap), max(kap))]), note=note,
+                       runs_text=f"{len(vals)} image subsets ({len(flat)} runs)", setting=subset_setting(sub.setup, protocol))
+
+def subset_table(sub: SubsetsResult) -> list[dict]:
+    """Per protocol and batch size of the subset runs: the runs, the lowest train and mean test accuracy, the seed
+    median of the whole-spectrum kappa and delta per subset, the outliers and the bulk kappa (medians)."""
+    rows = []
+    for p in replicates.PROTOCOLS:
+        for b in replicates.SUBSET_BATCHES:
+            by = sub.of(p, b)
+            rs = [r for v in by.values() for r in v]
+            if not rs:
+                continue
+            rows.append({"protocol": "book's LeNet" if p == "book" else "public code's", "batch": b, "runs": len(rs),
+                         "steps": rs[0].fit.steps, "train acc lo": min(r.fit.train_acc for r in rs),
+                         "test acc": float(np.mean([r.fit.test_acc for r in rs])),
+                         "kappa per subset (seed median)": "; ".join(
+                             _fmt(float(np.median([r.fit.kappa for r in v]))) for v in by.values()),
+                         "delta per subset (seed median)": "; ".join(
+                             _fmt(float(np.median([r.fit.delta for r in v]))) for v in by.values()),
+                         "outliers": float(np.median([r.outliers for r in rs])),
+                         "bulk kappa": float(np.median([r.bulk_kappa for r in rs]))})
+    return rows
+
+def measure_subsets(batch: BatchResult, sub: SubsetsResult | None) -> dict[str, Measurement]:
+    """The rows read from the LeNet runs on image subsets (:data:`SUBSET_KEYS`): the trend, whole spectrum and bulk
+    together, per subset; the paper's kappa per subset; the same under the group's public-code protocol."""
+    keys = [k for k in SUBSET_KEYS if k in TABLE]
+    if sub is None or not sub.runs:
+        why = ("the image subsets are MNIST-5k's (dataset mnist5k)" if sub is not None and sub.setup.dataset != "mnist5k"
+               else "the runs on image subsets (replicates.run_subsets) were not passed")
+        return {k: Measurement.not_run(why) for k in keys}
+    out = {}
+    for key, protocol, (big, small) in (("lenet-falls-images", "book", (1000, 100)),
+                                        ("lenet-falls-images-250-100", "book", (250, 100)),
+                                        ("lenet-falls-protocol", "public", (1000, 100))):
+        if key not in TABLE:
+            continue
+        have = {r.batch_size for r in sub.runs if r.protocol == protocol}
+        if not {big, small} <= have:
+            out[key] = Measurement.not_run(f"batches {big} and {small} are not both among the subset runs")
+        elif gate := _subset_gate(sub, protocol, (big, small)):
+            out[key] = Measurement.not_run(gate)
+        else:
+            parts = {}
+            for part in ("whole", "bulk"):
+                vals, note = _subset_falls(sub, protocol, big, small, part)
+                if any(not math.isfinite(v) for v in vals):
+                    parts[f"{key}-{part}"] = Measurement.not_run("the ESD is too small to fit a bulk without its outliers")
+                    continue
+                check = _larger_setting_check(batch, part) if key == "lenet-falls-images" else ""
+                parts[f"{key}-{part}"] = Measurement(vals, note=note, reduction_check=check,
+                                                     runs_text=f"{len(vals)} image subsets, paired across the two "
+                                                               "batch sizes")
+            out[key] = Measurement(parts=parts, setting=subset_setting(sub.setup, protocol))
+    for b in (250, 100):
+        for protocol, suffix in (("book", "images"), ("public", "protocol")):
+            key = f"lenet-{b}-{suffix}"
+            if key not in TABLE:
+                continue
+            if not sub.of(protocol, b):
+                out[key] = Measurement.not_run(f"batch {b} is not among the subset runs")
+            elif gate := _subset_gate(sub, protocol, (b,)):
+                out[key] = Measurement.not_run(gate)
+            else:
+                out[key] = _subset_kappa(batch, sub, protocol, b)
     return out
 
 def rule_oc(spec, keep: float, n: int) -> tuple[float, float]:
@@ -428,10 +588,12 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
         out.setdefault(k, Measurement.not_run(f"the cut-off of {k} is not in this run's ntk_rtols"))
     return out
 
-def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas, n_match: int,
-            phase_setting: str = "", phase_table: pd.DataFrame | None = None,
-            gof_power: dict | None = None) -> dict[str, Measurement]:
-    """One :class:`htlib.claims.Measurement` per :data:`TABLE` row, from the cached results and notebook tables."""
+def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas, n_match: int = 0,
+            phase_setting: str = "", phase_table: pd.DataFrame | None = None, phase_tables=None,
+            gof_power: dict | None = None, subsets: SubsetsResult | None = None) -> dict[str, Measurement]:
+    """One :class:`htlib.claims.Measurement` per :data:`TABLE` row, from the cached results and notebook tables; the
+    phases row reads ``phase_tables`` (one per seed, :func:`phase_runs`) where given, else ``n_match`` of one seed;
+    the image-subset rows read ``subsets`` (:func:`run_subsets`)."""
     sup_cdf = [float(v) for v in sup_cdf]
     rises = sum(1 for a, b in zip(sup_cdf, sup_cdf[1:]) if not b < a)
     curve = f"{', '.join(f'{x:.3g}' for x in sup_cdf)} at kappa {', '.join(f'{k:g}' for k in mp_kappas)}"
@@ -452,8 +614,7 @@ def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappa
                                                      f"{', '.join(f'{k:g}' for k in check_kappas)}"),
            "mp-limit": Measurement(parts={"mp-limit-last": Measurement([sup_cdf[-1]], note=curve),
                                           "mp-limit-falls": Measurement([rises])}, runs_text="closed-form CDFs on a grid"),
-           "phases": Measurement([n_match], runs_text="one seed", setting=phase_setting or "the model's spectra, one seed",
-                                 note=_phase_note(phase_table)),
+           "phases": _phase_measurement(batch.setup, n_match, phase_setting, phase_table, phase_tables),
            "lenet-100-init": init}
     for model in ("minialexnet", "lenet"):
         if model in batch.summary.index.get_level_values(0) or (model == "minialexnet" and not setup.alex_train):
@@ -462,12 +623,25 @@ def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappa
     for k, s in TABLE.items():
         if k.startswith(("minialexnet", "lenet")) and k not in out:
             out[k] = Measurement.not_run(f"{k.split('-')[0]} was not run")
+    out.update(measure_subsets(batch, subsets))
     out.update(measure_ntk(batch, gof_power))
     return out
 
 def claims(batch: BatchResult, **tables) -> list[Claim]:
     """Every record of the chapter (claims, checks and variants): :data:`TABLE` judged on :func:`measure`."""
     return judge_table(TABLE, archive.merge(measure(batch, **tables), __name__))
+
+def _phase_measurement(setup, n_match: int, setting: str, table, tables) -> Measurement:
+    """The phases row: per seed, the generated spectra labelled as intended (``tables``: one per seed ``seed``,
+    ``seed + 1``, ...), else ``n_match`` of one seed (``table``)."""
+    if tables is None:
+        return Measurement([n_match], runs_text="one seed", setting=setting or "the model's spectra, one seed",
+                           note=_phase_note(table))
+    seeds = [setup.seed + i for i in range(len(tables))]
+    notes = [f"seed {s}: {_phase_note(t)}" for s, t in zip(seeds, tables) if _phase_note(t)]
+    return Measurement([int(t["as intended"].sum()) for t in tables], runs_text=f"{len(tables)} seeds "
+                       f"({', '.join(map(str, seeds))})", setting=setting or f"the model's spectra, {len(tables)} seeds",
+                       note="; ".join(notes))
 
 def _phase_note(table: pd.DataFrame | None) -> str:
     """Which generated phases ``classify_phase`` labels otherwise, and as what."""
