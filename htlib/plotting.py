@@ -130,7 +130,10 @@ def _reader_frame(frame: pd.DataFrame) -> pd.DataFrame:
     part of a split table repeats real row labels; numbers in :func:`plain_number`'s notation."""
     out = frame.copy()
     if isinstance(out.index, pd.RangeIndex) and out.index.name is None and out.shape[1] > 1:
-        out = out.set_index(out.columns[0])
+        # the first column that tells the rows apart (a constant one, such as a setting shared by every row,
+        # stays a column)
+        varying = [c for c in out.columns[:2] if out[c].astype(str).nunique() > 1 or len(out) == 1]
+        out = out.set_index(varying[0] if varying else out.columns[0])
     for j in range(out.shape[1]):
         col = out.iloc[:, j]
         if pd.api.types.is_float_dtype(col):
