@@ -51,17 +51,19 @@ def _html_or_none(frame: pd.DataFrame) -> str | None:
 TEXT_COLUMN_PX = 660  # what a table may take of the book's text column (688 px at 1280 px)
 CHAR_PX = 7.6  # one character of a table cell at the book's table font (htlib.css: .htlib-data)
 CELL_PAD_PX = 14  # a cell's padding and border
+BOLD_FACTOR = 1.15  # a header or row label (bold) against a cell
 NOWRAP_CHARS = 30  # a cell of at most this many characters never wraps (a number is never broken)
 
 
-def _text_px(texts, *, wrap: bool) -> float:
-    """Estimated width of a column of ``texts``: a header wraps between words, a long cell (> NOWRAP_CHARS) too."""
+def _text_px(texts, *, wrap: bool, bold: bool = False) -> float:
+    """Estimated width of a column of ``texts``: a header wraps between words, a long cell (> NOWRAP_CHARS) too;
+    ``bold`` text (headers, row labels) is wider."""
     widest = 0
     for t in texts:
         t = str(t)
         n = max((len(w) for w in t.split()), default=0) if wrap or len(t) > NOWRAP_CHARS else len(t)
         widest = max(widest, n)
-    return widest * CHAR_PX + CELL_PAD_PX
+    return widest * CHAR_PX * (BOLD_FACTOR if bold else 1.0) + CELL_PAD_PX
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -162,7 +164,7 @@ def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
     >>> wide = pd.DataFrame([[1.5] * 30], columns=[f"column {k}" for k in range(30)], index=["run 1"])
     >>> html = table_html(wide)
     >>> html.count("<table"), "white-space:nowrap" in html
-    (3, True)
+    (4, True)
     >>> table_html(wide.iloc[:, :3]).count("<table")
     1
     """
@@ -170,12 +172,13 @@ def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
 
     frame = _reader_frame(frame)
     index = frame.index.to_frame().astype(str)
-    label_px = sum(_text_px([*index[c], *(n for n in [c] if n is not None)], wrap=False) for c in index.columns)
+    label_px = sum(_text_px([*index[c], *(n for n in [c] if n is not None)], wrap=False, bold=True)
+                   for c in index.columns)
     groups: list[list[int]] = [[]]
     used = label_px
     for j in range(frame.shape[1]):
         head = frame.columns[j] if not isinstance(frame.columns, pd.MultiIndex) else " ".join(map(str, frame.columns[j]))
-        px = max(_text_px([head], wrap=True), _text_px(frame.iloc[:, j].astype(str), wrap=False))
+        px = max(_text_px([head], wrap=True, bold=True), _text_px(frame.iloc[:, j].astype(str), wrap=False))
         if groups[-1] and used + px > width_px:
             groups.append([])
             used = label_px
