@@ -42,6 +42,19 @@ ALLOWED: dict[tuple[str, str], str] = {
         "edge: a variant (not counted); seed 1's bulk fits sit at the top of the search (delta 58.3, kappa 50) at both "
         "batch sizes; where one of them reads MP (delta inf) instead, as pure noise did on an AMD EPYC (issue 50), "
         "the interval [-0.0402, 0.0162] becomes [-0.0291, -0.0064]: inconclusive becomes disagrees"),
+    ("htmp", "lenet-falls-images"): (
+        "edge: a counted claim; its whole-spectrum part agrees whichever of its 3 fits at the search bound or at MP "
+        "reads the other (all 8 cases); 13 of its 18 bulk fits sit at the top of the search (kappa 50) or read MP, and "
+        "where enough of them read the other the bulk interval [-0.026, 0.0129] falls to or below 0 (never above): the "
+        "bulk part then disagrees, and with the 4,000-image runs' bulk not above 0 the claim reads partly, not "
+        "inconclusive (counted over all 8,192 cases)"),
+    ("htmp", "lenet-falls-images-250-100"): (
+        "edge: a variant (not counted); no whole-spectrum fit is at a bound; 12 of the 18 bulk fits are at the top of "
+        "the search or MP, and where enough read the other the bulk part disagrees instead of inconclusive"),
+    ("htmp", "lenet-falls-protocol"): (
+        "edge: a variant (not counted); its whole-spectrum part agrees in all 4 cases of its 2 fits at the bound or MP; "
+        "5 of its 6 bulk fits are at the top of the search or MP, and where enough read the other the bulk part "
+        "disagrees instead of inconclusive"),
     ("linear_hessian", "fig7_middle_band"): (
         "edge: a variant (not counted); the interval's high end prints 0.6 at .3g, the band's low end; the unrounded "
         "end is not stored, and below 0.6 the verdict would read disagrees, not inconclusive"),
