@@ -62,6 +62,11 @@ def _reprint(token: nn.Token, value: float) -> str:
     """``value`` printed the way ``token`` was: as many decimals (of the mantissa), the same exponent and
     sign glyph, as a fresh print of a slightly different value would show it."""
     text = token.text.replace("\u2212", "-")
+    if "\u00d710" in text:  # a power of ten written out (htlib.plotting.plain_number): the same power
+        mantissa, _, power = text.partition("\u00d710")
+        decimals = len(mantissa.partition(".")[2])
+        exponent = int(power.translate(nn._SUPER))
+        return f"{value / 10 ** exponent:.{decimals}f}" + token.text[len(mantissa):]
     mantissa, e, exponent = text.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
     if e:
