@@ -273,7 +273,7 @@ def _reading(spec: Spec, level, verdict: str, estimate=None, low=None, high=None
     return {"part": "", "measurement": spec.measurement, "statistic": spec.statistic, "op": spec.op,
             "level": list(level) if isinstance(level, tuple) else level, "fmt": spec.fmt, "verdict": verdict,
             "estimate": _num(estimate, spec.fmt), "low": _num(low, spec.fmt), "high": _num(high, spec.fmt), "runs": runs, "count": count,
-            "gate": "", "reason": "", "first_level": None, "first_verdict": None}
+            "gate": "", "reason": "", "first_level": None, "first_verdict": None, "unit": ""}
 
 def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str, dict]:
     """The statistic of ``spec`` at ``level``: ``(verdict, cause, measured, uncertainty, reading)``."""
@@ -297,8 +297,9 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str, dict]:
         ci = spec.formatted((iv.low, iv.high)) if math.isfinite(iv.low) and math.isfinite(iv.high) else "none (one run)"
         verdict = Criterion(spec.measurement, spec.op, level, spec.fmt).judge(iv.estimate, (iv.low, iv.high))
         cause = f"the {what}{over}, {ci}, " + _SIDE[verdict].format(crit=crit)
-        return (verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}",
-                _reading(spec, level, verdict, iv.estimate, iv.low, iv.high, iv.n))
+        reading = _reading(spec, level, verdict, iv.estimate, iv.low, iv.high, iv.n)
+        reading["unit"] = m.runs_text.strip()  # what the runs are, where the chapter says ("3 image subsets")
+        return verdict, cause, measured, f"{_runs(spec, m)}; {what} {ci}", reading
     if spec.statistic == "sign":
         t = stats.sign_test(m.values, _ONE_SIDED[spec.op], level, spec.confidence, share=spec.share,
                             margin=spec.margin, drop_nonfinite=True)

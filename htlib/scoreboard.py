@@ -501,7 +501,7 @@ def reading_text(r: dict) -> str:
     else:
         band = f" [{_fmt(low, fmt)}, {_fmt(high, fmt)}]" if low is not None and high is not None else ""
         over = {"bootstrap": " (one fit, its bootstrap interval)", "value": ""}.get(
-            r["statistic"], f" over {runs} run{'s' if runs != 1 else ''}")
+            r["statistic"], f" over {r.get('unit') or f'{runs} run' + ('s' if runs != 1 else '')}")
         text = f"{m} is {_fmt(est, fmt)}{band}{over}, {need}"
     text += {"too_few_runs": ", too few runs to decide", "too_few_draws": ", too few bootstrap refits to decide",
              "reduced": f", at a reduced setting ({r.get('reason', '')})"}.get(gate, "")
