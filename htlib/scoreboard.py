@@ -617,7 +617,7 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
         lines.append(f"- {len(rest)} more claims ({more}) are worded in the claims table below.")
     if plain:
         keyed = "; ".join(f"{c.where} ({_key_number(c)})" if c.readings else c.where for c in plain)
-        lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(keyed)) + ".")
+        lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(_plain_text(keyed))) + ".")
     return "\n".join([":::{container} htlib-findings", *lines, ":::"])
 
 def glue_findings(claims: Sequence[Claim], name: str = "findings") -> str:
