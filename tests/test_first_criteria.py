@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from htlib.claims import judge
-from htlib.experiments import one_step, spike
+from htlib.experiments import generalization, one_step, spike
 from htlib.two_layer import TwoLayerConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -22,6 +22,8 @@ FIRST = {  # revised row -> the variant that reads its first criterion
     (spike, "fig1-adam"): "fig1-adam-first",
     (spike, "steps-1"): "steps-1-label",
     (spike, "review-large"): "review-large-tail",
+    (spike, "review-eta1"): "review-eta1-first",  # 200-point test sets, before the 4,000-point reading
+    (generalization, "ridge"): "ridge_first",
 }
 
 
