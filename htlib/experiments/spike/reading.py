@@ -523,5 +523,9 @@ def eta1_size_texts(sizes: SizeRuns, s) -> dict[str, str]:
                 out[f"eta1_{part}{i}"] = "not measured"
                 continue
             iv = t_interval(pm.values)
+            if part == "smaller":  # a difference of relative changes: percentage points, not a percentage
+                out[f"eta1_{part}{i}"] = (f"{100 * iv.estimate:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}] "
+                                          "percentage points")
+                continue
             out[f"eta1_{part}{i}"] = f"{iv.estimate:{fmt}} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
     return out
