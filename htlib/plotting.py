@@ -7,6 +7,7 @@ never from a cell; every helper takes an ``ax`` and returns it.  Chapters call :
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -67,7 +68,8 @@ def _text_px(texts, *, wrap: bool, bold: bool = False) -> float:
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-_E_NUMBER = None  # compiled on first use
+_E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.(\d+))?[eE][-+]?\d+)(?![\w.])|(?<![\w.])(-?)inf(?![\w.])")
+"""An e-notation number, or ``inf``, in a cell's text (:func:`_plain_text`)."""
 
 
 def plain_number(x: float, digits: int = 4) -> str:
@@ -93,10 +95,6 @@ def plain_number(x: float, digits: int = 4) -> str:
 
 def _plain_text(text: str) -> str:
     """A cell's text with its e-notation numbers and its ``inf`` written as :func:`plain_number` writes them."""
-    import re
-    global _E_NUMBER
-    if _E_NUMBER is None:
-        _E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.(\d+))?[eE][-+]?\d+)(?![\w.])|(?<![\w.])(-?)inf(?![\w.])")
 
     def sub(m: re.Match) -> str:
         if m.group(1) is None:

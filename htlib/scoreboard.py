@@ -466,6 +466,11 @@ FINDING_LINES = 8  # the most lines of a findings box
 _OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "in": "inside", "==": "equal to"}
 _PLURAL = {"agrees": "agree", "disagrees": "disagree", "partly": "partly agree"}
 
+def _band(r: dict) -> str:
+    """A reading's interval as printed after its estimate (``" [low, high]"``), or ``""`` without one."""
+    fmt = r.get("fmt", ".3g")
+    return f" [{_fmt(r['low'], fmt)}, {_fmt(r['high'], fmt)}]" if r.get("low") is not None and r.get("high") is not None else ""
+
 def _counted(n: int, verdict: str) -> str:
     """``"3 agree"``, ``"1 partly agrees"``: a count of verdicts in words."""
     if n == 1:
@@ -499,7 +504,7 @@ def reading_text(r: dict) -> str:
     elif est is None:
         text = f"{m}: no usable value" + (f" ({runs} runs)" if runs else "")
     else:
-        band = f" [{_fmt(low, fmt)}, {_fmt(high, fmt)}]" if low is not None and high is not None else ""
+        band = _band(r)
         over = {"bootstrap": " (one fit, its bootstrap interval)", "value": ""}.get(
             r["statistic"], f" over {r.get('unit') or f'{runs} run' + ('s' if runs != 1 else '')}")
         text = f"{m} is {_fmt(est, fmt)}{band}{over}, {need}"
@@ -552,7 +557,7 @@ def reading_short(c: Claim) -> str:
     elif r.get("estimate") is None:
         text = "no usable value"
     else:
-        band = f" [{_fmt(r['low'], fmt)}, {_fmt(r['high'], fmt)}]" if r.get("low") is not None else ""
+        band = _band(r)
         text = f"{_fmt(r['estimate'], fmt)}{band}, {runs} run{'s' if runs != 1 else ''}; {need}"
     if gate == "too_few_runs":
         text += " (too few runs)"
@@ -566,7 +571,7 @@ def _key_number(c: Claim) -> str:
         return f"{r['count']} of {runs} runs"
     if r.get("estimate") is None:
         return f"{runs} runs" if runs else "no number"
-    band = f" [{_fmt(r['low'], fmt)}, {_fmt(r['high'], fmt)}]" if r.get("low") is not None else ""
+    band = _band(r)
     return f"{_fmt(r['estimate'], fmt)}{band}" + (f", {runs} runs" if r["statistic"] == "mean" else "")
 
 _FINDING_ORDER = ("disagrees", "partly", "inconclusive", "not tested", "agrees")
