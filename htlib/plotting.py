@@ -72,20 +72,27 @@ _E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.(\d+))?[eE][-+]?\d+)(?![\w.])|(?<!
 """An e-notation number, or ``inf``, in a cell's text (:func:`_plain_text`)."""
 
 
-def plain_number(x: float, digits: int = 4) -> str:
+def plain_number(x: float | None, digits: int = 4, *, fmt: str | None = None, undefined: str | None = None) -> str:
     """``x`` as a reader writes it: ``digits`` significant digits in positional notation, a power of ten written
     out (``1.2×10⁻¹⁵``) below 1e-4 or from 1e7 on, ``∞`` for an unbounded value, ``–`` for an undefined one.
+
+    ``fmt`` (a format spec such as ``".3g"`` or ``"+.1%"``) writes a finite value with :func:`format` instead, so
+    prose keeps its own precision; ``undefined`` is the reason, in words, that a NaN or None has no value, printed
+    after the dash: the one way the book writes a number that a run may leave undefined.
 
     Examples
     --------
     >>> plain_number(0.012345), plain_number(10180.0), plain_number(1.2e-15), plain_number(float("inf"))
     ('0.01235', '10180', '1.2×10⁻¹⁵', '∞')
+    >>> plain_number(2.345, fmt=".3g"), plain_number(float("nan"), fmt=".3g", undefined="no outlier"), plain_number(None)
+    ('2.35', '– (no outlier)', '–')
     """
-    x = float(x)
-    if np.isnan(x):
-        return "–"
+    if x is None or np.isnan(x := float(x)):
+        return "–" if not undefined else f"– ({undefined})"
     if np.isinf(x):
         return "∞" if x > 0 else "−∞"
+    if fmt is not None:
+        return format(x, fmt)
     if x != 0 and not 1e-4 <= abs(x) < 1e7:
         mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
         mantissa = mantissa.rstrip("0").rstrip(".")

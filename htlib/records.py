@@ -59,9 +59,13 @@ _OPS = {"<": lambda x, t: x < t, "<=": lambda x, t: x <= t, ">": lambda x, t: x 
         "in": lambda x, t: t[0] <= x <= t[1]}
 
 def _fmt(value, fmt: str = ".3g") -> str:
-    """A number, or a ``(low, high)`` pair as ``[low, high]``, in the format ``fmt``."""
+    """A number, or a ``(low, high)`` pair as ``[low, high]``, in the format ``fmt`` (an unbounded end as ``∞``, an
+    undefined value as ``–``, as :func:`htlib.plotting.plain_number` writes them)."""
     if isinstance(value, (tuple, list)):
-        return "[" + ", ".join(format(float(v), fmt) for v in value) + "]"
+        return "[" + ", ".join(_fmt(v, fmt) for v in value) + "]"
+    if value is None or not math.isfinite(float(value)):
+        from htlib.plotting import plain_number
+        return plain_number(value)
     return format(float(value), fmt)
 
 @dataclass(frozen=True)
@@ -284,12 +288,19 @@ def read_claims(notebook: str | Path) -> list[Claim]:
     return [Claim(**{k: v for k, v in rec.items() if k in names})
             for payload in _payloads(notebook) for rec in payload["claims"]]
 
-def glue_text(name: str, value, fmt: str = ".3g") -> str:
-    """Format ``value`` (strings as they are) and glue it under ``name`` for the prose; return the text."""
+def glue_text(name: str, value, fmt: str = ".3g", undefined: str = "not defined at these parameters") -> str:
+    """Format ``value`` (strings as they are) and glue it under ``name`` for the prose; return the text.
+
+    A value a run may leave undefined (None, NaN) or unbounded (inf) is written by
+    :func:`htlib.plotting.plain_number`: ``–`` with the reason ``undefined`` in words, or ``∞``."""
     from myst_nb import glue
     if hasattr(value, "item"):
         value = value.item()  # NumPy 2 scalars repr as np.float64(...)
-    text = value if isinstance(value, str) else format(value, fmt)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        from htlib.plotting import plain_number
+        text = plain_number(value, undefined=undefined)
+    else:
+        text = value if isinstance(value, str) else format(value, fmt)
     glue(name, _Plain(text), display=False)
     return GluedText(text)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from htlib import archive, htmp, spectra
+from htlib import archive, htmp, plotting, spectra
 from htlib import stats as hstats
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
@@ -53,7 +53,7 @@ def _at_bound(kappa: float, gamma: float) -> str:
     return "lower" if kappa <= lo * BOUND_NEAR else "upper" if kappa >= hi / BOUND_NEAR else ""
 
 def _fmt(v: float) -> str:
-    return "inf" if math.isinf(v) else format(v, ".3g")
+    return plotting.plain_number(v, fmt=".3g")  # an unbounded kappa or delta (MP) as ∞
 
 def _span(v, f=lambda x: f"{x:.3g}") -> str:
     return f"{f(v[0])} [{f(v[1])}, {f(v[2])}]"  # (median, lowest, highest) as "m [lo, hi]"
