@@ -16,7 +16,11 @@ first screen, then one line per claim that does not agree, and every record in a
 120 px (each check has a negative control); the landing page shows the same counts and disagreements, math typeset.
 Every chapter, at 1280 px, opens with its findings box on the first screen (at most FINDING_LINES lines, no cut
 sentence), has no table wider than the text column or with a column narrower than 120 px, and prints no
-``nan`` (a negative control injects each fault into a real chapter page).  The chapters of ``CHAPTER_SCREENS`` are
+``nan``, ``inf`` or ``None``, closed dropdowns included (a negative control injects each fault into a real chapter
+page); neither do the scoreboard and the landing page.  A small rerun of the phases chapter, rendered by
+``python -m htlib.run``, opens at 1280 x 900 with its banner as the first thing under the title, on the first
+screen, listing every verdict it moved with both values, and prints no ``nan``, ``inf`` or ``None`` (each check with
+a negative control).  The chapters of ``CHAPTER_SCREENS`` are
 at most that many screens at 1280 x 900 with every dropdown closed.
 """
 
@@ -338,7 +342,7 @@ def test_scoreboard_reads_in_a_minute(server, browser):
     # The length and the tables, with every dropdown closed.
     height = _height(page)
     assert height <= MAX_SCREENS * READER["height"], f"scoreboard {height} px: {height / READER['height']:.1f} screens"
-    faults = _table_faults(page) + _narrow_columns(page)
+    faults = _table_faults(page) + _narrow_columns(page) + _undefined(page)
     assert not faults, f"scoreboard: {faults[:5]}"
     page.close()
 
@@ -418,13 +422,28 @@ def test_landing_page_has_the_scoreboards_counts_and_disagreements(server, brows
     ascii_math = re.compile(r"\b(lambda|eta|alpha|kappa|rho|mu)(_\w|\b)|\b[A-Za-z]_\w+\^|\bsqrt\(")
     shown = [text for text, _ in items if ascii_math.search(text)]
     assert not shown, shown[:2]
-    assert not _table_faults(landing) + _narrow_columns(landing), _table_faults(landing) + _narrow_columns(landing)
+    faults = _table_faults(landing) + _narrow_columns(landing) + _undefined(landing)
+    assert not faults, faults[:5]
     landing.close()
 
 
 
 CHAPTERS = [p for p in _pages() if _source(p).suffix == ".ipynb" and Path(p).stem != "scoreboard"]
-_NAN = r"() => ((document.querySelector('main') || document.body).innerText.match(/\bnan\b/gi) || []).length"
+# The article's whole text, closed dropdowns included (textContent, not innerText), without scripts, styles,
+# MathJax's own nodes and the code cells' source: every value printed the way Python prints an undefined or
+# unbounded number (nan, inf, -inf, None) as a word ("infinite", "information" and "None of" are words of prose).
+_UNDEFINED = r"""() => { const a = (document.querySelector('article.bd-article') || document.querySelector('main')
+        || document.body).cloneNode(true);
+    a.querySelectorAll('script, style, mjx-container, .cell_input').forEach(e => e.remove());
+    const t = a.textContent, out = [];
+    for (const re of [/(?<![\w.])(?:nan|-?inf)(?![\w])/gi, /(?<![\w.])None(?![\w])(?! of\b)/g])
+        for (const m of t.matchAll(re)) out.push(t.slice(Math.max(0, m.index - 40), m.index + 20).replace(/\s+/g, ' '));
+    return out; }"""
+
+
+def _undefined(page) -> list[str]:
+    """Each ``nan``, ``inf`` or ``None`` in the page's text (closed dropdowns included), with its context."""
+    return [f"'{hit}'" for hit in page.evaluate(_UNDEFINED)]
 
 
 def _chapter_faults(page, records) -> list[str]:
@@ -445,8 +464,8 @@ def _chapter_faults(page, records) -> list[str]:
             if box[2]:
                 out.append("the findings box cuts a sentence ('…')")
     out += _table_faults(page)
-    if n := page.evaluate(_NAN):
-        out.append(f"{n} 'nan' in the text")
+    if hits := _undefined(page):
+        out.append(f"{len(hits)} undefined values printed as nan, inf or None: {hits[:3]}")
     return out
 
 
@@ -454,7 +473,8 @@ def _chapter_faults(page, records) -> list[str]:
 def test_a_chapter_opens_with_its_findings_and_its_tables_fit(server, browser, page_path):
     """At 1280 px: the findings box starts on the first screen, at most FINDING_LINES long and with no cut
     sentence, no table overflows the text column or has a column narrower
-    than MIN_COLUMN px, and no undefined value prints as ``nan``."""
+    than MIN_COLUMN px, and no undefined or unbounded value prints as ``nan``, ``inf`` or ``None`` (closed
+    dropdowns included)."""
     records = [c for c in rc.read_claims(_source(page_path)) if c.counted]
     page = _reader(browser, server, page_path)
     faults = _chapter_faults(page, records)
@@ -483,9 +503,20 @@ def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browse
     path = CHAPTERS[0]
     records = [c for c in rc.read_claims(_source(path)) if c.counted]
     page = _reader(browser, server, path)
-    page.evaluate("() => { const p = document.createElement('p'); p.textContent = 'tail alpha nan';"
-                  " document.querySelector('article.bd-article').appendChild(p); }")
-    assert any("nan" in f for f in _chapter_faults(page, records))
+    assert not _undefined(page), _undefined(page)
+    # each of the three in a closed dropdown, which innerText does not see; words of prose are no fault
+    for shown in ("tail alpha nan", "kappa [14.7, inf]", "lowest -inf", "the reach None"):
+        page.evaluate("(text) => { const d = document.createElement('details'); d.className = 'htlib-control';"
+                      " d.innerHTML = '<summary>closed</summary><p></p>'; d.querySelector('p').textContent = text;"
+                      " document.querySelector('article.bd-article').appendChild(d); }", shown)
+        assert not page.evaluate("() => document.querySelector('details.htlib-control').open")
+        assert any("undefined values" in f and shown.split()[-1] in f for f in _chapter_faults(page, records)), shown
+        page.evaluate("() => document.querySelector('details.htlib-control').remove()")
+    page.evaluate("() => { const d = document.createElement('details'); d.className = 'htlib-control';"
+                  " d.innerHTML = '<summary>closed</summary><p>infinite information; None of the runs; nanometre</p>';"
+                  " document.querySelector('article.bd-article').appendChild(d); }")
+    assert not _undefined(page), _undefined(page)
+    page.evaluate("() => document.querySelector('details.htlib-control').remove()")
     page.evaluate("() => { const t = document.createElement('table'); t.innerHTML = '<tr>' +"
                   " Array.from({length: 12}, () => '<td>a_long_unbreakable_column_value_here</td>').join('') + '</tr>';"
                   " document.querySelector('article.bd-article').appendChild(t); }")
@@ -495,4 +526,106 @@ def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browse
     assert any("below the first screen" in f for f in _chapter_faults(page, records))
     page.evaluate("() => document.querySelectorAll('.htlib-findings').forEach(e => e.remove())")
     assert "no findings box" in _chapter_faults(page, records)
+    page.close()
+
+
+# --- a rerun as a reader opens it ------------------------------------------------------------------------------------
+
+# The phases chapter at a fraction of its sizes, one draw per family (its sign tests cannot decide on one draw, so
+# verdicts move) and at a seed whose bulk-decay example has no outlier (its reach is undefined): about 30 s.
+RERUN = {"h": 400, "d": 200, "seed": 1, "small_h": 120, "small_d": 60, "small_seeds": 1, "confusion_seeds": 1,
+         "workers": 1}
+
+
+@pytest.fixture(scope="module")
+def rerun(tmp_path_factory):
+    """The phases chapter rerun with ``RERUN`` by ``python -m htlib.run``, its page served: (URL, notebook)."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("rerun")
+    args = [a for k, v in RERUN.items() for a in ("-p", k, str(v))]
+    proc = subprocess.run([sys.executable, "-m", "htlib.run", str(ROOT / "book" / "phases.ipynb"), *args,
+                           "--output-dir", str(out)], capture_output=True, text=True,
+                          env={**os.environ, "TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (notebook,) = out.glob("phases-*.ipynb")
+    handler = functools.partial(_QuietHandler, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/{notebook.with_suffix('.html').name}", notebook
+    httpd.shutdown()
+
+
+def _moved_verdicts(rerun_notebook: Path) -> list[tuple[str, str, str]]:
+    """(key, the book's verdict, the rerun's) for every record whose verdict the rerun moved, read from the records."""
+    old = {c.key: c.verdict for c in rc.read_claims(ROOT / "book" / "phases.ipynb") if c.key}
+    new = {c.key: c.verdict for c in rc.read_claims(rerun_notebook) if c.key}
+    return [(k, old[k], new[k]) for k in new if k in old and old[k] != new[k]]
+
+
+def _rerun_faults(page, moved) -> list[str]:
+    """What a reader of a rerun should not meet: a page whose first screen looks like the book's (the banner not the
+    first thing under the title, or below the first screen), a moved verdict the banner does not name with both
+    values, an undefined value printed as ``nan``, ``inf`` or ``None``."""
+    out = []
+    first = page.evaluate(
+        """() => { const s = document.querySelector('article.bd-article section');
+            const e = s && Array.from(s.children).find(x => x.tagName !== 'H1' && x.getClientRects().length);
+            if (!e) return null;
+            return {banner: e.classList.contains('admonition') && /rerun/i.test(e.textContent),
+                    top: e.getBoundingClientRect().top + window.scrollY,
+                    items: Array.from(e.querySelectorAll('li')).map(li => li.textContent)}; }""")
+    if first is None or not first["banner"]:
+        return ["the rerun's banner is not the first thing under the title"]
+    if first["top"] >= READER["height"]:
+        out.append(f"the rerun's banner starts at {first['top']:.0f} px, below the first screen")
+    for key, old, new in moved:
+        if not any(key in li and old in li and new in li for li in first["items"]):
+            out.append(f"the banner does not list {key} with both verdicts ({old}, {new})")
+    if hits := _undefined(page):
+        out.append(f"{len(hits)} undefined values printed as nan, inf or None: {hits[:3]}")
+    return out
+
+
+def test_a_rerun_opens_with_its_banner_and_the_verdicts_it_moved(browser, rerun):
+    """A small rerun of the phases chapter at 1280 x 900: the banner is the first thing under the title, on the
+    first screen; it lists every verdict the rerun moved with the book's value and the rerun's; no ``nan``, ``inf``
+    or ``None`` anywhere in its text, closed dropdowns included (an undefined value reads "–" with its reason)."""
+    url, notebook = rerun
+    moved = _moved_verdicts(notebook)
+    assert moved, "the rerun moved no verdict: its changes list goes untested"
+    page = browser.new_page(viewport=READER)
+    response = page.goto(url, wait_until="load")
+    assert response is not None and response.ok
+    faults = _rerun_faults(page, moved)
+    page.close()
+    assert not faults, faults[:5]
+
+
+def test_the_rerun_checks_catch_a_late_banner_a_lost_change_and_nan(browser, rerun):
+    """Negative controls on the rerun's page: each injected fault is reported by the check above."""
+    url, notebook = rerun
+    moved = _moved_verdicts(notebook)
+    page = browser.new_page(viewport=READER)
+    page.goto(url, wait_until="load")
+    assert not _rerun_faults(page, moved)
+    # a moved verdict missing from the list
+    page.evaluate("() => document.querySelector('article.bd-article section .admonition li').remove()")
+    assert any("does not list" in f for f in _rerun_faults(page, moved))
+    page.reload(wait_until="load")
+    # an undefined value in a closed dropdown
+    page.evaluate("() => { const d = document.createElement('details'); d.innerHTML = '<summary>s</summary>"
+                  "<p>the top one at nan</p>'; document.querySelector('article.bd-article').appendChild(d); }")
+    assert any("undefined values" in f for f in _rerun_faults(page, moved))
+    page.reload(wait_until="load")
+    # the banner below a screen of prose, as the book's page would open
+    page.evaluate("() => { const b = document.querySelector('article.bd-article section .admonition');"
+                  " b.parentElement.insertBefore(Object.assign(document.createElement('div'), {style: 'height: 1000px',"
+                  " textContent: 'prose'}), b); }")
+    assert any("not the first thing" in f for f in _rerun_faults(page, moved))
+    page.evaluate("() => { const s = document.querySelector('article.bd-article section');"
+                  " s.insertBefore(s.querySelector('.admonition'), s.querySelector('h1').nextElementSibling); "
+                  " s.querySelector('h1').style.marginBottom = '1200px'; }")
+    assert any("below the first screen" in f for f in _rerun_faults(page, moved))
     page.close()
