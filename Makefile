@@ -49,7 +49,7 @@ JOBS ?= 2
 XDIST := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 THREADS := $(if $(filter 0,$(JOBS)),,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 
-# UNIT_MARKS selects the tests: every one but the browser's by default; CI leaves out the slow ones (.ci/run).
+# UNIT_MARKS selects the tests: every one but the browser's (make browser runs those on the rendered book).
 UNIT_MARKS ?= not browser
 unit: venv
 	$(QUIET) $(THREADS) $(PY) -m pytest tests/ -m "$(UNIT_MARKS)" --durations=15 $(XDIST)
@@ -64,10 +64,13 @@ nbval: venv
 	$(QUIET) $(ARITH) $(PY) -m pytest --nbval --nbval-current-env --nbval-cell-timeout=86400 \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider --keep-executed $(CHAPTERS)
 
-# CI's regression: every chapter but CI_SKIP, whose training alone takes about 55 min on the project's two-core AMD
-# EPYC (2026-12-06: generalization 32 min, htmp 22 min, of a cold `make nbval` of 85 min), past CI's 90-minute limit
-# with the unit tests; `make test` re-executes them.  .ci/run renders them from their committed outputs (make html).
-CI_SKIP := book/generalization.ipynb book/htmp.ipynb
+# CI's regression: every chapter but CI_SKIP, the three whose cold default run takes more than 10 min on the
+# project's two-core AMD EPYC: generalization (32 min) and htmp (22 min) of a cold `make nbval` of 85 min
+# (2026-12-06), and spike_to_heavy_tail since its 120 training runs of the review's eta = 1 at two sizes (about
+# 13 min cold with them; CI's whole run took 57 min, above its 50-min target, 2026-12-07).  Their runs stay the
+# book's evidence: `make test` re-executes them against their committed outputs, the unit tests run each end to end
+# at its smallest setting, and .ci/run renders them from their committed outputs (make html).
+CI_SKIP := book/generalization.ipynb book/htmp.ipynb book/spike_to_heavy_tail.ipynb
 nbval-ci: venv
 	$(MAKE) nbval CHAPTERS="$(filter-out $(CI_SKIP),$(CHAPTERS))"
 

@@ -98,11 +98,15 @@ def test_the_configs_cross_subsets_and_seeds_and_the_protocol_takes_one_seed_eac
 
     s = _setup(seed=2)
     book, public = R.subset_configs(s, "book"), R.subset_configs(s, "public")
-    assert len(book) == len(R.SUBSET_BATCHES) * R.SUBSETS * R.SUBSET_SEEDS
+    assert len(book) == len(R.SUBSET_BATCHES) * R.SUBSETS * s.repeats
     assert {(c.block, c.net.seed) for c in book} == {(b, 2 + r) for b in range(3) for r in range(3)}
     assert {(c.block, c.net.seed, c.pool, c.norm) for c in public} == {(b, 2 + b, "avg", "channel") for b in range(3)}
     assert all(c.net.epochs == s.epochs and c.net.lr == s.lr for c in book + public)
     assert R.subset_configs(_setup(dataset="cifar10", data_dir="/tmp"), "book") == []
+    # a rerun's batch sizes and repeats bound the subset runs: none at a batch size it leaves out
+    few = R.subset_configs(_setup(batch_sizes=[1000, 32], repeats=2), "book")
+    assert {(c.net.batch_size, c.net.seed) for c in few} == {(1000, 0), (1000, 1)} and len(few) == 2 * R.SUBSETS
+    assert R.subset_configs(_setup(batch_sizes=[32]), "public") == []
 
 
 def test_no_run_of_compute_depends_on_the_replicates_module():

@@ -45,7 +45,7 @@ def subset_cost(setup: compute.Setup) -> list[Cost]:
     ``compute.LENET_IMAGES_PER_SECOND`` a worker, and their fits, on two workers."""
     jobs = [c for p in replicates.PROTOCOLS for c in replicates.subset_configs(setup, p)]
     images = sum(c.net.epochs * (c.net.n_train or 0) for c in jobs)
-    return [Cost("the LeNet runs on image subsets", ("epochs",),
+    return [Cost("the LeNet runs on image subsets", ("epochs", "repeats"),
                  seconds=(images / compute.LENET_IMAGES_PER_SECOND + len(jobs) * SUBSET_FIT_SECONDS) / 2)] if jobs else []
 
 

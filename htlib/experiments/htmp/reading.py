@@ -325,7 +325,8 @@ def subset_setting(setup, protocol: str) -> str:
     """The setting of the LeNet runs on image subsets (:mod:`htlib.experiments.htmp.replicates`) of ``protocol``."""
     size = 5000 // replicates.BLOCKS
     book = protocol == "book"
-    seeds = (f"{replicates.SUBSET_SEEDS} seeds each ({', '.join(str(setup.seed + r) for r in range(replicates.SUBSET_SEEDS))})"
+    seeds = (f"{setup.repeats} seed{'s' if setup.repeats != 1 else ''} each "
+             f"({', '.join(str(setup.seed + r) for r in range(setup.repeats))})"
              if book else "one seed each (seed + the subset's index)")
     return (f"MNIST-5k, {replicates.SUBSETS} disjoint {size:,}-image subsets ({size // 10} images of each digit; another "
             f"{size:,} the test set), {seeds}; {setup.epochs} epoch{'s' if setup.epochs != 1 else ''}"
@@ -444,6 +445,8 @@ def measure_subsets(batch: BatchResult, sub: SubsetsResult | None) -> dict[str, 
     keys = [k for k in SUBSET_KEYS if k in TABLE]
     if sub is None or not sub.runs:
         why = ("the image subsets are MNIST-5k's (dataset mnist5k)" if sub is not None and sub.setup.dataset != "mnist5k"
+               else f"none of the subset runs' batch sizes ({', '.join(map(str, replicates.SUBSET_BATCHES))}) is in "
+                    "this run's batch_sizes" if sub is not None
                else "the runs on image subsets (replicates.run_subsets) were not passed")
         return {k: Measurement.not_run(why) for k in keys}
     out = {}

@@ -3,9 +3,10 @@
 
 - **Image subsets.**  LeNet at the chapter's optimizer and epochs, trained on disjoint 1,000-image subsets of MNIST-5k
   (:func:`block_indices`: five blocks of 100 images of each digit, fixed once; blocks ``0 .. SUBSETS - 1`` train, block
-  :data:`TEST_BLOCK` is every run's test set), at each batch size of :data:`SUBSET_BATCHES`:
-  - the book's LeNet (2x2 max-pooling, one scalar mean/std normalization) at seeds ``seed .. seed + SUBSET_SEEDS - 1``
-    on every subset;
+  :data:`TEST_BLOCK` is every run's test set), at each batch size of :data:`SUBSET_BATCHES` that the chapter's
+  ``batch_sizes`` holds (:func:`subset_batches`):
+  - the book's LeNet (2x2 max-pooling, one scalar mean/std normalization) at the chapter's ``repeats`` seeds
+    ``seed .. seed + repeats - 1`` on every subset;
   - the group's public-code protocol (a 1,000-image subsample, 2x2 average pooling, per-channel normalization), one
     seed per subset (``seed + block``).
   Each run's FC1 is fitted as the chapter fits its layers (:func:`compute.fit_layer`), with the bulk fit without its
@@ -35,7 +36,6 @@ BLOCKS = 5  # MNIST-5k's 500 images of each digit split into 5 blocks of 100: fi
 SPLIT_SEED = 20261206  # the one fixed permutation of each digit's images that defines the blocks
 SUBSETS = 3  # training subsets: blocks 0, 1, 2
 TEST_BLOCK = 4  # every run's test images (never trained on)
-SUBSET_SEEDS = 3  # the book's LeNet: seeds per subset (seed, seed + 1, seed + 2)
 SUBSET_BATCHES = (1000, 250, 100)  # the batch sizes the LeNet rows read (1000 -> 100, 250 -> 100, the paper's kappas)
 PROTOCOLS = {"book": ("max", "scalar"), "public": ("avg", "channel")}  # (pooling, normalization)
 PHASE_SEEDS = 3  # seeds of the 5+1 phase spectra: seed, seed + 1, seed + 2
@@ -201,20 +201,32 @@ def train_subset(config: SubsetConfig) -> SubsetFit:
     return SubsetFit(config.block, config.protocol, net.seed, f, int(outliers), float(bulk), float(ks), null)
 
 
+def subset_batches(setup: compute.Setup) -> tuple[int, ...]:
+    """The batch sizes of :data:`SUBSET_BATCHES` that the subset runs train: those in the chapter's ``batch_sizes``
+    (a rerun that leaves a batch size out trains it on no subset either).
+
+    Examples
+    --------
+    >>> subset_batches(compute.Setup()), subset_batches(compute.Setup(batch_sizes=[1000, 100, 32]))
+    ((1000, 250, 100), (1000, 100))
+    """
+    return tuple(b for b in SUBSET_BATCHES if b in setup.batch_sizes)
+
+
 def subset_configs(setup: compute.Setup, protocol: str = "book") -> list[SubsetConfig]:
-    """The subset runs of ``protocol``: ``"book"`` at :data:`SUBSET_SEEDS` seeds on every subset, ``"public"`` at
-    seed ``seed + block``; ``[]`` unless the chapter runs on MNIST-5k."""
+    """The subset runs of ``protocol`` at each of :func:`subset_batches`: ``"book"`` at the chapter's ``repeats``
+    seeds on every subset, ``"public"`` at seed ``seed + block``; ``[]`` unless the chapter runs on MNIST-5k."""
     check_choice("protocol", protocol, tuple(PROTOCOLS))
     if setup.dataset != "mnist5k":
         return []
     pool, norm = PROTOCOLS[protocol]
-    runs = [(blk, setup.seed + r) for blk in range(SUBSETS) for r in range(SUBSET_SEEDS)] if protocol == "book" else \
+    runs = [(blk, setup.seed + r) for blk in range(SUBSETS) for r in range(setup.repeats)] if protocol == "book" else \
         [(blk, setup.seed + blk) for blk in range(SUBSETS)]
     return [SubsetConfig(SmallNetConfig(model="lenet", dataset="mnist5k", batch_size=int(b), epochs=int(setup.epochs),
                                         lr=float(setup.lr), momentum=float(setup.momentum),
                                         n_train=5000 // BLOCKS, seed=int(s),
                                         device=setup.device), blk, pool, norm)
-            for b in SUBSET_BATCHES for blk, s in runs]
+            for b in subset_batches(setup) for blk, s in runs]
 
 
 def _cost(c: SubsetConfig) -> float:
