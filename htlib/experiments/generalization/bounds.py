@@ -42,6 +42,29 @@ def costs(setup: compute.Setup) -> list[Cost]:
                  memory=max(b for b, _ in runs) * setup.workers, seconds=flops / FLOP_RATE)]
 
 
+OVERLAP_SVD_SECONDS = 1.0
+"""One thin SVD of a 1500 x 1000 float64 matrix (SciPy's ``gesdd``, one thread), as :func:`htlib.dynamics.
+update_overlaps` takes two per label-noise run: 1.03 s at load 3 on the two-core AMD EPYC (2026-12-07)."""
+
+
+def more_seeds_costs(setup: compute.Setup) -> list[Cost]:
+    """:func:`extra.run_more_seeds` at its defaults: the trainings its seeds add beyond Fig. 8's own (the rest are
+    cached runs of the chapter), their ridge readouts on the larger test sets, and two SVDs per label-noise run."""
+    from htlib.experiments.generalization import extra
+
+    steps = setup.steps
+    last = two_layer.TwoLayerConfig(**setup.shape, dtype="float32", optimizer="adam", eta=setup.fig8_eta,
+                                    record_every=steps, keep_weights=(max(steps - 1, 0), steps))
+    runs = (max(extra.NOISE_SEEDS - setup.fig8cd_seeds, 0) * len(extra.NOISE_PAIR)
+            + max(extra.RIDGE_SEEDS - setup.fig8_seeds, 0))
+    readout = two_layer.run_cost(replace(last, steps=0, keep_weights=(), n_test=extra.N_TEST))[1]
+    flops = runs * two_layer.run_cost(last)[1] + extra.RIDGE_SEEDS * len(setup.lams) * readout
+    scale = setup.h * setup.d * min(setup.h, setup.d) / (1500 * 1000 * 1000)
+    svds = 2 * extra.NOISE_SEEDS * len(extra.NOISE_PAIR) * OVERLAP_SVD_SECONDS * scale
+    return [Cost("the ridge readings and label-noise overlaps over more seeds", (*_SHAPE, "lams"),
+                 seconds=(flops / FLOP_RATE + svds) / 2)]
+
+
 def check(setup: compute.Setup) -> None:
     """The extra seeds of Fig. 8(a) and of Figs. 8(c)-(d) add to Fig. 8's own: fewer would silently run as
     ``fig8_seeds``."""
@@ -51,4 +74,4 @@ def check(setup: compute.Setup) -> None:
                                  f"Fig. 8's own seeds and add the extra ones); got {getattr(setup, name)}")
 
 
-extend_setup(compute.Setup, costs=costs, check=check)
+extend_setup(compute.Setup, costs=lambda s: [*costs(s), *more_seeds_costs(s)], check=check)
