@@ -357,6 +357,16 @@ def test_glue_text_shows_nothing_when_it_ends_a_cell():
     assert text == "90%" and text._ipython_display_() is None and f"{text}" == "90%"
 
 
+def test_an_undefined_or_unbounded_number_prints_as_a_dash_with_its_reason_or_infinity():
+    """What a rerun's prose and records print where a number has no value: never nan, inf or None."""
+    for value, fmt, why, shown in ((float("nan"), ".3g", "no tail", "– (no tail)"), (None, ".2f", "no fit", "– (no fit)"),
+                                   (float("inf"), ".3g", "unused", "∞"), (-float("inf"), ".1f", "unused", "−∞"),
+                                   (1.23456, ".3g", "unused", "1.23")):
+        assert rc.glue_text("x", value, fmt, undefined=why) == shown
+    assert rc.glue_text("x", float("nan")).startswith("– (")  # a reason even where the caller gives none
+    assert rc._fmt((14.7, float("inf"))) == "[14.7, ∞]" and rc._fmt(float("nan")) == "–"
+
+
 def test_every_executed_chapter_follows_the_claim_rules():
     """The stored records of every chapter: a setting, causes, uncertainties, variants that name a claim."""
     from htlib import book
