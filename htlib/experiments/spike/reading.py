@@ -10,6 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from htlib import archive, dynamics, plotting, spectra
+from htlib.plotting import plain_number
 from htlib.dynamics import tail_shape
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
@@ -237,14 +238,16 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     t_gd, t_adam = rep(gd.esd[-1]), rep(plain.esd[-1])
     no_tail = "a spectrum has no tail beyond the bulk edge, so no tail alpha (Fig. 1 and width tables)"
     out["fig5b"] = _one(t_gd.tail_alpha - t_adam.tail_alpha, no_tail, f"{t_gd.tail_alpha:.3g} - {t_adam.tail_alpha:.3g}; "
-                        f"standard errors {t_gd.tail_alpha_sigma:.2g} and {t_adam.tail_alpha_sigma:.2g}")
+                        f"standard errors {plain_number(t_gd.tail_alpha_sigma, fmt='.2g', undefined='no tail fit')} and "
+                        f"{plain_number(t_adam.tail_alpha_sigma, fmt='.2g', undefined='no tail fit')}")
     h_gd, h_adam = float(gd.alpha_hill[-1]), float(plain.alpha_hill[-1])
     out["fig5b-hill"] = _one(h_gd - h_adam, "PL_Alpha_Hill is undefined", f"{h_gd:.3g} - {h_adam:.3g}")
     out["fig5b-ks"] = _one(t_gd.alpha - t_adam.alpha, "PL_Alpha_KS is undefined", f"{t_gd.alpha:.3g} - {t_adam.alpha:.3g}")
     # App. A.
     for opt in ("gd", "adam"):
         fit = spectra.fit_power_law(runs[("appA", opt)].esd[-1])
-        out[f"appA-{opt}"] = _one(fit.alpha, "the power-law fit failed (App. A table)", f"fit standard error {fit.sigma:.2g}")
+        out[f"appA-{opt}"] = _one(fit.alpha, "the power-law fit failed (App. A table)",
+                                  f"fit standard error {plain_number(fit.sigma, fmt='.2g', undefined='no fit')}")
     # Fig. 1: the label with and without lambda_1, the tail's shape and the stricter option.
     tails = []
     for tag, tr in (("gd", gd), ("adam", runs[("adam", s.eta_adam_fig1)])):
@@ -252,9 +255,12 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
         tails.append(r.tail_alpha)
         hill = float(tr.alpha_hill[-1])
         out[f"fig1-{tag}"] = Measurement(parts={
-            f"fig1-{tag}-label": _one(sh.heavy, "", f"{r.phase}: tail of {r.tail_size} to {r.tail_reach:.3g} lambda_+, "
-                                      f"tail alpha {_alpha(r.tail_alpha)}; without lambda_1 {sh.label_without_top}, to "
-                                      f"{sh.reach_without_top:.3g} lambda_+, tail alpha {_alpha(sh.alpha_without_top)}"),
+            f"fig1-{tag}-label": _one(
+                sh.heavy, "", f"{r.phase}: tail of {r.tail_size} to "
+                f"{plain_number(r.tail_reach, fmt='.3g', undefined='no tail')} lambda_+, tail alpha "
+                f"{_alpha(r.tail_alpha)}; without lambda_1 {sh.label_without_top}, to "
+                f"{plain_number(sh.reach_without_top, fmt='.3g', undefined='no tail without the top')} lambda_+, "
+                f"tail alpha {_alpha(sh.alpha_without_top)}"),
             f"fig1-{tag}-ks": _one(bool(np.isfinite(r.alpha) and r.alpha < rules.heavy_alpha), "",
                                    f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} eigenvalues; PL_Alpha_Hill {hill:.3g}")})
         out[f"fig1-{tag}-first"] = out[f"fig1-{tag}"].parts[f"fig1-{tag}-label"]  # the label alone
@@ -315,7 +321,7 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     at_top = tail_shape(ht.esd[i], h=h, d=d, rules=rules) if rd["label"].first is not None else None
     out["steps-1"] = _first(rd["Hill"], band, "every step recorded")
     out["steps-1-label"] = _first(rd["label"], band, "every step recorded" + (
-        "" if at_top is None else f"; at that step without lambda_1 the tail reaches {at_top.reach_without_top:.3g} "
+        "" if at_top is None else f"; at that step without lambda_1 the tail reaches {plain_number(at_top.reach_without_top, fmt='.3g', undefined='no tail')} "
         f"lambda_+ against {rules.heavy_reach:g}, tail alpha {_alpha(at_top.alpha_without_top)} against {rules.heavy_alpha:g}"))
     out["steps-1-ks"] = _first(rd["KS"], band, "every step recorded")
     slow = runs[("slow", s.slow_eta)]
@@ -412,6 +418,11 @@ def eta1_reading(tr: Trajectory, smaller: Mapping[float, Trajectory], *, eta: fl
 ETA1_SIZES = ("review-eta1", "review-eta1-n8000")
 """The rows of the review's eta = 1 sentence read on :data:`~htlib.experiments.spike.sizes.N_TEST`-point test sets:
 at the chapter's n and at four times it (§5.3's n = 8000)."""
+ETA1_OTHER_READOUT = "review-eta1-other-readout"
+"""The variant of review-eta1: the same runs at the chapter's n, their test losses under the readout convention the
+chapter's ``readout`` does not use (``d``, the published figures', against ``sqrt_d``, the written formula's)."""
+READOUTS = {"d": "features tanh(X Wᵀ/d)/sqrt(h), the published figures'",
+            "sqrt_d": "features tanh(X Wᵀ/sqrt(d))/sqrt(h), the paper's formula"}
 
 def _eta1_sizes(sizes: SizeRuns | None, s, chapter: Mapping[int, Trajectory]) -> dict[str, Measurement]:
     """:data:`ETA1_SIZES` from ``sizes`` pooled over its seeds; where a seed is also one of the chapter's, its
@@ -419,12 +430,13 @@ def _eta1_sizes(sizes: SizeRuns | None, s, chapter: Mapping[int, Trajectory]) ->
     if sizes is None:
         why = ("the runs on test sets of N_TEST points (sizes.run_sizes) are not given to this reading; the chapter's "
                "claims cell reads them")
-        return {k: Measurement.not_run(why) for k in ETA1_SIZES}
+        return {k: Measurement.not_run(why) for k in (*ETA1_SIZES, ETA1_OTHER_READOUT)}
     out = {}
-    for key, n in zip(ETA1_SIZES, sizes.sizes):
+    other = "sqrt_d" if s.readout == "d" else "d"
+    for key, n, readout in (*zip(ETA1_SIZES, sizes.sizes, (s.readout, s.readout)), (ETA1_OTHER_READOUT, s.n, other)):
         by_seed = sizes.runs[n]
         per = {seed: eta1_reading(r[float(s.eta_adam)], {e: tr for e, tr in r.items() if e < s.eta_adam},
-                                  eta=s.eta_adam, readout=s.readout, key=key) for seed, r in by_seed.items()}
+                                  eta=s.eta_adam, readout=readout, key=key) for seed, r in by_seed.items()}
         m = _pool(per)
         shared = [seed for seed in by_seed if seed in chapter and n == s.n]
         note = m.note
@@ -438,8 +450,10 @@ def _eta1_sizes(sizes: SizeRuns | None, s, chapter: Mapping[int, Trajectory]) ->
                  f"the paper's sizes and protocol at §5.3's n = {n}, with Fig. 7's learning rates below "
                  f"{s.eta_adam:g} ({', '.join(f'{e:g}' for e in smaller)}); ")
         seeds = list(by_seed)
-        setting = (f"{where}test sets of {N_TEST} points (paper: 200); {len(seeds)} seeds ({seeds[0]}-{seeds[-1]}); "
-                   "the paper shows one run")
+        convention = ("" if readout == s.readout else
+                      f"the test losses under the readout {READOUTS[readout]} (the chapter's: {READOUTS[s.readout]}); ")
+        setting = (f"{convention}{where}test sets of {N_TEST} points (paper: 200); {len(seeds)} seeds "
+                   f"({seeds[0]}-{seeds[-1]}); the paper shows one run")
         out[key] = replace(m, note=note, setting=setting)
     return out
 
@@ -479,7 +493,7 @@ def _review(runs, s, rep, heavy) -> dict[str, Measurement]:
                                    f"{_alpha(r.tail_alpha)}, test {rows[top][0]:+.1%}")
         out["review-large-tail"] = _one(r.tail_alpha, f"no tail beyond the bulk edge at eta = {top:g}, so no tail "
                                         "alpha (learning-rate table)", f"eta = {top:g}: tail alpha {_alpha(r.tail_alpha)}, "
-                                        f"standard error {r.tail_alpha_sigma:.2g}")
+                                        f"standard error {plain_number(r.tail_alpha_sigma, fmt='.2g', undefined='no tail fit')}")
     return out
 
 def claims(runs: Mapping[int, Mapping[tuple, Trajectory]], setup, sizes: SizeRuns | None = None) -> list[Claim]:
@@ -507,25 +521,31 @@ def eta1_size_rows(sizes: SizeRuns, s) -> list[tuple]:
 def eta1_size_texts(sizes: SizeRuns, s) -> dict[str, str]:
     """Glue texts of the review's eta = 1 rows at both sizes, as the judge reads them (:func:`_eta1_sizes`): per
     size ``i`` (0: the chapter's n, 1: the larger), ``eta1_n<i>``, the seed mean of each part with its 95% Student-t
-    interval (``eta1_<part><i>``), and the seeds and test-set size."""
+    interval (``eta1_<part><i>``), and the seeds and test-set size; ``eta1_other_<part>``: the same at the chapter's
+    n under the other readout convention (:data:`ETA1_OTHER_READOUT`)."""
     from htlib.stats import t_interval
+
+    def part_text(m: Measurement, key: str, part: str) -> str:
+        pm = m.parts[f"{key}-{part}"]
+        if not pm.values:
+            return "not measured"
+        iv = t_interval(pm.values)
+        if part == "smaller":  # a difference of relative changes: percentage points, not a percentage
+            return f"{100 * iv.estimate:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}] percentage points"
+        fmt = {"hill": ".3g", "drop": "+.1%", "gradual": ".2f"}[part]
+        return f"{iv.estimate:{fmt}} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
+
+    got = _eta1_sizes(sizes, s, {})
     out = {"eta1_n_test": f"{N_TEST}"}
-    for i, (key, m) in enumerate(_eta1_sizes(sizes, s, {}).items()):
+    for i, key in enumerate(ETA1_SIZES):
         n = sizes.sizes[i]
         out[f"eta1_n{i}"] = f"{n}"
         seeds = list(sizes.runs[n])
         out["eta1_seeds"] = f"{len(seeds)} ({seeds[0]}-{seeds[-1]})"
         out[f"eta1_etas{i}"] = ", ".join(f"{e:g}" for e in sorted({e for r in sizes.runs[n].values() for e in r
                                                                        if e < s.eta_adam}))
-        for part, fmt in (("hill", ".3g"), ("drop", "+.1%"), ("smaller", "+.1%"), ("gradual", ".2f")):
-            pm = m.parts[f"{key}-{part}"]
-            if not pm.values:
-                out[f"eta1_{part}{i}"] = "not measured"
-                continue
-            iv = t_interval(pm.values)
-            if part == "smaller":  # a difference of relative changes: percentage points, not a percentage
-                out[f"eta1_{part}{i}"] = (f"{100 * iv.estimate:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}] "
-                                          "percentage points")
-                continue
-            out[f"eta1_{part}{i}"] = f"{iv.estimate:{fmt}} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
+        for part in ("hill", "drop", "smaller", "gradual"):
+            out[f"eta1_{part}{i}"] = part_text(got[key], key, part)
+    for part in ("drop", "smaller", "gradual"):
+        out[f"eta1_other_{part}"] = part_text(got[ETA1_OTHER_READOUT], ETA1_OTHER_READOUT, part)
     return out
