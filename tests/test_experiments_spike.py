@@ -57,7 +57,7 @@ def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_th
 
 def test_the_claims_table_holds_every_level_once():
     table = spike.TABLE
-    assert len(table) == 38 and all(k == s.key for k, s in table.items())
+    assert len(table) == 39 and all(k == s.key for k, s in table.items())
     assert table["steps-1"].level == pytest.approx((10 / 3, 30.0))  # two-sided: within 3x of 10
     assert table["steps-01"].level == pytest.approx((1e4 / 3, 3e4))
     for key, s in table.items():
@@ -127,14 +127,15 @@ def test_claims_on_tiny_runs_read_one_value_per_seed():
 class _Run:
     """A stand-in trajectory: the recorded steps, test losses and PL_Alpha_Hill per record."""
 
-    def __init__(self, test, hill, steps=None):
+    def __init__(self, test, hill, steps=None, test_sqrt_d=None):
         self.test, self.alpha_hill = np.asarray(test, dtype=float), np.asarray(hill, dtype=float)
+        self.test_sqrt_d = self.test if test_sqrt_d is None else np.asarray(test_sqrt_d, dtype=float)
         self.steps = np.arange(len(test)) if steps is None else np.asarray(steps)
         self.esd = [None] * len(test)
         self.config = type("C", (), {"steps": int(self.steps[-1])})()
 
     def metric(self, name):
-        return self.test
+        return self.test_sqrt_d if name.endswith("@sqrt_d") else self.test
 
 
 def _judge(key, m):
@@ -348,7 +349,7 @@ def test_eta1_rows_at_both_sizes_pool_their_seeds_and_decide_a_clear_margin(big,
     from htlib.claims import judge
     s = SETUP.replace(seeds=2)
     out = spike.reading._eta1_sizes(_sizes(big, small), s, {})
-    assert set(out) == {"review-eta1", "review-eta1-n8000"}
+    assert set(out) == {"review-eta1", "review-eta1-n8000", spike.reading.ETA1_OTHER_READOUT}
     for key, m in out.items():
         assert "10 seeds" not in m.setting and "4 seeds (0-3)" in m.setting and "4000 points" in m.setting
         for part, m_part in m.parts.items():
@@ -367,6 +368,22 @@ def test_eta1_rows_at_both_sizes_pool_their_seeds_and_decide_a_clear_margin(big,
     assert "§5.3's n = 256" in out["review-eta1-n8000"].setting
     missing = spike.reading._eta1_sizes(None, s, {})
     assert all(not m.ran for m in missing.values())
+
+
+def test_the_other_readout_variant_reads_the_same_runs_under_the_other_convention():
+    """The variant's test losses are the runs' losses under the readout the chapter does not use (here sqrt_d: the
+    stand-in's losses rise there and fall under d), at the chapter's n; review-eta1 keeps the chapter's."""
+    s = SETUP.replace(seeds=2)
+    runs = {size: {seed: {0.5: _Run([1.0, 0.9, 0.8, 0.7], [2.45, 2.2, 2.0, 1.8], test_sqrt_d=[1.0, 1.1, 1.2, 1.3]),
+                          0.001: _Run([1.0, 1.0], [2.45, 2.44], [0, 3])} for seed in (0, 1, 2)} for size in (64, 256)}
+    out = spike.reading._eta1_sizes(spike.sizes.SizeRuns(runs), s, {})
+    key = spike.reading.ETA1_OTHER_READOUT
+    assert out[key].parts[f"{key}-drop"].values == pytest.approx((0.3, 0.3, 0.3))
+    assert out["review-eta1"].parts["review-eta1-drop"].values == pytest.approx((-0.3, -0.3, -0.3))
+    assert "sqrt(d)" in out[key].setting and "n = 256" not in out[key].setting
+    variant, row = spike.TABLE[key], spike.TABLE["review-eta1"]
+    assert variant.kind == "variant" and variant.variant_of == "review-eta1" and variant.revised_because
+    assert [(p.op, p.level) for p in variant.parts] == [(p.op, p.level) for p in row.parts]
 
 
 def test_the_200_point_reading_is_kept_beside_the_revised_row():
