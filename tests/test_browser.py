@@ -165,7 +165,7 @@ def test_page(server, browser, page_path):
     source = _source(page_path)
     if source.suffix == ".ipynb" and source.stem != "scoreboard":
         # A chapter this build did not execute shows its committed outputs, which hold no image, under a banner
-        # saying so (CI does not re-execute its two heaviest chapters: .ci/run); any other chapter has figures.
+        # saying so (CI does not re-execute its three heaviest chapters: .ci/run); any other chapter has figures.
         banner = page.locator(".htlib-not-executed").count()
         assert images or banner, f"{page_path}: a chapter with no figures"
         assert not (images and banner), f"{page_path}: figures on a page that says it was not executed"
