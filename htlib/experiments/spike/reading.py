@@ -9,7 +9,7 @@ from typing import Mapping
 
 import numpy as np
 
-from htlib import archive, dynamics, plotting, spectra
+from htlib import archive, dynamics, spectra
 from htlib.plotting import plain_number
 from htlib.dynamics import tail_shape
 from htlib.claims import Measurement, judge_table, read_table
