@@ -46,6 +46,7 @@ STATISTICS: tuple[str, ...] = ("mean", "sign", "bootstrap", "value", "parts")
 MIN_DRAWS = 100  # the fewest bootstrap refits whose percentile interval the judge reads
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+SHORT_WORDS = 14  # the most words of a row's ``short``: the claim as the findings box states it
 _ONE_SIDED = {">": ">", ">=": ">", "<": "<", "<=": "<"}
 
 def _level_value(name: str, level, op: str) -> float | tuple[float, float]:
@@ -71,6 +72,8 @@ class Spec:
     ``op="in"`` takes ``level = (low, high)``, ``"=="`` a ``tolerance``.  ``statistic``: ``"mean"`` (Student-t
     interval over runs), ``"sign"`` (exact sign test over runs), ``"bootstrap"`` (percentile interval of one fit),
     ``"value"`` (one exact number) or ``"parts"`` (``op="all"``, ``level=None``: a compound claim's ``parts``).
+    ``short`` is the claim in at most :data:`SHORT_WORDS` words, as the chapter's findings box states it beside the
+    book's number (the full ``claim`` stays in the claims table).
 
     Examples
     --------
@@ -101,6 +104,7 @@ class Spec:
     parts: tuple["Spec", ...] = ()
     share: float = 0.5
     margin: float | None = None
+    short: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not _KEY.match(self.key):
@@ -110,6 +114,10 @@ class Spec:
             if not str(getattr(self, name)).strip(): raise ValueError(f"{name} must not be empty (spec {self.key!r})")
         if self.statistic not in STATISTICS:
             raise ValueError(f"statistic must be one of {list(STATISTICS)}, got {self.statistic!r}")
+        if not isinstance(self.short, str) or "\n" in self.short or "…" in self.short \
+                or len(self.short.split()) > SHORT_WORDS or self.short.rstrip().endswith("."):
+            raise ValueError(f"short must be the claim in at most {SHORT_WORDS} words on one line, without '…' or a "
+                             f"closing period (spec {self.key!r}), got {self.short!r}")
         if self.kind not in KINDS: raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}")
         object.__setattr__(self, "parts", tuple(self.parts))
         if str(self.why).strip() and self.kind != "check":
@@ -463,7 +471,7 @@ def judge(spec: Spec, measurement: Measurement) -> Claim:
                  kind=spec.kind, revised_from=None if revised is None else revised.revised_from,
                  revised_because=revised_because,
                  at_paper=None if measurement.deviations is None else not measurement.deviations,
-                 readings=readings)
+                 readings=readings, short=spec.short.strip())
 
 def read_table(path: str | Path) -> dict[str, Spec]:
     """A chapter's claims table, read from its TOML file: the specs by key, in the file's order.
@@ -525,7 +533,7 @@ def read_table(path: str | Path) -> dict[str, Spec]:
         if parts:
             shared = {k: v for k, v in row.items() if k not in ("key", "statistic", "op", "level", "measurement",
                                                                  "fmt", "tolerance", "min_runs", "revised_from",
-                                                                 "revised_because", "share", "margin")}
+                                                                 "revised_because", "share", "margin", "short")}
             row["parts"] = tuple(spec({**shared, **p, "key": f"{row.get('key')}-{p.get('key')}"},
                                       f"row {i + 1}, part {j + 1}") for j, p in enumerate(parts))
         if row.get("parts"):

@@ -136,7 +136,8 @@ class Claim:
     its text and ``threshold``; ``revised_from`` is the threshold before the numbers were seen, and
     ``revised_because`` why (alone: the criterion was chosen after the numbers were seen).  ``readings`` holds
     the numbers behind the verdict as fields, one dict per part (``htlib.claims``: estimate, interval ends, runs,
-    the sign count, the gate's code, the verdict at the earlier level); the page words its findings from them.
+    the sign count, the gate's code, the verdict at the earlier level); the page words its findings from them.  ``short``
+    is the claim in a dozen words, as the findings box states it.
 
     Examples
     --------
@@ -166,6 +167,7 @@ class Claim:
     revised_because: str = ""
     at_paper: bool | None = None
     readings: list = field(default_factory=list)
+    short: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.criterion, Criterion):
@@ -251,7 +253,8 @@ def verdict_counts(claims: Iterable[Claim | dict], *, post_hoc: bool = False) ->
 # How a notebook stores its records, reads them back and glues numbers for its prose.
 
 # Left out of the stored JSON at these defaults, so older records stay byte-identical.
-_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": "", "at_paper": None, "readings": []}
+_OPTIONAL_FIELDS = {"kind": "claim", "revised_from": None, "revised_because": "", "at_paper": None, "readings": [],
+                    "short": ""}
 
 def _record(claim: Claim) -> dict:
     return {k: v for k, v in asdict(claim).items() if not (k in _OPTIONAL_FIELDS and v == _OPTIONAL_FIELDS[k])}
