@@ -294,10 +294,9 @@ def _banner(advice: str) -> str:
 
 def html_banner(path: Path, root: Path = REPO_ROOT) -> str:
     """The text of the banner on a chapter that ``make html`` rendered from its committed outputs."""
-    return ("This page shows the outputs committed with the book; this build executed nothing. Its tables, numbers "
-            "and verdicts are the ones the book's regression checks against the code; its figures are drawn when "
-            f"the chapter is executed: `make book` executes every chapter, `make run NB={_shown(path, root)}` "
-            "this one.")
+    # two lines at 1280 px: the chapter's findings box must still end on the first screen below it
+    return ("The outputs committed with the book, which its regression checks against the code; figures are drawn "
+            f"when the chapter runs: `make run NB={_shown(path, root)}`.")
 
 
 def cold_minutes(chapter: Path, root: Path = REPO_ROOT) -> float:
