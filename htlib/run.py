@@ -738,6 +738,41 @@ def run_chapter(notebook: str | Path, overrides: dict[str, Any], *, output_dir: 
 _PAGES_BESIDE = ("conventions", "execution", "bibliography")  # the book's text pages rendered beside a rerun, for its links
 
 
+_EXEC_TABLE = "```{nb-exec-table}\n```"
+
+
+def rerun_execution_table(notebook: str | Path) -> str:
+    """The execution of one rerun, as a Markdown table for the execution page rendered beside it (the book's
+    ``nb-exec-table`` lists the book's own executions, none of which a page built alone has): the page, when it
+    ran, its wall time, its parameters.
+
+    Examples
+    --------
+    >>> import nbformat, tempfile, pathlib
+    >>> nb = nbformat.v4.new_notebook(metadata={"papermill": {"parameters": {"seed": 1}, "duration": 31.6,
+    ...     "start_time": "2026-12-07T05:00:00.1", "end_time": "2026-12-07T05:00:31.7"}})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = pathlib.Path(d) / "phases-seed1.ipynb"
+    ...     nbformat.write(nb, path)
+    ...     print(rerun_execution_table(path))
+    This page was rendered beside a rerun, whose execution was:
+    <BLANKLINE>
+    | page | executed (UTC) | wall time | parameters |
+    |---|---|---|---|
+    | phases-seed1 | 2026-12-07 05:00:31 | 32 s | seed = 1 |
+    """
+    import nbformat
+
+    path = Path(notebook)
+    meta = nbformat.read(str(path), as_version=4).metadata.get("papermill", {})
+    when = str(meta.get("end_time") or "not recorded").replace("T", " ")[:19]
+    wall = meta.get("duration")
+    wall = "not recorded" if not isinstance(wall, (int, float)) else f"{wall:.0f} s" if wall < 90 else f"{wall / 60:.1f} min"
+    params = ", ".join(f"{k} = {v}" for k, v in (meta.get("parameters") or {}).items()) or "the chapter's defaults"
+    return ("This page was rendered beside a rerun, whose execution was:\n\n| page | executed (UTC) | wall time | "
+            f"parameters |\n|---|---|---|---|\n| {path.stem} | {when} | {wall} | {params} |")
+
+
 def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
     """Render an executed notebook to ``<notebook>.html`` with a one-page build of the book's configuration.
 
@@ -768,6 +803,10 @@ def render_html(notebook: str | Path, *, timeout: int = 600) -> Path:
         for extra in ("references.bib", *(f"{page}.md" for page in _PAGES_BESIDE)):
             if (REPO_ROOT / "book" / extra).exists():
                 shutil.copy2(REPO_ROOT / "book" / extra, root / extra)
+        if (root / "execution.md").exists():  # the book's table of executions is empty for a page built alone
+            head, found, rest = (root / "execution.md").read_text().partition(_EXEC_TABLE)
+            if found:  # the title, then this run's execution in place of the book's paragraph and table
+                (root / "execution.md").write_text(f"{head.splitlines()[0]}\n\n{rerun_execution_table(notebook)}{rest}")
         pages = [page for page in _PAGES_BESIDE if (root / f"{page}.md").exists()]
         if pages:
             toc["chapters"] = [{"file": page} for page in pages]

@@ -21,7 +21,7 @@ from htlib.records import (CLAIMS_GLUE_KEY, KINDS, VERDICTS, Claim, GluedText, _
 __all__ = [
     "DIFFERENCES", "SCOREBOARD_ORDER", "where_key", "claims_frame", "robustness_frame", "checks_frame",
     "publish_claims", "paper_counts", "CLAIM_WORDS", "REASON_WORDS", "TITLE_WORDS", "DIFFERENCE_WORDS", "clip_words", "short_reason",
-    "render_math", "Scoreboard", "FINDING_LINES", "reading_text", "reading_short", "finding_text", "findings_markdown", "glue_findings", "counts",
+    "render_math", "Scoreboard", "FINDING_LINES", "reading_text", "reading_short", "finding_short", "finding_text", "findings_markdown", "glue_findings", "counts",
     "differences", "variants", "checks", "revisions", "scoreboard", "glue_counts", "split_counts_table",
     "DATASET_FIELDS", "claims_dataset", "write_claims_dataset",
 ]
@@ -463,6 +463,7 @@ def _tally(claims: Iterable[Claim], badge: bool = False) -> str:
 
 FINDING_READINGS = 1  # the readings a finding words (the deciding one); the other parts are counted
 FINDING_LINES = 8  # the most lines of a findings box
+FINDING_MEASURE_WORDS = 10  # a finding names its measurement when the name has at most this many words
 _OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "in": "inside", "==": "equal to"}
 _PLURAL = {"agrees": "agree", "disagrees": "disagree", "partly": "partly agree"}
 
@@ -533,6 +534,8 @@ def finding_text(c: Claim) -> str:
         text += "; the criterion was chosen after the numbers were seen"
     return text
 
+_POST_HOC_MARK = " (criterion chosen after the runs)"
+
 def reading_short(c: Claim) -> str:
     """A record's deciding number in a dozen words: the number, its interval or count and runs, the level.
 
@@ -553,7 +556,9 @@ def reading_short(c: Claim) -> str:
     if gate in ("not_run", "cannot_test"):
         text = "not run with these parameters" if gate == "not_run" else "these runs cannot test it"
     elif r["statistic"] == "sign" and r.get("count") is not None:
-        text = f"{r['count']} of {runs} runs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}"
+        # a level of 0.5 reads a per-run 0/1 indicator: the count is of the runs where the claim's event holds
+        text = (f"holds in {r['count']} of {runs} runs" if r.get("level") == 0.5 else
+                f"{r['count']} of {runs} runs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}")
     elif r.get("estimate") is None:
         text = "no usable value"
     else:
@@ -561,18 +566,48 @@ def reading_short(c: Claim) -> str:
         text = f"{_fmt(r['estimate'], fmt)}{band}, {runs} run{'s' if runs != 1 else ''}; {need}"
     if gate == "too_few_runs":
         text += " (too few runs)"
-    return text + (" (criterion chosen after the runs)" if c.post_hoc else "")
+    return text + (_POST_HOC_MARK if c.post_hoc else "")
+
+def finding_short(c: Claim) -> str:
+    """A record that does not agree (or was decided after the runs), as the findings box states it: the place, the
+    claim in a dozen words (``Claim.short``), the book's deciding number (:func:`reading_short`), how many parts of
+    a compound claim agree, and the verdict at the level set before the runs where the level was revised.
+
+    Examples
+    --------
+    >>> r = {"measurement": "m", "statistic": "mean", "op": "<", "level": 0.5, "fmt": ".3g", "estimate": 0.66,
+    ...      "low": 0.56, "high": 0.77, "runs": 5, "count": None, "gate": "", "verdict": "disagrees"}
+    >>> finding_short(Claim("003", "Fig. 5(d)", "long sentence", "m < 0.5", "0.66", "disagrees", setting="paper",
+    ...                     cause="x", uncertainty="5 runs", readings=[r], short="the alignment falls"))
+    'Fig. 5(d), the alignment falls: m is 0.66 [0.56, 0.77], 5 runs; the claim needs below 0.5'
+    """
+    said = reading_short(c)
+    post = said.endswith(_POST_HOC_MARK)
+    said = said[:-len(_POST_HOC_MARK)] if post else said
+    rs = list(c.readings)
+    r = next((r for r in rs if r.get("verdict") != "agrees"), rs[0] if rs else None)
+    # what the number is, where its name is short enough for the box (an indicator's count says it in "holds in")
+    if r is not None and len(str(r.get("measurement", "")).split()) <= FINDING_MEASURE_WORDS and not (
+            r.get("gate") in ("not_run", "cannot_test") or (r["statistic"] == "sign" and r.get("level") == 0.5)):
+        said = f"{r['measurement']}{': ' if r['statistic'] == 'sign' else ' is '}{said}"
+    if len(rs) > 1 and (agree := sum(r.get("verdict") == "agrees" for r in rs)) < len(rs):
+        said += f"; {agree} of {len(rs)} parts agree"
+    if first := next((r for r in rs if r.get("first_level") is not None), None):
+        said += (f"; at the level {_level(first['first_level'], first.get('fmt', '.3g'))} set before the runs it "
+                 f"{'would read ' if first.get('first_verdict') != 'agrees' else ''}{first.get('first_verdict')}")
+    claim = c.short or f'"{c.claim}"'
+    return f"{c.where}, {claim}: {said}" + (_POST_HOC_MARK if post else "")
 
 def _key_number(c: Claim) -> str:
-    """An agreeing record's number in a few words: its first reading's estimate with the interval, or its count."""
+    """An agreeing record's number in a word or three: its first reading's estimate (the interval is in the claims
+    table), or its count."""
     r = c.readings[0]
     fmt, runs = r.get("fmt", ".3g"), r.get("runs")
     if r["statistic"] == "sign" and r.get("count") is not None:
         return f"{r['count']} of {runs} runs"
     if r.get("estimate") is None:
         return f"{runs} runs" if runs else "no number"
-    band = _band(r)
-    return f"{_fmt(r['estimate'], fmt)}{band}" + (f", {runs} runs" if r["statistic"] == "mean" else "")
+    return _fmt(r["estimate"], fmt)
 
 _FINDING_ORDER = ("disagrees", "partly", "inconclusive", "not tested", "agrees")
 
@@ -612,7 +647,8 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
     shown, rest = (noted, []) if len(noted) <= room else (noted[:room - 1], noted[room - 1:])
     from htlib.plotting import _plain_text
     for c in shown:
-        said = render_math(_plain_text(f'{c.where}, "{c.claim}": {finding_text(c)}')).rstrip(".")
+        said = render_math(_plain_text(finding_short(c) if c.short else f'{c.where}, "{c.claim}": {finding_text(c)}'))
+        said = said.rstrip(".")
         lines.append(f"- {_badge(c.verdict)} {_cell(said)}.")
     if rest:  # whole claims move to the table below, never a cut sentence
         tally_rest: dict[tuple[str, bool], int] = {}
@@ -620,8 +656,11 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
             tally_rest[c.verdict, c.post_hoc] = tally_rest.get((c.verdict, c.post_hoc), 0) + 1
         more = ", ".join(_counted(n, v) + (" after the runs" if later else "") for (v, later), n in tally_rest.items())
         lines.append(f"- {len(rest)} more claims ({more}) are worded in the claims table below.")
-    if plain:
-        keyed = "; ".join(f"{c.where} ({_key_number(c)})" if c.readings else c.where for c in plain)
+    if plain:  # grouped by place, each with its key number (the intervals are in the claims table)
+        by_place: dict[str, list[str]] = {}
+        for c in plain:
+            by_place.setdefault(c.where, []).extend([_key_number(c)] if c.readings else [])
+        keyed = "; ".join(f"{where} ({', '.join(nums)})" if nums else where for where, nums in by_place.items())
         lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(_plain_text(keyed))) + ".")
     return "\n".join([":::{container} htlib-findings", *lines, ":::"])
 
@@ -692,7 +731,7 @@ def split_counts_table(board: Scoreboard) -> _Markdown:
 
 
 DATASET_FIELDS: tuple[str, ...] = (
-    "chapter", "paper", "paper_title", "where", "key", "kind", "variant_of", "claim", "criterion", "threshold",
+    "chapter", "paper", "paper_title", "where", "key", "kind", "variant_of", "claim", "short", "criterion", "threshold",
     "measured", "uncertainty", "verdict", "cause", "setting", "at_paper", "post_hoc", "revised_from",
     "revised_because", "reduction_check", "section", "statistic", "estimate", "low", "high", "runs", "count",
     "readings")
@@ -737,7 +776,7 @@ def claims_dataset(board: Scoreboard) -> "pd.DataFrame":
 
 def write_claims_dataset(board: Scoreboard, folder: str | Path | None = None) -> tuple[Path, Path]:
     """Write :func:`claims_dataset` as ``claims.csv`` and ``claims.json`` (the records under ``"records"``, with the
-    htlib version and the UTC date they were written) into ``folder`` (default: the figure-data folder of
+    htlib version, the book's version (``git describe`` of its checkout) and the UTC date they were written) into ``folder`` (default: the figure-data folder of
     :func:`htlib.plotting.figure_data_path`), each atomically; return both paths."""
     import datetime
     import json
@@ -749,7 +788,9 @@ def write_claims_dataset(board: Scoreboard, folder: str | Path | None = None) ->
     df = claims_dataset(board)
     csv, js = out / "claims.csv", out / "claims.json"
     atomic_write(csv, df.to_csv(index=False))
-    meta = {"htlib_version": __version__, "written": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+    from htlib.book import version
+    meta = {"htlib_version": __version__, "book_version": version(),
+            "written": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
             "fields": list(DATASET_FIELDS), "records": json.loads(df.to_json(orient="records"))}
     atomic_write(js, json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
     return csv, js

@@ -14,7 +14,7 @@ No cell shows a bare quoted string.  At 1280 x 900 the scoreboard opens with the
 first screen, then one line per claim that does not agree, and every record in a closed dropdown; it is at most
 15 screens long with the dropdowns closed, and no table on it or on the landing page has a column narrower than
 120 px (each check has a negative control); the landing page shows the same counts and disagreements, math typeset.
-Every chapter, at 1280 px, opens with its findings box on the first screen (at most FINDING_LINES lines, no cut
+Every chapter, at 1280 px, opens with its findings box wholly on the first screen (at most FINDING_LINES lines, no cut
 sentence), has no table wider than the text column or with a column narrower than 120 px, and prints no
 ``nan``, ``inf`` or ``None``, closed dropdowns included (a negative control injects each fault into a real chapter
 page); neither do the scoreboard and the landing page.  A small rerun of the phases chapter, rendered by
@@ -447,18 +447,21 @@ def _undefined(page) -> list[str]:
 
 
 def _chapter_faults(page, records) -> list[str]:
-    """What a reader of a chapter should not meet: no findings box on the first screen (or one longer than
+    """What a reader of a chapter should not meet: no findings box wholly on the first screen (or one longer than
     FINDING_LINES or with a cut sentence), a table that does not fit, an undefined value printed as ``nan``."""
     out = []
     if records:
         box = page.evaluate("() => { const b = document.querySelector('.htlib-findings'); if (!b) return null;"
-                            " return [b.getBoundingClientRect().top + window.scrollY,"
-                            " b.querySelectorAll(':scope > ul > li').length, b.innerText.includes('…')]; }")
+                            " const r = b.getBoundingClientRect(); return [r.top + window.scrollY,"
+                            " b.querySelectorAll(':scope > ul > li').length, b.innerText.includes('…'),"
+                            " r.bottom + window.scrollY]; }")
         if box is None:
             out.append("no findings box")
         else:
             if box[0] >= READER["height"]:
                 out.append(f"the findings box starts at {box[0]:.0f} px, below the first screen")
+            elif box[3] > READER["height"]:
+                out.append(f"the findings box ends at {box[3]:.0f} px, below the first screen")
             if box[1] > sb.FINDING_LINES - 1:  # the tally line, then at most FINDING_LINES - 1 items
                 out.append(f"the findings box has {box[1]} items, more than {sb.FINDING_LINES - 1}")
             if box[2]:
@@ -471,7 +474,7 @@ def _chapter_faults(page, records) -> list[str]:
 
 @pytest.mark.parametrize("page_path", CHAPTERS)
 def test_a_chapter_opens_with_its_findings_and_its_tables_fit(server, browser, page_path):
-    """At 1280 px: the findings box starts on the first screen, at most FINDING_LINES long and with no cut
+    """At 1280 px: the findings box lies wholly on the first screen, at most FINDING_LINES long and with no cut
     sentence, no table overflows the text column or has a column narrower
     than MIN_COLUMN px, and no undefined or unbounded value prints as ``nan``, ``inf`` or ``None`` (closed
     dropdowns included)."""
@@ -521,6 +524,10 @@ def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browse
                   " Array.from({length: 12}, () => '<td>a_long_unbreakable_column_value_here</td>').join('') + '</tr>';"
                   " document.querySelector('article.bd-article').appendChild(t); }")
     assert any("px wide" in f for f in _chapter_faults(page, records))
+    page.evaluate("() => document.querySelector('.htlib-findings').appendChild("
+                  "Object.assign(document.createElement('div'), {className: 'htlib-control', style: 'height: 900px'}))")
+    assert any("ends at" in f for f in _chapter_faults(page, records))
+    page.evaluate("() => document.querySelector('.htlib-findings .htlib-control').remove()")
     page.evaluate("() => { const b = document.querySelector('.htlib-findings'); b.parentElement.prepend("
                   "Object.assign(document.createElement('div'), {style: 'height: 2000px'})); }")
     assert any("below the first screen" in f for f in _chapter_faults(page, records))
@@ -628,4 +635,27 @@ def test_the_rerun_checks_catch_a_late_banner_a_lost_change_and_nan(browser, rer
                   " s.insertBefore(s.querySelector('.admonition'), s.querySelector('h1').nextElementSibling); "
                   " s.querySelector('h1').style.marginBottom = '1200px'; }")
     assert any("below the first screen" in f for f in _rerun_faults(page, moved))
+    page.close()
+
+
+def _execution_faults(page, notebook: Path) -> list[str]:
+    """The execution page beside a rerun must list the rerun: its name, its parameters and its wall time."""
+    cells = page.evaluate("() => Array.from(document.querySelectorAll('article.bd-article table td'))"
+                          ".map(td => td.textContent.trim())")
+    if notebook.stem not in cells:
+        return [f"the execution page does not list the run {notebook.stem} (cells: {cells[:6]})"]
+    return [] if any("seed = 1" in c for c in cells) and any(c.endswith((" s", " min")) for c in cells) else [
+        f"the execution page lists the run without its parameters or wall time: {cells}"]
+
+
+def test_the_execution_page_beside_a_rerun_lists_that_rerun(browser, rerun):
+    """The book's execution table is empty for a page built alone; beside a rerun the page gives the rerun's own
+    execution (a negative control empties the table)."""
+    url, notebook = rerun
+    page = browser.new_page(viewport=READER)
+    response = page.goto(url.rsplit("/", 1)[0] + "/execution.html", wait_until="load")
+    assert response is not None and response.ok
+    assert not _execution_faults(page, notebook), _execution_faults(page, notebook)
+    page.evaluate("() => document.querySelectorAll('article.bd-article table tbody tr').forEach(r => r.remove())")
+    assert _execution_faults(page, notebook)
     page.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -431,6 +432,37 @@ def test_the_findings_box_words_each_differing_claim_with_its_number_and_never_c
     head = lines[0]
     assert re.search(r"\*\*8 claims", head) and "1 on a criterion chosen after the runs" in head
     assert sb.findings_markdown([_claim(kind="check", key="c")]) == "*No counted claim in this run.*"
+
+
+def test_a_claim_with_its_short_statement_is_one_sentence_with_the_number_and_never_the_long_quote():
+    long = "a sentence of the paper " * 6
+    rows = [_judged("dis", [-1.0, -1.2, -1.1], short="the ratio is positive"),
+            _judged("rev", [1.3, 1.35, 1.4], level=1.1, revised_from=1.5, revised_because="lowered after the runs",
+                    short="the ratio exceeds one and a half"),
+            _judged("ok", [1.0, 1.1, 1.2], short="the ratio is positive")]
+    rows = [dataclasses.replace(c, claim=long.strip()) for c in rows]
+    box = sb.findings_markdown(rows)
+    assert long.strip() not in box and "…" not in box
+    for c in rows[:2]:
+        r = c.readings[0]
+        line = next(s for s in box.splitlines() if c.short in s)
+        # the place, the short claim, the measurement, the number with its interval and runs, the level
+        assert line.index(c.where) < line.index(c.short) < line.index(r["measurement"]) < line.index(
+            f"[{rc._fmt(r['low'], '.3g')}, {rc._fmt(r['high'], '.3g')}], {r['runs']} runs") < line.index("needs")
+    assert "at the level 1.5 set before the runs it would read disagrees" in box
+    assert "(criterion chosen after the runs)" in next(s for s in box.splitlines() if rows[1].short in s)
+    # an agreeing claim decided in advance: its place and key number only
+    assert f"{rows[2].where} ({rc._fmt(rows[2].readings[0]['estimate'], '.3g')})" in box
+
+
+@pytest.mark.parametrize("table", sorted(Path(__file__).resolve().parent.parent.glob("htlib/experiments/*/claims.toml")),
+                         ids=lambda p: p.parent.name)
+def test_every_counted_row_states_its_claim_in_short(table):
+    from htlib.claims import SHORT_WORDS, read_table
+    rows = [s for s in read_table(table).values() if s.counted and not s.variant_of]
+    assert rows and all(0 < len(s.short.split()) <= SHORT_WORDS for s in rows), [s.key for s in rows if not s.short]
+    with pytest.raises(ValueError, match="short"):
+        dataclasses.replace(rows[0], short=" ".join(["word"] * (SHORT_WORDS + 1)))
 
 
 def test_a_box_with_more_claims_than_lines_moves_whole_claims_to_the_table():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -36,4 +37,7 @@ def test_written_csv_and_json_load_back(tmp_path):
     meta = json.loads(js.read_text())
     assert meta["fields"] == list(sb.DATASET_FIELDS) and len(meta["records"]) == len(df)
     assert meta["htlib_version"] and len(meta["written"]) == 10
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=BOOK.parent, capture_output=True, text=True)
+    if head.returncode == 0:  # the book's version names the commit it was built from
+        assert head.stdout.strip()[:7] in meta["book_version"], (head.stdout, meta["book_version"])
     assert [r["key"] for r in meta["records"]] == df["key"].tolist()
