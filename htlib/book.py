@@ -295,8 +295,8 @@ def _banner(advice: str) -> str:
 def html_banner(path: Path, root: Path = REPO_ROOT) -> str:
     """The text of the banner on a chapter that ``make html`` rendered from its committed outputs."""
     # two lines at 1280 px: the chapter's findings box must still end on the first screen below it
-    return ("The outputs committed with the book, which its regression checks against the code; figures are drawn "
-            f"when the chapter runs: `make run NB={_shown(path, root)}`.")
+    return (f"The outputs committed with the book (its regression checks them); `make run NB={_shown(path, root)}` "
+            "executes it and draws the figures.")
 
 
 def cold_minutes(chapter: Path, root: Path = REPO_ROOT) -> float:
