@@ -25,14 +25,17 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
 from htlib.cache import atomic_write, source_hash
 from htlib.claims import Measurement
 
+_REPO = Path(__file__).resolve().parent.parent
+
 __all__ = ["ARCHIVE_DIR", "FORMAT", "Archived", "ArchiveError", "archive_dir", "requested", "merge", "stamp",
-           "read", "machine"]
+           "read", "machine", "version"]
 
 ARCHIVE_DIR = Path(__file__).resolve().parent.parent / "book" / "archive"
 FORMAT = 1
@@ -242,3 +245,14 @@ def stamp(path: Path, *, parameters: Mapping[str, Any], command: str, wall_s: fl
                           "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"), "wall_s": round(float(wall_s), 1)}
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return Path(path)
+
+
+def version(root: str | Path = _REPO) -> str:
+    """``git describe`` of the checkout the book is built from ("unknown" outside a git checkout): the footer of every
+    page and the claims dataset name it."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=root,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"

@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from htlib.archive import version
 from htlib.cache import source_hash
 
 __all__ = ["strip_for_commit", "refresh", "execution_cache_path", "write_build_config", "build", "chapters", "pages",
@@ -201,16 +202,6 @@ def write_build_config(root: Path = REPO_ROOT, package_dir: str | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(config, sort_keys=False))
     return out
-
-
-def version(root: Path = REPO_ROOT) -> str:
-    """``git describe`` of the checkout the book is built from ("unknown" outside a git checkout)."""
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=root,
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
 def footer(root: Path = REPO_ROOT) -> str:

@@ -561,7 +561,7 @@ def rerun_banner(notebook: str | Path, overrides: dict[str, Any], *, when: Any =
     >>> "`h = 400`" in text and "seed" not in text  # seed 0 is the default: not a difference
     True
     """
-    from htlib.book import version
+    from htlib.archive import version
 
     defaults = declared_parameters(notebook).defaults()
     changed = [f"`{k} = {v!r}`" for k, v in overrides.items() if defaults.get(k) != v]

@@ -788,7 +788,7 @@ def write_claims_dataset(board: Scoreboard, folder: str | Path | None = None) ->
     df = claims_dataset(board)
     csv, js = out / "claims.csv", out / "claims.json"
     atomic_write(csv, df.to_csv(index=False))
-    from htlib.book import version
+    from htlib.archive import version
     meta = {"htlib_version": __version__, "book_version": version(),
             "written": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
             "fields": list(DATASET_FIELDS), "records": json.loads(df.to_json(orient="records"))}
