@@ -72,6 +72,12 @@ _E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.(\d+))?[eE][-+]?\d+)(?![\w.])|(?<!
 """An e-notation number, or ``inf``, in a cell's text (:func:`_plain_text`)."""
 
 
+def _unsigned_zero(text: str) -> str:
+    """A printed number that rounds to zero, without its sign: "-0" would read as a value below zero, and the sign is
+    the round-off of the machine that computed it (another processor prints "0")."""
+    return text[1:] if text.startswith("-") and not any(ch in "123456789" for ch in text.split("e")[0]) else text
+
+
 def plain_number(x: float | None, digits: int = 4, *, fmt: str | None = None, undefined: str | None = None) -> str:
     """``x`` as a reader writes it: ``digits`` significant digits in positional notation, a power of ten written
     out (``1.2×10⁻¹⁵``) below 1e-4 or from 1e7 on, ``∞`` for an unbounded value, ``–`` for an undefined one.
@@ -86,13 +92,16 @@ def plain_number(x: float | None, digits: int = 4, *, fmt: str | None = None, un
     ('0.01235', '10180', '1.2×10⁻¹⁵', '∞')
     >>> plain_number(2.345, fmt=".3g"), plain_number(float("nan"), fmt=".3g", undefined="no outlier"), plain_number(None)
     ('2.35', '– (no outlier)', '–')
+    >>> plain_number(-0.0), plain_number(-0.00001, fmt=".2f")
+    ('0', '0.00')
     """
     if x is None or np.isnan(x := float(x)):
         return "–" if not undefined else f"– ({undefined})"
     if np.isinf(x):
         return "∞" if x > 0 else "−∞"
     if fmt is not None:
-        return format(x, fmt)
+        return _unsigned_zero(format(x, fmt))
+    x += 0.0  # -0.0 becomes 0.0
     if x != 0 and not 1e-4 <= abs(x) < 1e7:
         mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
         mantissa = mantissa.rstrip("0").rstrip(".")
@@ -232,8 +241,8 @@ def number(value: float, spec: str = ".4g") -> str:
 
     Examples
     --------
-    >>> number(0.123456, ".3g"), number(float("nan")), number(float("-inf"))
-    ('0.123', '–', '−∞')
+    >>> number(0.123456, ".3g"), number(float("nan")), number(float("-inf")), number(-1e-9, ".2f")
+    ('0.123', '–', '−∞', '0.00')
     """
     import numbers
 
@@ -244,7 +253,7 @@ def number(value: float, spec: str = ".4g") -> str:
         return "–"
     if np.isinf(value):
         return "∞" if value > 0 else "−∞"
-    return format(value, spec)
+    return _unsigned_zero(format(value, spec))
 
 
 def table(rows: Sequence[Sequence | dict], columns: Sequence[str] | None = None, *,
