@@ -568,10 +568,11 @@ def reading_short(c: Claim) -> str:
         text += " (too few runs)"
     return text + (_POST_HOC_MARK if c.post_hoc else "")
 
-def finding_short(c: Claim) -> str:
+def finding_short(c: Claim, render=lambda text: text) -> str:
     """A record that does not agree (or was decided after the runs), as the findings box states it: the place, the
     claim in a dozen words (``Claim.short``), the book's deciding number (:func:`reading_short`), how many parts of
     a compound claim agree, and the verdict at the level set before the runs where the level was revised.
+    ``render`` is applied to all but the short statement (the box types their ASCII math).
 
     Examples
     --------
@@ -596,7 +597,8 @@ def finding_short(c: Claim) -> str:
         said += (f"; at the level {_level(first['first_level'], first.get('fmt', '.3g'))} set before the runs it "
                  f"{'would read ' if first.get('first_verdict') != 'agrees' else ''}{first.get('first_verdict')}")
     claim = c.short or f'"{c.claim}"'
-    return f"{c.where}, {claim}: {said}" + (_POST_HOC_MARK if post else "")
+    # ``render`` types the ASCII math of the place and the numbers; the short statement is written in TeX already
+    return f"{render(c.where)}, {claim}: {render(said + (_POST_HOC_MARK if post else ''))}"
 
 def _key_number(c: Claim) -> str:
     """An agreeing record's number in a word or three: its first reading's estimate (the interval is in the claims
@@ -647,8 +649,8 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
     shown, rest = (noted, []) if len(noted) <= room else (noted[:room - 1], noted[room - 1:])
     from htlib.plotting import _plain_text
     for c in shown:
-        said = render_math(_plain_text(finding_short(c) if c.short else f'{c.where}, "{c.claim}": {finding_text(c)}'))
-        said = said.rstrip(".")
+        said = (finding_short(c, lambda text: render_math(_plain_text(text))) if c.short
+                else render_math(_plain_text(f'{c.where}, "{c.claim}": {finding_text(c)}'))).rstrip(".")
         lines.append(f"- {_badge(c.verdict)} {_cell(said)}.")
     if rest:  # whole claims move to the table below, never a cut sentence
         tally_rest: dict[tuple[str, bool], int] = {}
