@@ -286,8 +286,7 @@ def _banner(advice: str) -> str:
 def html_banner(path: Path, root: Path = REPO_ROOT) -> str:
     """The text of the banner on a chapter that ``make html`` rendered from its committed outputs."""
     # two lines at 1280 px: the chapter's findings box must still end on the first screen below it
-    return (f"The outputs committed with the book (its regression checks them); `make run NB={_shown(path, root)}` "
-            "executes it and draws the figures.")
+    return f"The outputs committed with the book, which its regression checks; `make run NB={_shown(path, root)}` executes it."
 
 
 def cold_minutes(chapter: Path, root: Path = REPO_ROOT) -> float:
