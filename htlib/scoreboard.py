@@ -594,8 +594,11 @@ def finding_short(c: Claim, render=lambda text: text) -> str:
     if len(rs) > 1 and (agree := sum(r.get("verdict") == "agrees" for r in rs)) < len(rs):
         said += f"; {agree} of {len(rs)} parts agree"
     if first := next((r for r in rs if r.get("first_level") is not None), None):
-        said += (f"; at the level {_level(first['first_level'], first.get('fmt', '.3g'))} set before the runs it "
-                 f"{'would read ' if first.get('first_verdict') != 'agrees' else ''}{first.get('first_verdict')}")
+        # of a compound claim, the part whose level was revised (its name where short enough)
+        part = (" it" if len(rs) == 1 or first is r else f" {first['measurement']}" if len(str(first.get("measurement", "")).split())
+                <= FINDING_MEASURE_WORDS else " its revised part")
+        said += (f"; at the level {_level(first['first_level'], first.get('fmt', '.3g'))} set before the runs"
+                 f"{part} {'would read ' if first.get('first_verdict') != 'agrees' else ''}{first.get('first_verdict')}")
     claim = c.short or f'"{c.claim}"'
     # ``render`` types the ASCII math of the place and the numbers; the short statement is written in TeX already
     return f"{render(c.where)}, {claim}: {render(said + (_POST_HOC_MARK if post else ''))}"
@@ -662,7 +665,7 @@ def findings_markdown(claims: Sequence[Claim]) -> str:
         by_place: dict[str, list[str]] = {}
         for c in plain:
             by_place.setdefault(c.where, []).extend([_key_number(c)] if c.readings else [])
-        keyed = "; ".join(f"{where} ({', '.join(nums)})" if nums else where for where, nums in by_place.items())
+        keyed = " · ".join(f"{where}: {', '.join(nums)}" if nums else where for where, nums in by_place.items())
         lines.append(f"- {_badge('agrees')} as claimed: " + _cell(render_math(_plain_text(keyed))) + ".")
     return "\n".join([":::{container} htlib-findings", *lines, ":::"])
 

@@ -452,7 +452,7 @@ def test_a_claim_with_its_short_statement_is_one_sentence_with_the_number_and_ne
     assert "at the level 1.5 set before the runs it would read disagrees" in box
     assert "(criterion chosen after the runs)" in next(s for s in box.splitlines() if rows[1].short in s)
     # an agreeing claim decided in advance: its place and key number only
-    assert f"{rows[2].where} ({rc._fmt(rows[2].readings[0]['estimate'], '.3g')})" in box
+    assert f"{rows[2].where}: {rc._fmt(rows[2].readings[0]['estimate'], '.3g')}" in box
 
 
 @pytest.mark.parametrize("table", sorted(Path(__file__).resolve().parent.parent.glob("htlib/experiments/*/claims.toml")),
