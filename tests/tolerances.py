@@ -157,6 +157,17 @@ linear_hessian's trajectory runs (Figs. 1 and 4 along 12 paper-schedule runs wit
 same runs under the pins: the largest relative move of any gap at any epoch is 5.4e-10 (no halving epoch moved), far
 inside the chapter's tolerance, so their cells keep it.
 
+A fresh machine of a later processor generation (2026-12-07)
+-------------------------------------------------------------
+An AMD EPYC of family 25 (Zen 4: AVX-512, 2 cores), a machine the book had never run on, with an empty result cache:
+a fresh clone of 72a032a, ``make nbval`` of every chapter under the pins (04:51 UTC on), against the AVX2 EPYC's
+references.  mp_baseline, phases, one_step_adam and spike_to_heavy_tail passed every cell; linear_hessian failed 4 of
+62 (:data:`_LH_ZEN4_MOVES`: its trajectory runs, measured on one processor when they were added, and two tables that
+printed ``-0``, which no table prints since).  linear_hessian's references are now this machine's, whose float64
+NumPy (OpenBLAS's AVX-512 kernels) reproduces the Intel Xeon's LOBPCG numbers (1.2246) rather than the AVX2 EPYC's
+(1.22072).  ``tests/fixtures/portability/linear_hessian.zen4-pinned.json`` keeps the trajectory table of both
+processors for the control.
+
 Overriding one cell
 -------------------
 A cell whose numbers need another tolerance than its chapter's is listed in :data:`CELLS` by its cell id,
