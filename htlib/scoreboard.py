@@ -595,8 +595,8 @@ def finding_short(c: Claim, render=lambda text: text) -> str:
         said += f"; {agree} of {len(rs)} parts agree"
     if first := next((r for r in rs if r.get("first_level") is not None), None):
         # of a compound claim, the part whose level was revised (its name where short enough)
-        part = (" it" if len(rs) == 1 or first is r else f" {first['measurement']}" if len(str(first.get("measurement", "")).split())
-                <= FINDING_MEASURE_WORDS else " its revised part")
+        named = len(str(first.get("measurement", "")).split()) <= FINDING_MEASURE_WORDS
+        part = " it" if len(rs) == 1 or first is r else f" {first['measurement']}" if named else " its revised part"
         said += (f"; at the level {_level(first['first_level'], first.get('fmt', '.3g'))} set before the runs"
                  f"{part} {'would read ' if first.get('first_verdict') != 'agrees' else ''}{first.get('first_verdict')}")
     claim = c.short or f'"{c.claim}"'
@@ -781,8 +781,9 @@ def claims_dataset(board: Scoreboard) -> "pd.DataFrame":
 
 def write_claims_dataset(board: Scoreboard, folder: str | Path | None = None) -> tuple[Path, Path]:
     """Write :func:`claims_dataset` as ``claims.csv`` and ``claims.json`` (the records under ``"records"``, with the
-    htlib version, the book's version (``git describe`` of its checkout) and the UTC date they were written) into ``folder`` (default: the figure-data folder of
-    :func:`htlib.plotting.figure_data_path`), each atomically; return both paths."""
+    htlib version, the book's version (``git describe`` of its checkout) and the UTC date they were written) into
+    ``folder`` (default: the figure-data folder of :func:`htlib.plotting.figure_data_path`), each atomically; return
+    both paths."""
     import datetime
     import json
     from htlib import __version__
