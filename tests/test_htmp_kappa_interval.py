@@ -103,7 +103,10 @@ def test_the_fixture_is_what_the_chapters_code_draws():
     for k0 in (1.1, 12.0):
         k, d = mk.dataset(k0, 0)
         est, draws = data[k0]
-        assert k == est[0] and np.array_equal(d, draws[0]), k0
+        # drawn and fitted on another processor: the estimate equal to round-off (it moved 5e-14 on an AVX-512 EPYC),
+        # the refits to the fit's optimizer tolerance (2 of 40 moved 3e-6 and 7e-6 there; 1e-4 is far from any
+        # difference the coverage study could see)
+        assert np.isclose(k, est[0], rtol=1e-9, atol=0) and np.allclose(d, draws[0], rtol=1e-4, atol=0), k0
 
 
 def test_basic_interval_equals_the_percentile_one_for_symmetric_refits_and_refuses_bad_input():

@@ -1,5 +1,5 @@
 """The round-off perturbation helper (``tests/perturb.py``): what it perturbs, and that it fails a verdict on an edge
-(an exact tie, and a fit whose MP and HTMP distances tie) and passes one with margin."""
+(an exact tie) and passes one with margin (a fit)."""
 
 from __future__ import annotations
 
@@ -77,19 +77,16 @@ def test_a_verdict_at_its_level_fails_and_one_with_margin_passes():
         perturb.stable(verdict, values=[1.0, 1.0, 1.0])
 
 
-def test_a_fit_whose_distances_tie_fails_and_a_clear_one_passes():
-    """A fitted edge: five rows scaled by 3 over Gaussian noise (the old data of the htmp test of a fall carried by
-    outliers, batch 100, seed 0) leave both laws at KS 5/120 from the outliers, so whether the fit returns MP or a
-    finite kappa is decided below 1e-12; a column-scaled bulk is fitted by a finite kappa well below MP's KS."""
+def test_a_fit_with_a_clear_margin_passes():
+    """A column-scaled bulk is fitted by a finite kappa well below MP's KS, under every perturbation.  (The old
+    negative control here, five rows scaled by 3 whose MP and HTMP distances tie at KS 5/120, broke the tie by the
+    processor's round-off: it flipped under perturbations on an AVX2 AMD EPYC and not on an AVX-512 one, 2026-12-07,
+    so it asserted a rounding edge itself; the helper's failure on an edge is tested on exact ties above and below.)"""
     from htlib.htmp import fit_htmp
 
     def law(W):
         return "MP" if math.isinf(fit_htmp(np.linalg.eigvalsh(W @ W.T), 120 / 400).kappa) else "HTMP"
 
-    W = np.random.default_rng(10000).standard_normal((120, 400)) / 20.0
-    W[:5] *= 3.0
-    with pytest.raises(AssertionError, match="changes under relative perturbations"):
-        perturb.stable(law, W)
     rng = np.random.default_rng(0)
     W = rng.standard_normal((120, 400)) / 20.0 * np.sqrt(rng.uniform(0.1, 1.9, 400))
     assert perturb.stable(law, W) == "HTMP"
