@@ -536,7 +536,7 @@ def finding_text(c: Claim) -> str:
 
 _POST_HOC_MARK = " (criterion chosen after the runs)"
 
-def reading_short(c: Claim) -> str:
+def reading_short(c: Claim, mark_post_hoc: bool = True) -> str:
     """A record's deciding number in a dozen words: the number, its interval or count and runs, the level.
 
     Examples
@@ -566,7 +566,7 @@ def reading_short(c: Claim) -> str:
         text = f"{_fmt(r['estimate'], fmt)}{band}, {runs} run{'s' if runs != 1 else ''}; {need}"
     if gate == "too_few_runs":
         text += " (too few runs)"
-    return text + (_POST_HOC_MARK if c.post_hoc else "")
+    return text + (_POST_HOC_MARK if c.post_hoc and mark_post_hoc else "")
 
 def finding_short(c: Claim, render=lambda text: text) -> str:
     """A record that does not agree (or was decided after the runs), as the findings box states it: the place, the
@@ -582,9 +582,7 @@ def finding_short(c: Claim, render=lambda text: text) -> str:
     ...                     cause="x", uncertainty="5 runs", readings=[r], short="the alignment falls"))
     'Fig. 5(d), the alignment falls: m is 0.66 [0.56, 0.77], 5 runs; the claim needs below 0.5'
     """
-    said = reading_short(c)
-    post = said.endswith(_POST_HOC_MARK)
-    said = said[:-len(_POST_HOC_MARK)] if post else said
+    said = reading_short(c, mark_post_hoc=False)  # the mark goes last, after the parts
     rs = list(c.readings)
     r = next((r for r in rs if r.get("verdict") != "agrees"), rs[0] if rs else None)
     # what the number is, where its name is short enough for the box (an indicator's count says it in "holds in")
@@ -601,7 +599,7 @@ def finding_short(c: Claim, render=lambda text: text) -> str:
                  f"{part} {'would read ' if first.get('first_verdict') != 'agrees' else ''}{first.get('first_verdict')}")
     claim = c.short or f'"{c.claim}"'
     # ``render`` types the ASCII math of the place and the numbers; the short statement is written in TeX already
-    return f"{render(c.where)}, {claim}: {render(said + (_POST_HOC_MARK if post else ''))}"
+    return f"{render(c.where)}, {claim}: {render(said + (_POST_HOC_MARK if c.post_hoc else ''))}"
 
 def _key_number(c: Claim) -> str:
     """An agreeing record's number in a word or three: its first reading's estimate (the interval is in the claims
