@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from htlib.records import (CLAIMS_GLUE_KEY, KINDS, VERDICTS, Claim, GluedText, _ClaimsPayload, _fmt, _Markdown,
-                           _Plain, check_records, collect_claims, glue_text, paper_name, verdict_counts)
+from htlib.records import (CLAIMS_GLUE_KEY, KINDS, PAPER_NAMES, VERDICTS, Claim, GluedText, _ClaimsPayload, _fmt,
+                           _Markdown, _Plain, check_records, collect_claims, glue_text, paper_name, verdict_counts)
 
 __all__ = [
     "DIFFERENCES", "SCOREBOARD_ORDER", "where_key", "claims_frame", "robustness_frame", "checks_frame",
@@ -304,8 +304,9 @@ class Scoreboard:
     # -- the first screen: counts per paper, then the differences one line each
 
     def counts_html(self) -> str:
-        """The counted claims per paper and verdict: a paper's name heads its row of counts (five columns) of the
-        claims decided in advance; the claims decided on a criterion chosen after the runs follow in a row apart."""
+        """The counted claims per paper and verdict: a paper's short title heads its row of counts (five columns)
+        of the claims decided in advance, on one line at 1280 px so that the first differences share the first
+        screen; the claims decided on a criterion chosen after the runs are counted beside the title."""
         counts = paper_counts(self.claims_by_notebook)
         later = paper_counts(self.claims_by_notebook, post_hoc=True)
         head = "".join(f"<th>{v}</th>" for v in VERDICTS)
@@ -313,9 +314,9 @@ class Scoreboard:
         for paper in SCOREBOARD_ORDER:
             n, m = sum(counts[paper].values()), sum(later[paper].values())
             after = f" (+{m} chosen after the runs)" if m else ""  # their verdicts: the paper's own lines
+            title = _html.escape(PAPER_NAMES[paper][1])  # the authors are on each paper's lines below
             body.append(f'<tr class="htlib-counts-paper"><th colspan="{len(VERDICTS)}" scope="colgroup">'
-                        f'{paper_name(paper, markup="html")}: {n} counted claim{"" if n == 1 else "s"}{after}'
-                        "</th></tr>")
+                        f'<em>{title}</em>: {n} claim{"" if n == 1 else "s"}{after}</th></tr>')
             body.append("<tr>" + "".join(f"<td>{counts[paper][v]}</td>" for v in VERDICTS) + "</tr>")
         return (f'<div class="htlib-scoreboard htlib-counts"><table><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table></div>')

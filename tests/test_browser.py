@@ -10,8 +10,8 @@ the CSV of the numbers behind it (and the CSV loads), that MathJax has typeset
 the math, that no internal link is broken, that no page mentions an outside working
 document ("REFERENCE") or shows a broken citation, and that the download button offers
 the page's source; it saves a screenshot of each page under ``_build/screenshots/``.
-No cell shows a bare quoted string.  At 1280 x 900 the scoreboard opens with the counts per paper on its
-first screen, then one line per claim that does not agree, and every record in a closed dropdown; it is at most
+No cell shows a bare quoted string.  At 1280 x 900 the scoreboard's first screen holds the counts per paper
+and the first line of those naming each claim that does not agree; every record is in a closed dropdown; it is at most
 15 screens long with the dropdowns closed, and no table on it or on the landing page has a column narrower than
 120 px (each check has a negative control); the landing page shows the same counts and disagreements, math typeset.
 Every chapter, at 1280 px, opens with its findings box wholly on the first screen (at most FINDING_LINES lines, no cut
@@ -314,13 +314,22 @@ def _reader(browser, server, path: str):
     return page
 
 
+def _first_screen(page) -> list[str]:
+    """What the scoreboard's first screen at READER lacks: the whole counts table, and the first line of the
+    differences (a reader learns there which claims differ without scrolling)."""
+    ends = page.evaluate("() => ['.htlib-counts table', '.htlib-differences li'].map(s => {"
+                         " const e = document.querySelector(s); if (!e) return null;"
+                         " return e.getBoundingClientRect().bottom + window.scrollY; })")
+    return [f"{what} {'is missing' if end is None else f'ends at {end:.0f} px, below the first screen'}"
+            for what, end in zip(("the counts table", "the first difference line"), ends)
+            if end is None or end > READER["height"]]
+
+
 def test_scoreboard_reads_in_a_minute(server, browser):
     board = sb.scoreboard(ROOT / "book")  # what the chapters stored, read independently of the page
     page = _reader(browser, server, "book/scoreboard.html")
-    # First screen: the counts per paper (one row of counts per paper) and the first verdict-bearing rows.
-    box = page.evaluate("() => { const r = document.querySelector('.htlib-counts table').getBoundingClientRect();"
-                        " return [r.top + window.scrollY, r.bottom + window.scrollY]; }")
-    assert box[1] <= READER["height"], f"the counts table ends at {box[1]:.0f} px, below the first screen"
+    # First screen: the counts per paper (one row of counts per paper) and the first difference line.
+    assert not (faults := _first_screen(page)), faults
     counts = page.evaluate(_COUNTS)
     expected = sb.paper_counts(board.claims_by_notebook)
     assert counts == [[expected[p][v] for v in rc.VERDICTS] for p in sb.SCOREBOARD_ORDER]
@@ -383,7 +392,8 @@ def test_verdict_badges_are_readable(server, browser):
 
 def test_the_scoreboard_checks_catch_a_long_page_and_a_squeezed_table(server, browser):
     """Negative controls: the old way (every record a row of one wide pipe table, cells broken anywhere) injected
-    into the page, and a page longer than the limit, are both caught by the checks above."""
+    into the page, a page longer than the limit, and a first screen whose differences start below it, are each
+    caught by the checks above."""
     page = _reader(browser, server, "book/scoreboard.html")
     page.evaluate(
         """() => { const t = document.createElement('table'); t.style.cssText = 'width:100%;table-layout:fixed';
@@ -401,6 +411,14 @@ def test_the_scoreboard_checks_catch_a_long_page_and_a_squeezed_table(server, br
     page.evaluate("(h) => { const d = document.createElement('div'); d.style.height = h + 'px';"
                   " document.querySelector('article.bd-article').appendChild(d); }", MAX_SCREENS * READER["height"])
     assert _height(page) > MAX_SCREENS * READER["height"]
+    page.close()
+    # a first screen taken by one more paragraph (the old explanation under the heading, three times over)
+    page = _reader(browser, server, "book/scoreboard.html")
+    assert not _first_screen(page)
+    page.evaluate("() => { const p = document.createElement('p'); p.style.height = '300px';"
+                  " p.textContent = 'Every counted claim whose verdict is not agrees, with the reason.';"
+                  " document.querySelector('.htlib-differences').before(p); }")
+    assert any("first difference line ends at" in f for f in _first_screen(page)), _first_screen(page)
     page.close()
 
 
