@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from htlib.records import _OPS, KINDS, PAPER_SETTING, PAPERS, Claim, Criterion, _fmt, check_records
+from htlib.records import _OPS, KINDS, PAPER_SETTING, PAPERS, REASONS, Claim, Criterion, _fmt, check_records
 
 __all__ = ["Spec", "Measurement", "judge", "judge_table", "read_table", "combine_verdicts", "STATISTICS", "MIN_DRAWS"]
 
@@ -230,8 +230,20 @@ class Measurement:
     setting: str = ""
     parts: Mapping[str, "Measurement"] = dataclasses.field(default_factory=dict)
     deviations: tuple[str, ...] | None = None
+    why: str = ""  # with not_run_reason or cannot_test: a code of records.REASONS, filled from why_numbers
+    why_numbers: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "why_numbers", dict(self.why_numbers))
+        if self.why:
+            if self.why not in REASONS:
+                raise ValueError(f"why must be one of {list(REASONS)}, got {self.why!r}")
+            if not (self.not_run_reason.strip() or self.cannot_test.strip()):
+                raise ValueError(f"why={self.why!r} goes with not_run_reason or cannot_test, which are empty")
+            try:
+                REASONS[self.why].format(**self.why_numbers)
+            except KeyError as exc:
+                raise ValueError(f"why={self.why!r} needs why_numbers {exc}: {REASONS[self.why]!r}") from None
         object.__setattr__(self, "values", _floats("values", self.values))
         object.__setattr__(self, "parts", dict(self.parts))
         if self.deviations is not None:
@@ -255,8 +267,12 @@ class Measurement:
                                      "set cannot_test naming it, or drop them and say so in note")
 
     @classmethod
-    def not_run(cls, reason: str) -> "Measurement":
-        return cls(ran=False, not_run_reason=reason)
+    def not_run(cls, reason: str, why: str = "", **why_numbers) -> "Measurement":
+        return cls(ran=False, not_run_reason=reason, why=why, why_numbers=why_numbers)
+
+    def _why(self) -> dict:
+        """The reading's short reason, where the chapter gave one."""
+        return {"why": self.why, "why_numbers": dict(self.why_numbers)} if self.why else {}
 
 def _runs(spec: Spec, m: Measurement) -> str:
     n = len(m.values)
@@ -360,7 +376,7 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
     no ``reduction_check``)."""
     if not m.ran:
         r = _reading(spec, spec.level, "not tested")
-        r.update(gate="not_run", reason=m.not_run_reason.strip())
+        r.update(gate="not_run", reason=m.not_run_reason.strip(), **m._why())
         return "not tested", f"not run: {m.not_run_reason.strip()}", "", "", [r]
     n, gate, code = len(m.values), "", ""
     if m.cannot_test.strip():
@@ -375,14 +391,15 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
         verdict, cause, measured, uncertainty, readings = _assess_parts(spec, m)
         if gate:
             verdict, cause = "inconclusive", gate
-            readings = [dict(_reading(spec, None, verdict), gate=code, reason=m.cannot_test.strip())]
+            readings = [dict(_reading(spec, None, verdict), gate=code, reason=m.cannot_test.strip(), **m._why())]
     elif gate:
         verdict, cause = "inconclusive", gate
         try:
             measured, uncertainty, reading = _read(spec, m, spec.level)[2:]
         except ValueError:  # nothing finite to show
             measured, uncertainty, reading = "no usable value", _runs(spec, m), _reading(spec, spec.level, "")
-        reading.update(verdict=verdict, gate=code, reason=m.cannot_test.strip() if code == "cannot_test" else "")
+        reading.update(verdict=verdict, gate=code, reason=m.cannot_test.strip() if code == "cannot_test" else "",
+                       **(m._why() if code == "cannot_test" else {}))
         readings = [reading]
     else:
         verdict, cause, measured, uncertainty, reading = _read(spec, m, spec.level)

@@ -54,6 +54,7 @@ CHAR_PX = 7.6  # one character of a table cell at the book's table font (htlib.c
 CELL_PAD_PX = 14  # a cell's padding and border
 BOLD_FACTOR = 1.15  # a header or row label (bold) against a cell
 NOWRAP_CHARS = 30  # a cell of at most this many characters never wraps (a number is never broken)
+MIN_COLUMN_PX = 120  # the narrowest column a reader's table has (htlib.css sets it): a split keeps each part wide
 
 
 def _text_px(texts, *, wrap: bool, bold: bool = False) -> float:
@@ -170,15 +171,16 @@ def _reader_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
     """HTML of ``frame`` that fits a text column of ``width_px``: short cells never wrap (no number broken over two
-    lines), and a frame estimated wider than the column is split into consecutive tables of its columns, each
-    repeating the row labels.  Every row, column and character is shown.
+    lines), no column is narrower than :data:`MIN_COLUMN_PX`, and a frame estimated wider than the column is split
+    into consecutive tables of its columns, each repeating the row labels.  Every row, column and character is
+    shown.
 
     Examples
     --------
     >>> wide = pd.DataFrame([[1.5] * 30], columns=[f"column {k}" for k in range(30)], index=["run 1"])
     >>> html = table_html(wide)
-    >>> html.count("<table"), "white-space:nowrap" in html
-    (4, True)
+    >>> html.count("<table"), "white-space:nowrap" in html  # four 120-px columns beside the row labels a part
+    (8, True)
     >>> table_html(wide.iloc[:, :3]).count("<table")
     1
     """
@@ -186,13 +188,14 @@ def table_html(frame: pd.DataFrame, width_px: float = TEXT_COLUMN_PX) -> str:
 
     frame = _reader_frame(frame)
     index = frame.index.to_frame().astype(str)
-    label_px = sum(_text_px([*index[c], *(n for n in [c] if n is not None)], wrap=False, bold=True)
-                   for c in index.columns)
+    label_px = sum(max(MIN_COLUMN_PX, _text_px([*index[c], *(n for n in [c] if n is not None)], wrap=False,
+                                               bold=True)) for c in index.columns)
     groups: list[list[int]] = [[]]
     used = label_px
     for j in range(frame.shape[1]):
         head = frame.columns[j] if not isinstance(frame.columns, pd.MultiIndex) else " ".join(map(str, frame.columns[j]))
-        px = max(_text_px([head], wrap=True, bold=True), _text_px(frame.iloc[:, j].astype(str), wrap=False))
+        px = max(MIN_COLUMN_PX, _text_px([head], wrap=True, bold=True),
+                 _text_px(frame.iloc[:, j].astype(str), wrap=False))
         if groups[-1] and used + px > width_px:
             groups.append([])
             used = label_px

@@ -17,7 +17,7 @@ from typing import Iterable, Literal, Sequence
 
 __all__ = [
     "Claim", "Criterion", "check_records", "verdict_counts", "VERDICTS", "PAPER_SETTING", "PAPERS", "PAPER_NAMES",
-    "paper_name", "KINDS", "CLAIMS_MIME", "CLAIMS_GLUE_KEY", "read_claims", "collect_claims", "glue_text",
+    "paper_name", "KINDS", "REASONS", "CLAIMS_MIME", "CLAIMS_GLUE_KEY", "read_claims", "collect_claims", "glue_text",
     "glue_figure", "GluedText", "claim_glue", "glue_claims",
 ]
 
@@ -54,6 +54,20 @@ PAPERS: dict[str, str] = {paper: paper_name(paper, markup="text") for paper in P
 CLAIMS_MIME = "text/x-htlib-claims+json"  # carries the records (JSON text) in a notebook's outputs
 CLAIMS_GLUE_KEY = "claims_records"
 KINDS: tuple[str, ...] = ("claim", "check", "variant")  # only a "claim" is counted
+# Why a claim was not run or cannot be tested here, in a few words: a code and its numbers (a reading's ``why`` and
+# ``why_numbers``), worded by the scoreboard's lines and the findings box; the chapter's full reason stays in the
+# record.  Each text is at most 8 words once filled, so that a line stays within its word budget.
+REASONS: dict[str, str] = {
+    "too_slow": "needs {time}",
+    "not_in_run": "this run lacks {what}",
+    "off": "off by default (make paper runs it)",
+    "no_data": "needs {data}, not at hand offline",
+    "short_budget": "the {steps} default steps end before the level",
+    "not_converged": "{k} of {n} runs not converged",
+    "not_at_minimum": "gradient descent cannot sit at these minimizers",
+    "flat_loss": "the loss moves only {ratio}-fold",
+    "spike_in_band": "a spike alone lands in the band",
+}
 
 _OPS = {"<": lambda x, t: x < t, "<=": lambda x, t: x <= t, ">": lambda x, t: x > t, ">=": lambda x, t: x >= t,
         "in": lambda x, t: t[0] <= x <= t[1]}

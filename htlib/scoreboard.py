@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from htlib.records import (CLAIMS_GLUE_KEY, KINDS, PAPER_NAMES, VERDICTS, Claim, GluedText, _ClaimsPayload, _fmt,
-                           _Markdown, _Plain, check_records, collect_claims, glue_text, paper_name, verdict_counts)
+from htlib.records import (CLAIMS_GLUE_KEY, KINDS, PAPER_NAMES, REASONS, VERDICTS, Claim, GluedText, _ClaimsPayload,
+                           _fmt, _Markdown, _Plain, check_records, collect_claims, glue_text, paper_name, verdict_counts)
 
 __all__ = [
     "DIFFERENCES", "SCOREBOARD_ORDER", "where_key", "claims_frame", "robustness_frame", "checks_frame",
@@ -554,7 +554,10 @@ def reading_short(c: Claim, mark_post_hoc: bool = True) -> str:
     r = rs[0]
     fmt, gate, runs = r.get("fmt", ".3g"), r.get("gate", ""), r.get("runs")
     need = f"the claim needs {_OP_WORDS[r['op']]} {_level(r['level'], fmt)}" if r.get("level") is not None else ""
-    if gate in ("not_run", "cannot_test"):
+    if gate in ("not_run", "cannot_test") and r.get("why") in REASONS:
+        text = (f"{'not run' if gate == 'not_run' else 'cannot test'}: "
+                f"{REASONS[r['why']].format(**r.get('why_numbers', {}))}")
+    elif gate in ("not_run", "cannot_test"):
         text = "not run with these parameters" if gate == "not_run" else "these runs cannot test it"
     elif r["statistic"] == "sign" and r.get("count") is not None:
         # a level of 0.5 reads a per-run 0/1 indicator: the count is of the runs where the claim's event holds

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from htlib import book
+from htlib import book, plotting
 from htlib import records as rc
 from htlib import scoreboard as sb
 
@@ -260,7 +260,7 @@ def test_page(server, browser, page_path):
 
 READER = {"width": 1280, "height": 900}  # the screen a reader reads the scoreboard on
 MAX_SCREENS = 15  # the scoreboard, every dropdown closed, is at most this many screens at READER
-MIN_COLUMN = 120  # px: the narrowest column the scoreboard's tables may have (its test); elsewhere no word may break
+MIN_COLUMN = plotting.MIN_COLUMN_PX  # px: the narrowest column of any table on the scoreboard, landing page, chapters
 
 
 # the counts table's rows of numbers, one per paper (the paper's name heads each in a row of its own)
@@ -296,7 +296,7 @@ def _table_faults(page) -> list[str]:
 
 
 def _narrow_columns(page) -> list[str]:
-    """Every visible table cell narrower than MIN_COLUMN px (the scoreboard's and the landing page's tables)."""
+    """Every visible table cell narrower than MIN_COLUMN px."""
     return page.evaluate(
         """(least) => { const out = []; document.querySelectorAll('main table').forEach((t, k) => {
             if (!t.getClientRects().length) return;
@@ -484,7 +484,7 @@ def _chapter_faults(page, records) -> list[str]:
                 out.append(f"the findings box has {box[1]} items, more than {sb.FINDING_LINES - 1}")
             if box[2]:
                 out.append("the findings box cuts a sentence ('…')")
-    out += _table_faults(page)
+    out += _table_faults(page) + _narrow_columns(page)
     if hits := _undefined(page):
         out.append(f"{len(hits)} undefined values printed as nan, inf or None: {hits[:3]}")
     return out
@@ -542,6 +542,12 @@ def test_the_chapter_checks_catch_nan_a_lost_box_and_a_wide_table(server, browse
                   " Array.from({length: 12}, () => '<td>a_long_unbreakable_column_value_here</td>').join('') + '</tr>';"
                   " document.querySelector('article.bd-article').appendChild(t); }")
     assert any("px wide" in f for f in _chapter_faults(page, records))
+    page.evaluate("() => document.querySelector('article.bd-article > table:last-child').remove()")
+    # a book table's column squeezed as pandas' automatic widths left it (22 px, its header on three lines)
+    page.evaluate("() => { const t = document.createElement('table'); t.className = 'htlib-data';"
+                  " t.innerHTML = '<tr><th style=\"min-width:0;width:22px\">ρ</th><td>a wide cell of text</td></tr>';"
+                  " document.querySelector('article.bd-article').appendChild(t); }")
+    assert any("a 22 px column (" in f for f in _chapter_faults(page, records)), _chapter_faults(page, records)
     page.evaluate("() => document.querySelector('.htlib-findings').appendChild("
                   "Object.assign(document.createElement('div'), {className: 'htlib-control', style: 'height: 900px'}))")
     assert any("ends at" in f for f in _chapter_faults(page, records))

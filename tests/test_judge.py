@@ -55,6 +55,43 @@ def test_cannot_test_accepts_a_diverged_run_and_still_reports_what_was_measured(
     assert c.verdict == "inconclusive" and "seed 1 diverged" in c.cause and c.measured.strip()
 
 
+def test_a_gate_carries_its_short_reason_as_a_code_and_numbers():
+    """The chapter's full reason stays in the cause; the code and its numbers travel in the reading, and the
+    scoreboard's line is worded from them (filled from the numbers, not copied from the cause)."""
+    slow = judge(spec(), Measurement.not_run("MiniAlexNet at the paper's preset takes long here", why="too_slow",
+                                             time="about 7 h on two cores"))
+    stuck = judge(spec(), m([2.0, 2.1, 2.2], cannot_test="2 of 3 runs have an excess loss 0.4", why="not_converged",
+                            why_numbers={"k": 2, "n": 3}))
+    plain = judge(spec(), m([2.0, 2.1, 2.2], cannot_test="2 of 3 runs have an excess loss 0.4"))
+    assert [slow.verdict, stuck.verdict] == ["not tested", "inconclusive"]
+    assert slow.readings[0]["why"] == "too_slow" and stuck.readings[0]["why_numbers"] == {"k": 2, "n": 3}
+    assert sb.reading_short(slow) == "not run: needs about 7 h on two cores"
+    assert sb.reading_short(stuck) == "cannot test: 2 of 3 runs not converged"
+    assert "why" not in plain.readings[0] and sb.reading_short(plain) == "these runs cannot test it"
+    for text in (sb.reading_short(c) for c in (slow, stuck)):
+        assert len(text.split()) <= sb.DIFFERENCE_WORDS
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(cannot_test="x", why="slow"), "why must be one of"),
+    (dict(cannot_test="x", why="not_converged", why_numbers={"k": 1}), "needs why_numbers 'n'"),
+    (dict(why="off"), "goes with not_run_reason or cannot_test")])
+def test_a_short_reason_is_refused_unless_its_code_and_numbers_are_known(kw, message):
+    with pytest.raises(ValueError, match=message):
+        m([1.0], **kw)
+
+
+def test_every_short_reason_fits_a_line():
+    """Each code's text, filled with long numbers, stays at most 8 words, so a line with its prefix and the
+    post-hoc mark keeps within DIFFERENCE_WORDS."""
+    import string
+    long = {"time": "about 2.9 days per seed", "data": "CIFAR-10 or SVHN", "steps": "10,000", "k": 15, "n": 15,
+            "ratio": "1.57", "what": "eta = 1000 or 2000"}
+    for code, text in rc.REASONS.items():
+        fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        assert len(text.format(**{f: long[f] for f in fields}).split()) <= 8, code
+
+
 @pytest.mark.parametrize("statistic", ["mean", "sign"])
 def test_too_few_runs_is_inconclusive_even_when_they_agree(statistic):
     c = judge(spec(statistic=statistic), m([5.0, 5.1]))

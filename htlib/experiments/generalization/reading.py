@@ -89,7 +89,8 @@ def _runs(values, **kw) -> Measurement:
     return Measurement(v[ok], runs_text=f"{int(ok.sum())} seeds", note=note, **kw)
 
 def _missing(what: str) -> Measurement:
-    return Measurement.not_run(f"{what} is not in this setting; the paper's setting runs it")
+    return Measurement.not_run(f"{what} is not in this setting; the paper's setting runs it", why="not_in_run",
+                               what=what)
 
 def _compound(key: str, parts: Mapping[str, Measurement], setting: str) -> Measurement:
     # Parts are judged as claims, so the reduced-setting gate would turn a variant's failures inconclusive.
@@ -162,7 +163,7 @@ def measure_fig7(res: Fig7Result, setup: Setup) -> dict[str, Measurement]:
     out["gd_contrast_wn"] = (
         Measurement.not_run(f"weight_norm_repeat is off: {2 * len(setup.etas) * setup.seeds} more runs of {setup.steps} "
                             f"steps at n = {setup.n}, as many as the Fig. 7 grid, beyond the chapter's budget; make "
-                            "paper runs it") if res.grid_wn is None
+                            "paper runs it", why="off") if res.grid_wn is None
         else _gd_contrast("gd_contrast_wn", res.grid_wn, "d", _setting(setup, FIG7_FIELDS)))
     return out
 

@@ -183,6 +183,10 @@ def alex_not_trained(setup) -> str:
             f"{alex_paper_hours(setup):.0f} h on two idle cores ({ALEX_IMAGES_PER_SECOND:g} images/s measured on a "
             f"one-thread worker, benchmarks/README.md); {PAPER_COMMAND} runs it, on a GPU where there is one (device auto)")
 
+def _alex_not_run(setup) -> Measurement:
+    return Measurement.not_run(alex_not_trained(setup), why="too_slow",
+                               time=f"about {alex_paper_hours(setup):.0f} h on two cores")
+
 def kappa_interval(res: BatchResult, f, level: float = 0.95) -> tuple[float, float]:
     """The 95% basic bootstrap interval of layer ``f``'s KS-fitted kappa (:func:`htlib.stats.basic_interval` on the
     log scale: the refits reflected about the fit); ``(nan, nan)`` where no refits were drawn.  The fit overshoots
@@ -236,7 +240,7 @@ def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
         keys = [k for k in (key, f"{key}-l1", f"{key}-kappa") if k in TABLE]
         runs = list(_seeds(res, model, b).values())
         if model == "minialexnet" and not setup.alex_train:
-            out.update({k: Measurement.not_run(alex_not_trained(setup)) for k in keys})
+            out.update({k: _alex_not_run(setup) for k in keys})
             continue
         if not runs:
             out.update({k: Measurement.not_run(f"batch {b} of {model} is not in this run's batch_sizes") for k in keys})
@@ -307,7 +311,7 @@ def _falls_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
             if k not in TABLE:
                 continue
             if model == "minialexnet" and not setup.alex_train:
-                out[k] = Measurement.not_run(alex_not_trained(setup))
+                out[k] = _alex_not_run(setup)
             elif not {big, small} <= set(batches):
                 out[k] = Measurement.not_run(f"batches {big} and {small} of {model} are not both in this run's batch_sizes")
             elif gate := _trained_gate(res, model, batches[::-1]):
@@ -547,7 +551,7 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
     setup, out = res.setup, {}
     for k, s in TABLE.items():
         if k == "ntk-logistic" or s.variant_of == "ntk-logistic":
-            out[k] = Measurement.not_run(LOGISTIC_NTK)
+            out[k] = Measurement.not_run(LOGISTIC_NTK, why="no_data", data="CIFAR-10 or SVHN")
     key = "ntk-lenet"
     keys = [key] + [k for k, s in TABLE.items() if s.variant_of == key]
     runs = _ntk_groups(res).get("lenet", [])

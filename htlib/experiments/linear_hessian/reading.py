@@ -93,7 +93,9 @@ def _not_minimum(runs: Sequence[dict], table: str) -> str:
             f"({table})")
 
 def _trained(values, runs: Sequence[dict], table: str, **kw) -> Measurement:
-    return Measurement(np.ravel(values), cannot_test=_not_minimum(runs, table), **kw)
+    bad = sum(not convergence(r)["converged"] for r in runs)
+    return Measurement(np.ravel(values), cannot_test=_not_minimum(runs, table),
+                       why="not_converged" if bad else "", why_numbers={"k": bad, "n": len(runs)}, **kw)
 
 def _approach(key: str, gap0: float, gap: float, **kw) -> Measurement:
     """``<gap> < level`` and ``<gap> / <gap at epoch 0> < 1``: the closed form is close at the end, and closer."""
@@ -298,7 +300,7 @@ def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None, fig7_raw: F
                          f"any of these balanced minimizers (lambda_max {lam_raw.min():.2g} to {lam_raw.max():.2g} "
                          f"against 2/eta = {stable:g}); their lambda_max is set by the smallest singular values of the "
                          "raw pixels kept, so its steps over m are not a reading of the learnt solution (Fig. 7 text)")
-            if lam_raw.min() > stable else "",
+            if lam_raw.min() > stable else "", why="not_at_minimum" if lam_raw.min() > stable else "",
             setting=setup.deviations(f"exact balanced minimizers on raw pixels (the OLS solution as a balanced net) in "
                                      f"place of GD-trained nets: their lambda_max, {lam_raw.min():.2g} to "
                                      f"{lam_raw.max():.2g}, lies far above 2/eta = {stable:g}, so no balanced minimizer "
@@ -323,7 +325,8 @@ def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None, fig7_raw: F
             " (the quantitative reading is a variant)" if name == "Kaiming init" else ""), imbalanced=True))
         if cut and m.cannot_test:
             cs = [convergence(r) for r in runs]
-            out[key] = Measurement(m.values, setting=m.setting, cannot_test=m.cannot_test + (
+            out[key] = Measurement(m.values, setting=m.setting, why=m.why, why_numbers=m.why_numbers,
+                                   cannot_test=m.cannot_test + (
                 f"; the tanh runs have {setup.tanh_epochs} epochs, {PAPER.tanh_epochs / setup.tanh_epochs:.3g}x fewer "
                 f"than the paper's {PAPER.tanh_epochs}, and their last {cs[0]['tail_epochs']} epochs still remove "
                 f"{min(c['tail_drop'] for c in cs):.2g} to {max(c['tail_drop'] for c in cs):.2g} of the zero map's loss "

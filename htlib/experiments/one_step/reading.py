@@ -66,7 +66,8 @@ def _at_below(fig3: Fig3Result, rule: str, o: str, readout: str) -> tuple[Measur
     """A rule's per-seed statistic at the paper's eta and at the grid eta below it."""
     etas, p = list(map(float, fig3.grid.etas)), PAPER_ETAS[o]
     if p not in etas:
-        missing = Measurement.not_run(f"the grid lacks the paper's eta = {p:g}; the paper's grid (make paper) has it")
+        missing = Measurement.not_run(f"the grid lacks the paper's eta = {p:g}; the paper's grid (make paper) has it",
+                                      why="not_in_run", what=f"eta = {p:g}")
         return missing, missing
     j, stat = etas.index(p), fig3.statistic(rule, o, readout)
     below = (_runs(stat[j - 1], note=f"eta = {etas[j - 1]:g}", what=f"at eta = {etas[j - 1]:g}") if j else
@@ -82,7 +83,8 @@ def measure_fig2(fig2: Fig2Result, setup: Setup) -> dict[str, Measurement]:
     """Fig. 2(d): the number of log-ESD modes of each seed at :data:`BIMODAL_ETA`."""
     modes = fig2.modes.get(("adam", BIMODAL_ETA))
     if not modes:
-        return {"bimodal": Measurement.not_run(f"fig2_adam_etas lacks eta = {BIMODAL_ETA:g}; the paper's has it")}
+        return {"bimodal": Measurement.not_run(f"fig2_adam_etas lacks eta = {BIMODAL_ETA:g}; the paper's has it",
+                                                   why="not_in_run", what=f"eta = {BIMODAL_ETA:g}")}
     dips = [m.dip for m in modes]
     note = (f"W0: {', '.join(str(m.count) for m in fig2.modes['init'])} modes; "
             f"dip/peak {np.nanmin(dips):.2f}-{np.nanmax(dips):.2f}")
@@ -158,7 +160,8 @@ def measure_onsets(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
     q = PAPER_ETAS["adam"]
     out["sweet2_onset"] = (replace(_runs(fig3.statistic("loss", "adam", "d")[etas.index(q)]),
                                    setting=_readout_setting(setup, "d")) if q in etas else
-                           Measurement.not_run(f"the grid lacks eta = {q:g}; the paper's has it"))
+                           Measurement.not_run(f"the grid lacks eta = {q:g}; the paper's has it", why="not_in_run",
+                                               what=f"eta = {q:g}"))
     return out
 
 NO_SIZES = "the paper gives no sizes for its scaling statements: the sweep is not a reduction of a larger setting"

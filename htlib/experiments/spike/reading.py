@@ -157,11 +157,13 @@ def _pool(by_seed: Mapping[int, Measurement]) -> Measurement:
         cannot = next(iter(bad.values())) + ("" if len(ms) == 1 else f" (at every seed of {runs})")
     else:
         cannot = "; ".join(f"at seed {seed}, {why}" for seed, why in bad.items())
+    # the short reason of the first seed that cannot test the row
+    why = next(({"why": m.why, "why_numbers": m.why_numbers} for m in ms if m.cannot_test.strip() and m.why), {})
     if first.parts:
         return Measurement(parts={k: _pool({seed: m.parts[k] for seed, m in by_seed.items()}) for k in first.parts},
-                           cannot_test=cannot, runs_text=runs, note=note, setting=first.setting)
+                           cannot_test=cannot, runs_text=runs, note=note, setting=first.setting, **why)
     values = [v for seed, m in by_seed.items() for v in m.values if np.isfinite(v)]
-    return Measurement(values, cannot_test=cannot, runs_text=runs, note=note, setting=first.setting)
+    return Measurement(values, cannot_test=cannot, runs_text=runs, note=note, setting=first.setting, **why)
 
 def _alpha(x: float) -> str:
     return f"{x:.3g}" if np.isfinite(x) else "none (no tail)"
@@ -285,7 +287,8 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
         cannot_test=f"no traced run reaches PL_Alpha_KS < {rules.heavy_alpha:g} after a bulk+spikes step within the "
         "recorded steps (phase tables)" if not decided else "" if not in_band else
         f"a spike alone lands in the band [{DECAY_KS[0]:g}, {DECAY_KS[1]:g}): the first bulk+spikes step reads PL_Alpha_KS " + ", ".join(f"{k:.3g} ({lab})" for lab, k in in_band.items())
-        + ", so a step in the band does not show a decaying bulk edge (phase tables)")
+        + ", so a step in the band does not show a decaying bulk edge (phase tables)",
+        why="spike_in_band" if decided and in_band else "")
     reached = [(lab, tracks[lab]) for lab, k in zip(tracks, keys) if any(heavy(k))]
     out["s6-single"] = Measurement(
         [float(all(tr.reports[1].num_detached == 1 for _, tr in reached))] if reached else [], runs_text="1 seed",
@@ -307,7 +310,8 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
                                        f"{lo_loss:.3g}"), cannot_test="" if top > TABLE["s6-early"].level else
                                   f"even the largest probe loss of the run is only {top:.3g} times its lowest, so no step "
                                   f"can pass the level; at the first heavy-tailed step {done:.0%} of the run's loss drop "
-                                  "is done (steps table)")
+                                  "is done (steps table)", why="" if top > TABLE["s6-early"].level else "flat_loss",
+                                  why_numbers={"ratio": f"{top:.3g}"})
     fw, fp = (next((int(t) for t, x in zip(runs[k].steps, heavy(k)) if x), None)
               for k in (("adam-wn", s.eta_adam), ("adam", s.eta_adam)))
     a_wn, a_plain = rep(wn.esd[-1]).tail_alpha, t_adam.tail_alpha
@@ -329,7 +333,8 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     if fs.first is None and fs.budget < band[0]:
         out["steps-01"] = replace(Measurement.not_run(
             f"the default budget of {fs.budget} steps ends before the criterion's lower end {band[0]:.0f}; "
-            f"slow_budget = {PAPER.slow_budget} (make paper) runs it: {slow_run_time()}"),
+            f"slow_budget = {PAPER.slow_budget} (make paper) runs it: {slow_run_time()}", why="short_budget",
+            steps=f"{fs.budget:,}"),
             setting=f"the paper's sizes and protocol; one seed; {fs.budget} steps; 10^4 steps take about "
                     f"{1e4 * SLOW_TIMING['s_per_step'] / 60:.0f} min on one thread (measured)")
     else:
@@ -338,7 +343,8 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     out["steps-001"] = Measurement.not_run(
         f"10^6 full-batch steps at these sizes take about {1e6 * SLOW_TIMING['s_per_step'] / 86400:.1f} days per seed at "
         f"the measured {SLOW_TIMING['s_per_step']:.2g} s per step on one thread (the authors report more than 24 h); the "
-        "chapter does not run them")
+        "chapter does not run them", why="too_slow",
+        time=f"about {1e6 * SLOW_TIMING['s_per_step'] / 86400:.1f} days per seed")
     out.update(_review(runs, s, rep, heavy))
     out["review-eta1-first"] = _review_eta1(runs, s, "review-eta1-first")
     return out
