@@ -243,7 +243,8 @@ def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
             out.update({k: _alex_not_run(setup) for k in keys})
             continue
         if not runs:
-            out.update({k: Measurement.not_run(f"batch {b} of {model} is not in this run's batch_sizes") for k in keys})
+            out.update({k: Measurement.not_run(f"batch {b} of {model} is not in this run's batch_sizes",
+                                                   why="not_in_run", what=f"batch {b}") for k in keys})
             continue
         gate = _trained_gate(res, model, [b])
         if gate:
@@ -313,7 +314,8 @@ def _falls_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
             if model == "minialexnet" and not setup.alex_train:
                 out[k] = _alex_not_run(setup)
             elif not {big, small} <= set(batches):
-                out[k] = Measurement.not_run(f"batches {big} and {small} of {model} are not both in this run's batch_sizes")
+                out[k] = Measurement.not_run(f"batches {big} and {small} of {model} are not both in this run's "
+                                             "batch_sizes", why="not_in_run", what=f"batch {big} or {small}")
             elif gate := _trained_gate(res, model, batches[::-1]):
                 out[k] = Measurement.not_run(gate)
             else:
@@ -461,7 +463,8 @@ def measure_subsets(batch: BatchResult, sub: SubsetsResult | None) -> dict[str, 
             continue
         have = {r.batch_size for r in sub.runs if r.protocol == protocol}
         if not {big, small} <= have:
-            out[key] = Measurement.not_run(f"batches {big} and {small} are not both among the subset runs")
+            out[key] = Measurement.not_run(f"batches {big} and {small} are not both among the subset runs",
+                                           why="not_in_run", what=f"batch {big} or {small}")
         elif gate := _subset_gate(sub, protocol, (big, small)):
             out[key] = Measurement.not_run(gate)
         else:
@@ -488,7 +491,8 @@ def measure_subsets(batch: BatchResult, sub: SubsetsResult | None) -> dict[str, 
             if key not in TABLE:
                 continue
             if not sub.of(protocol, b):
-                out[key] = Measurement.not_run(f"batch {b} is not among the subset runs")
+                out[key] = Measurement.not_run(f"batch {b} is not among the subset runs", why="not_in_run",
+                                               what=f"batch {b}")
             elif gate := _subset_gate(sub, protocol, (b,)):
                 out[key] = Measurement.not_run(gate)
             else:
@@ -556,7 +560,8 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
     keys = [key] + [k for k, s in TABLE.items() if s.variant_of == key]
     runs = _ntk_groups(res).get("lenet", [])
     if not runs:
-        out.update({k: Measurement.not_run("lenet is not in this run's ntk_models") for k in keys})
+        out.update({k: Measurement.not_run("lenet is not in this run's ntk_models", why="not_in_run",
+                                                       what="LeNet's NTK") for k in keys})
         return out
     acc = min(x.train_acc for x in runs)
     if acc < TRAINED_ACC:
@@ -607,7 +612,8 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
                                  setting=setting + f"; zero cut-off rtol {rtol:g} instead of {r.rtols[0]:g}",
                                  cannot_test=null_loss(g))
     for k in keys:
-        out.setdefault(k, Measurement.not_run(f"the cut-off of {k} is not in this run's ntk_rtols"))
+        out.setdefault(k, Measurement.not_run(f"the cut-off of {k} is not in this run's ntk_rtols",
+                                                 why="not_in_run", what="this cut-off"))
     return out
 
 def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas, n_match: int = 0,

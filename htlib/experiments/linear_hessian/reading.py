@@ -185,7 +185,7 @@ def measure_fig4(setup: Setup, fig4: Fig4) -> dict[str, Measurement]:
     row = _whitening_settings(setup, int(fig4.runs[("balanced", "rowspace")]["rank"]))[1]
     held = fig4.held()
     if not held:
-        return {"fig4": Measurement.not_run("no run was held to the OLS loss; make paper runs them"),
+        return {"fig4": Measurement.not_run("no run was held to the OLS loss; make paper runs them", why="off"),
                 **{k: v for k, v in _fig4_variants(setup, fig4).items()}}
     bad = [h for h in held if not h["converged"]]
     runs = f"{len(held)} seeds, each held to the OLS loss"
@@ -245,7 +245,7 @@ def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
             f"{key}-white": Measurement([pos[-1]])})
     seen = {p.key.rpartition("-")[2]: p.level for p in TABLE["fig5_floats_seen"].parts}  # the same levels, fixed first
     if not fig5.paths:
-        out["fig5_floats"] = Measurement.not_run("no fresh path was drawn; make paper runs them")
+        out["fig5_floats"] = Measurement.not_run("no fresh path was drawn; make paper runs them", why="off")
         return out
     pt = fig5.paths_table()
     # One value per fresh subset (every family passes on it): the families share a subset's data, so paths of one
@@ -276,7 +276,7 @@ def measure_fig6(setup: Setup, fig6: Fig6) -> dict[str, Measurement]:
             [crossover_passes(c["lam"]) for c in fig6.crossover], runs_text=f"{len(fig6.crossover)} fresh draws",
             note="crossovers " + ", ".join(f"{c['crossover']:.2f}" for c in fig6.crossover) + "; depths judged "
                  + ", ".join(f"{c['depths'][0]}-{c['depths'][-1]}" for c in fig6.crossover) + " (Fig. 6 crossover table)")
-        if fig6.crossover else Measurement.not_run("no crossover draw was run; make paper runs them"),
+        if fig6.crossover else Measurement.not_run("no crossover draw was run; make paper runs them", why="off"),
         "fig6_right": Measurement(mini, runs_text=f"{mini.size} subset series", setting=setup.deviations(
             "exact balanced minimizers (the OLS solution as a balanced net) in place of GD-trained nets, which do not "
             "converge (Fig. 6 convergence table)", imbalanced=True, trained=False), note=(
@@ -310,7 +310,8 @@ def measure_fig7(setup: Setup, fig7: Fig7, fig6: Fig6 | None = None, fig7_raw: F
                 _raw_sensitivity(fig7_raw, lam_raw, changes, stable, im7.trained["no whitening"]) if fig7_raw is not None
                 else "") + " (Fig. 7 text)")
     else:
-        left = Measurement.not_run("no exact minimizer on raw pixels was computed; make paper computes them")
+        left = Measurement.not_run("no exact minimizer on raw pixels was computed; make paper computes them",
+                                   why="off")
     out = {"fig7_left": left,
         "fig7_left_trained": _trained([int(np.sum(np.diff(np.sign(np.diff(v))) != 0)) for v in raw],
                                  im7.trained["no whitening"], table, setting=setup.deviations(imbalanced=True),
@@ -381,7 +382,7 @@ def measure_fig8(setup: Setup, fig8: Fig8) -> dict[str, Measurement]:
         one = float(np.polyfit(np.log(np.array(sizes, dtype=float)), np.log(lam_st).mean(0), 1)[0])
         same = [float(np.ptp(lam_st[:, k]) / lam_st[:, k].min()) for k in (0, -1)]
     return {
-        "fig8": Measurement.not_run("no stratified series was drawn; make paper draws them") if not st.size else
+        "fig8": Measurement.not_run("no stratified series was drawn; make paper draws them", why="off") if not st.size else
         Measurement([one], runs_text=f"one fit over {st.size} fresh series", note=(
             f"the series' own slopes {st.min():.3g} to {st.max():.3g}; at each point lambda_max = L (||P_X Y||^2 / n)^(3/4) "
             "by algebra, so the slope measures how much label energy lies outside the span of the pixels; the smallest "
