@@ -17,6 +17,7 @@ end-to-end checks that run nbval itself on a small fixture notebook.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -613,6 +614,42 @@ def test_a_power_of_ten_written_out_compares_as_its_number():
     assert nn.compare_text("gap 6×10⁻¹⁰", "gap 8.2×10⁻¹⁰", tl.Tolerance(1e-9, below=tl.SOLVER_BOUND)).ok
     assert not nn.compare_text("gap 6×10⁻¹⁰", "gap 6×10⁻⁸", tl.CLOSED_FORM).ok
     assert not nn.compare_text("gap 6×10⁻¹⁰", "gap 6×10⁻¹⁰ 3", tl.CLOSED_FORM).ok
+
+
+def test_htmp_on_an_intel_xeon_fails_its_old_comparison_and_passes_the_measured_one():
+    """htmp's five cells that failed on the Intel Xeon against the AMD EPYC's references: each fails the comparison
+    it had (one processor's moves; a seed's delta and every verdict as printed), and passes the current one, where a
+    seed's delta compares through the count of seeds and the variant whose interval ends lie within the processors'
+    move of its level compares through its numbers."""
+    cells = list(_rerun_cells(ROOT / "tests" / "fixtures" / "portability" / "htmp.intel-avx512-pinned.json"))
+    assert sorted(cell["id"] for _, cell, _, _ in cells) == ["15059596", "2846e2f2", "5e31c0bd", "76a11e12", "d09fba9f"]
+    for chapter, cell, ref, new in cells:
+        assert not _compare(ref, new, tl.PREVIOUS[(chapter, cell["id"])]).ok, cell["id"]
+        now = _compare(ref, new, tl.for_cell(chapter, {}, cell["id"]))
+        assert now.ok and now.max_rel > 0.01, (cell["id"], now.problems)
+
+
+def test_a_verdict_compared_through_its_numbers_leaves_every_other_verdict_compared():
+    """The Intel Xeon's robustness table passes with the variant's verdict redrawn; the same table fails when a
+    verdict of any other record moves, and when the variant is not listed."""
+    (_, _, ref, new), = [c for c in _rerun_cells(ROOT / "tests" / "fixtures" / "portability" /
+                                                  "htmp.intel-avx512-pinned.json") if c[1]["id"] == "5e31c0bd"]
+    tol = tl.for_cell("htmp", {}, "5e31c0bd")
+    assert _compare(ref, new, tol).ok
+    assert not _compare(ref, new, dataclasses.replace(tol, verdicts_redrawn=())).ok
+
+    def edit(outputs, old, new_text):
+        out = copy.deepcopy(outputs)
+        for o in out:
+            for mime, value in o.get("data", {}).items():
+                text = "".join(value) if isinstance(value, list) else value
+                if isinstance(text, str) and old in text:
+                    o["data"][mime] = text.replace(old, new_text, 1)
+        return out
+
+    # another variant's verdict: the first "disagrees" badge of a dropdown that is not the listed variant's
+    other = edit(new, "{bdg-danger}`disagrees`", "{bdg-success}`agrees`")
+    assert other != new and not _compare(ref, other, tol).ok
 
 
 @pytest.mark.parametrize("fixture, cell_id, moved", [
