@@ -210,15 +210,16 @@ def _floats(name: str, x) -> tuple[float, ...]:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a 1-D sequence of numbers, got {x!r}") from None
-    if a.ndim == 0:  # a single fit estimate given as a number
-        a = a[None]
+    if a.ndim == 0: a = a[None]  # a single fit estimate given as a number
     if a.ndim != 1: raise ValueError(f"{name} must be 1-D (one value per run), got shape {a.shape}")
     return tuple(a.tolist())
 
 @dataclass(frozen=True)
 class Measurement:
     """What a chapter read for one :class:`Spec`: a value per run (or a fit and its bootstrap ``draws``), or why
-    it was not run or ``cannot_test``.  Non-finite values are refused unless ``cannot_test`` says why."""
+    it was not run or ``cannot_test``.  Non-finite values are refused unless ``cannot_test`` says why.  Where some
+    runs' fits sit at a search bound, ``bound_cases`` holds the values the runs could take instead (one tuple per
+    case), and a mean or sign statistic decides only where every case gives its verdict."""
     values: tuple[float, ...] = ()
     draws: tuple[float, ...] = ()
     ran: bool = True
@@ -232,6 +233,8 @@ class Measurement:
     deviations: tuple[str, ...] | None = None
     why: str = ""  # with not_run_reason or cannot_test: a code of records.REASONS, filled from why_numbers
     why_numbers: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    bound_cases: tuple[tuple[float, ...], ...] = ()
+    fresh: str = ""  # a post-hoc row's runs, where every one was made after its criterion was fixed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "why_numbers", dict(self.why_numbers))
@@ -245,6 +248,9 @@ class Measurement:
             except KeyError as exc:
                 raise ValueError(f"why={self.why!r} needs why_numbers {exc}: {REASONS[self.why]!r}") from None
         object.__setattr__(self, "values", _floats("values", self.values))
+        object.__setattr__(self, "bound_cases", tuple(_floats("bound_cases", c) for c in self.bound_cases))
+        if any(len(c) != len(self.values) for c in self.bound_cases):
+            raise ValueError("bound_cases must each hold one value per run, as values does")
         object.__setattr__(self, "parts", dict(self.parts))
         if self.deviations is not None:
             if isinstance(self.deviations, str) or not all(isinstance(d, str) and d.strip() for d in self.deviations):
@@ -255,9 +261,8 @@ class Measurement:
             raise ValueError("parts must map part keys to Measurement objects")
         object.__setattr__(self, "draws", _floats("draws", self.draws))
         if not isinstance(self.ran, bool): raise ValueError(f"ran must be True or False, got {self.ran!r}")
-        if self.ran == bool(self.not_run_reason.strip()):
-            raise ValueError("not_run_reason is required with ran=False and only then "
-                             f"(ran={self.ran}, not_run_reason={self.not_run_reason!r})")
+        if self.ran == bool(self.not_run_reason.strip()): raise ValueError(
+            f"not_run_reason is required with ran=False and only then (ran={self.ran}, not_run_reason={self.not_run_reason!r})")
         if self.ran and not self.cannot_test.strip() and not self.parts:
             if not self.values:
                 raise ValueError("values must not be empty for a measurement that ran (else set cannot_test or ran=False)")
@@ -270,23 +275,22 @@ class Measurement:
     def not_run(cls, reason: str, why: str = "", **why_numbers) -> "Measurement":
         return cls(ran=False, not_run_reason=reason, why=why, why_numbers=why_numbers)
 
-    def _why(self) -> dict:
-        """The reading's short reason, where the chapter gave one."""
+    def _why(self) -> dict:  # the reading's short reason, where the chapter gave one
         return {"why": self.why, "why_numbers": dict(self.why_numbers)} if self.why else {}
 
 def _runs(spec: Spec, m: Measurement) -> str:
-    n = len(m.values)
     return m.runs_text.strip() or {"bootstrap": "one fit", "value": "one exact evaluation"}.get(
-        spec.statistic, f"{n} run{'s' if n != 1 else ''}")
+        spec.statistic, f"{len(m.values)} run{'s' if len(m.values) != 1 else ''}")
 
 _SIDE = {"agrees": "lies entirely where {crit} holds", "disagrees": "lies entirely where {crit} fails",
          "inconclusive": "straddles the level of {crit}"}
 _CHOSEN = "; the criterion was chosen after the numbers were seen ({}), so this verdict is not out of sample"
+_FRESH = ("; the criterion was chosen after earlier numbers were seen ({}); {} were all run after it was fixed, so the "
+          "verdict is out of sample for them, and the row is still counted apart")
 
 def _num(x, fmt: str) -> float | None:
     """``x`` as printed by ``fmt`` (the record's text and its fields agree, and nbval compares them as text)."""
-    if x is None or not math.isfinite(x):
-        return None
+    if x is None or not math.isfinite(x): return None
     try:
         return float(format(x, fmt))
     except ValueError:  # a format that does not print a plain number
@@ -403,6 +407,12 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
         readings = [reading]
     else:
         verdict, cause, measured, uncertainty, reading = _read(spec, m, spec.level)
+        if m.bound_cases:
+            got = [_read(spec, dataclasses.replace(m, values=c, bound_cases=()), spec.level)[0] for c in m.bound_cases]
+            cause += (f"; the same in each of the {len(got)} cases that its fits at a search bound could take"
+                      if set(got) == {verdict} else f"; but its fits at a search bound decide it: of the {len(got)} "
+                      "cases they could take, " + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
+            verdict = reading["verdict"] = verdict if set(got) == {verdict} else "inconclusive"
         setting = m.setting.strip() or spec.setting
         if (verdict == "disagrees" and not _at_paper(spec, m) and spec.kind == "claim"
                 and not m.reduction_check.strip()):
@@ -420,7 +430,8 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
         readings = [reading]
     # A criterion chosen after the numbers is said whichever gate decided the verdict.
     if spec.revised_because.strip() and spec.revised_from is None:
-        cause += _CHOSEN.format(spec.revised_because.strip())
+        cause += (_FRESH.format(spec.revised_because.strip(), m.fresh.strip()) if m.fresh.strip()
+                  else _CHOSEN.format(spec.revised_because.strip()))
     if m.note.strip():
         uncertainty = f"{uncertainty}; {m.note.strip()}" if uncertainty else m.note.strip()
     return verdict, cause, measured, uncertainty, readings

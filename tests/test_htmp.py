@@ -956,3 +956,38 @@ def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
     assert mass == pytest.approx(1.0, abs=2e-3)
     with pytest.raises(ValueError, match="gammas"):
         H.fit_inverse_htmp(y, gammas=())
+
+
+def test_a_fit_at_the_top_of_the_kappa_search_or_mp_could_read_the_other():
+    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp.compute import _delta
+    top = 1 / _delta(50.0, 0.3)
+    assert rd._inv_delta(math.inf, 0.3) == (0.0, top)  # MP could be the top of the search
+    v, other = rd._inv_delta(49.0, 0.3)  # within BOUND_NEAR of the top: could be MP
+    assert v == pytest.approx(1 / _delta(49.0, 0.3)) and other == 0.0
+    assert rd._inv_delta(20.0, 0.3)[1] is None  # an interior fit has no other value
+
+
+def test_bound_cases_enumerate_every_case_or_both_extremes_and_a_sample():
+    from htlib.experiments.htmp import reading as rd
+    unit = [[(1, 0.02, 0.0), (-1, 0.0, 0.017)], [(1, 0.03, None), (-1, 0.01, None)]]  # two seeds
+    vals, cases = rd.bound_cases([unit])
+    assert vals == [pytest.approx(0.02)]
+    assert sorted(round(c[0], 6) for c in cases) == sorted(round(x, 6) for x in (0.02, 0.01, 0.0115, 0.0015))
+    many = [[[(1, 0.02, 0.0)] for _ in range(20)]]  # 20 terms: 2**20 cases, more than MAX_BOUND_CASES
+    vals, cases = rd.bound_cases(many)
+    assert len(cases) == rd.MAX_BOUND_CASES and cases[0] == (pytest.approx(0.02),) and cases[1] == (0.0,)
+
+
+def test_the_ntk_claim_reads_training_seeds_run_after_its_rule_was_fixed():
+    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp.compute import Setup
+    from htlib.params import ParameterError
+    s = Setup()
+    seeds = s.ntk_seed_list("lenet")
+    assert len(seeds) >= 19 and not set(seeds) & set(rd.NTK_READ_BEFORE_RULE)  # enough to agree, none seen before
+    assert s.ntk_seed_list("logistic") == list(range(s.ntk_logistic_seeds))
+    assert Setup(seed=100).ntk_seed_list("lenet")[0] == 100 + s.ntk_first
+    assert "0, 1" in rd.ntk_fresh_text([0, 1, 7]) and "none" in rd.ntk_fresh_text(seeds)
+    with pytest.raises(ParameterError, match="ntk_first"):
+        Setup(ntk_first=-1)

@@ -140,10 +140,11 @@ def _sub(whole, bulk, *, acc=1.0, protocol="book", seeds=3):
     return SubsetsResult(_setup(), runs)
 
 
-# whole delta: 30 at batch 1000, 20 at 250, 12 at 100, give or take a little per subset and seed; bulk delta: 40 at
-# 1000, 50 at 250, 60 at 100 (the bulk gets lighter: its 1/delta falls by about 0.008 on every subset)
+# whole delta: 30 at batch 1000, 20 at 250, 12 at 100, give or take a little per subset and seed; bulk delta: 30 at
+# 1000, 38 at 250, 45 at 100 (the bulk gets lighter: its 1/delta falls by about 0.011 on every subset)
 WHOLE = {1000: lambda b, r: 30 + b + 0.5 * r, 250: lambda b, r: 20 + 0.3 * b, 100: lambda b, r: 12 + 0.2 * b - 0.3 * r}
-BULK = {1000: lambda b, r: 40 + b, 250: lambda b, r: 50 + b, 100: lambda b, r: 60 + b + r}
+# bulk fits inside the kappa search (delta 30-49: kappa below 45 at gamma 0.3, none at its top or MP)
+BULK = {1000: lambda b, r: 30 + b, 250: lambda b, r: 38 + b, 100: lambda b, r: 45 + b + r}
 
 
 def test_the_trend_reads_the_seed_mean_per_subset_on_the_whole_spectrum_and_the_bulk():
@@ -228,3 +229,20 @@ def test_the_phases_row_reads_one_count_per_seed():
     assert recs["phases"].verdict == "agrees" and "3 seeds" in recs["phases"].uncertainty
     recs = {c.key: c for c in ch.claims(_batch(_lenet()), **_TABLES, phase_tables=[table(5)] * 3)}
     assert recs["phases"].verdict != "agrees" and "seed 0: the p5 spectrum" in recs["phases"].uncertainty
+
+
+def test_bulk_fits_at_the_top_of_the_search_or_mp_leave_the_bulk_part_to_every_case_they_could_take():
+    """Bulk fits at the top of the kappa search (delta 58.3) or reading MP (delta inf) could each read the other: the
+    part decides only where every such case gives its verdict, and the record counts the cases."""
+    from htlib.experiments import htmp as ch
+
+    top = 50 * 0.7 / 0.6  # delta at the top of the search, gamma 0.3
+    bulk = {1000: lambda b, r: top if r else math.inf, 250: lambda b, r: 40.0, 100: lambda b, r: math.inf if r else top}
+    m = ch.measure(_batch(_lenet()), **_TABLES, subsets=_sub(WHOLE, bulk))["lenet-falls-images"]
+    part = m.parts["lenet-falls-images-bulk"]
+    assert len(part.bound_cases) == ch.reading.MAX_BOUND_CASES  # 18 fits: 2**18 cases, both extremes and a sample
+    assert all(len(c) == 3 for c in part.bound_cases)  # one value per subset
+    recs = {c.key: c for c in ch.claims(_batch(_lenet()), **_TABLES, subsets=_sub(WHOLE, bulk))}
+    bulk_reading = [r for r in recs["lenet-falls-images"].readings if r["part"] == "lenet-falls-images-bulk"][0]
+    assert bulk_reading["verdict"] == "inconclusive"
+    assert "search bound" in recs["lenet-falls-images"].cause

@@ -530,3 +530,62 @@ def test_a_check_states_why_it_cannot_fail_and_only_a_check_may():
     assert c.kind == "check" and not c.counted and "sign(G) has 64 entries" in c.cause
     with pytest.raises(ValueError, match="why"):
         spec(why="an identity")
+
+
+# --- fits at a search bound ---------------------------------------------------------------------------------
+
+def test_a_verdict_that_holds_in_every_case_of_its_bound_fits_stands_and_says_so():
+    c = judge(spec(level=0.0), m([0.5, 0.6, 0.7], bound_cases=[(0.45, 0.6, 0.7), (0.5, 0.55, 0.7)]))
+    assert c.verdict == "agrees" and "2 cases" in c.cause
+    assert c.readings[0]["verdict"] == "agrees"
+
+
+def test_a_verdict_that_some_case_of_its_bound_fits_changes_is_inconclusive():
+    c = judge(spec(level=0.0), m([0.5, 0.6, 0.7], bound_cases=[(0.5, 0.6, 0.7), (-0.9, 0.6, 0.7)]))
+    assert c.verdict == "inconclusive" and c.readings[0]["verdict"] == "inconclusive"
+    assert "1 agrees" in c.cause and "1 inconclusive" in c.cause
+    # the same values without the cases agree: the bound, not the data, made it inconclusive
+    assert judge(spec(level=0.0), m([0.5, 0.6, 0.7])).verdict == "agrees"
+    # a sign statistic the same way
+    s = spec(level=0.0, statistic="sign")
+    assert judge(s, m([1.0] * 6)).verdict == "agrees"
+    assert judge(s, m([1.0] * 6, bound_cases=[(1.0,) * 5 + (-1.0,)])).verdict == "inconclusive"
+
+
+@pytest.mark.parametrize("cases, match", [([(1.0, 2.0)], "one value per run"), ([("a", 1.0, 2.0)], "bound_cases")])
+def test_bound_cases_are_refused_unless_they_hold_one_number_per_run(cases, match):
+    with pytest.raises(ValueError, match=match):
+        Measurement([1.0, 2.0, 3.0], bound_cases=cases)
+
+
+def _bound_rate(mean: float, ns, sims: int, seed: int, share: float = 0.3, step: float = 0.5,
+                cases: bool = True) -> list[float]:
+    """P(agrees) of a mean > 0 row when a share of the runs are fits at a bound that could read ``step`` lower."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(mean, 1.0, size=(sims, max(ns)))
+    low = rng.random((sims, max(ns))) < share
+    out = []
+    for n in ns:
+        out.append(np.mean([judge(spec(level=0.0), m(row[:n], bound_cases=[tuple(row[:n] - step * cut[:n])] * cases))
+                            .verdict == "agrees" for row, cut in zip(x, low)]))
+    return out
+
+
+def test_the_bound_rule_keeps_the_t_interval_sharpening_and_never_adds_agreement():
+    ns = (5, 10, 20, 40)
+    rate = _bound_rate(1.0, ns, sims=400, seed=4)  # true: the mean stays above 0 in every case
+    assert all(a <= b for a, b in zip(rate, rate[1:])), rate
+    assert rate[-1] > 0.9
+    false = _bound_rate(-0.3, ns, sims=400, seed=5)  # false by a stated effect: never more likely to agree
+    assert all(a >= b for a, b in zip(false, false[1:])) and false[-1] == 0.0, false
+    plain = _bound_rate(1.0, ns, sims=400, seed=4, cases=False)  # the same draws without the cases
+    assert all(a <= b for a, b in zip(rate, plain)), (rate, plain)
+
+
+def test_a_post_hoc_row_read_on_runs_made_after_its_criterion_says_so_and_stays_counted_apart():
+    s = spec(level=0.0, revised_because="changed on day 2, after the first runs")
+    old, new = judge(s, m([0.5, 0.6, 0.7])), judge(s, m([0.5, 0.6, 0.7], fresh="its 3 new seeds"))
+    assert old.verdict == new.verdict == "agrees"
+    assert "not out of sample" in old.cause and "not out of sample" not in new.cause
+    assert "its 3 new seeds" in new.cause and "changed on day 2" in new.cause
+    assert old.post_hoc and new.post_hoc  # counted apart either way

@@ -106,8 +106,8 @@ def _corner(f, grid) -> str:
     if side:
         bits.append(f"kappa {_fmt(f.kappa)} at the fit's {side} bound {_fmt(_kappa_bounds(f.gamma)[side == 'upper'])}")
     if bits and math.isfinite(f.kappa):
-        bits.append(f"where HTMP is a Gamma law of shape delta {_delta(f.kappa, f.gamma):.3g} to "
-                    f"{gamma_gap(f.kappa, f.gamma):.2g} (sup CDF)")
+        bits.append(f"where HTMP lies within {gamma_gap(f.kappa, f.gamma):.2g} (sup CDF) of a Gamma law of shape delta "
+                    f"{_delta(f.kappa, f.gamma):.3g}")
     return "; ".join(bits)
 
 def _gamma_law_text(r: "NTKFit", grid) -> str:
@@ -288,19 +288,58 @@ def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
                                      setting=setup.setting(model) + extra, reduction_check=check if k == key else "")
     return out
 
+MAX_BOUND_CASES = 2 ** 13  # beyond, the cases read are both extremes and a seeded sample of the rest
+
+def _inv_delta(kappa: float, gamma: float) -> tuple[float, float | None]:
+    """A fit's 1/delta, and where it sits at the top of the kappa search or reads MP (within KS noise of each other at
+    this size), the other value it could take: 0 (MP) for a fit at the top, 1/delta at the top for an MP fit."""
+    top = 1.0 / _delta(_kappa_bounds(gamma)[1], gamma)
+    if not math.isfinite(kappa):
+        return 0.0, top
+    return 1.0 / _delta(kappa, gamma), (0.0 if _at_bound(kappa, gamma) == "upper" else None)
+
+def bound_cases(units: list[list[list[tuple[float, float, float | None]]]]) -> tuple[list[float], tuple]:
+    """Per unit (a list of seeds, each a list of terms ``(sign, value, other)``), the seed mean of each seed's sum of
+    ``sign x value``; and the same means in every case of the terms that could take ``other`` instead (fits at a
+    search bound): ``(values, cases)``, ``cases`` empty where no term could.
+
+    Examples
+    --------
+    >>> vals, cases = bound_cases([[[(1, 0.02, None), (-1, 0.0, 0.017)]], [[(1, 0.03, None), (-1, 0.01, None)]]])
+    >>> [round(v, 4) for v in vals], [tuple(round(v, 4) for v in c) for c in cases]
+    ([0.02, 0.02], [(0.02, 0.02), (0.003, 0.02)])
+    """
+    terms = [(i, j, k) for i, u in enumerate(units) for j, seed in enumerate(u) for k, t in enumerate(seed)
+             if t[2] is not None]
+    def means(flip) -> tuple[float, ...]:
+        return tuple(float(np.mean([sum(s * (o if (i, j, k) in flip else v) for k, (s, v, o) in enumerate(seed))
+                                    for j, seed in enumerate(u)])) for i, u in enumerate(units))
+    vals = list(means(set()))
+    if not terms:
+        return vals, ()
+    n = 2 ** len(terms)
+    picks = (range(n) if n <= MAX_BOUND_CASES else
+             [0, n - 1, *np.random.default_rng(0).integers(1, n - 1, MAX_BOUND_CASES - 2).tolist()])
+    return vals, tuple(means({t for b, t in enumerate(terms) if int(code) >> b & 1}) for code in picks)
+
 def _falls_measurement(res: BatchResult, model: str, big: int, small: int, fit: str, cannot: str = "") -> Measurement:
     """Per seed, the ``fit``'s 1/delta at batch ``small`` minus at ``big``; ``"bulk"``: without the outliers."""
     a, b = _seeds(res, model, big), _seeds(res, model, small)
-    get = {"ks": lambda f: f.delta, "l1": lambda f: f.l1_delta, "bulk": lambda f: _delta(bulk_fit(f)[1], f.gamma)}[fit]
+    bulk = {id(f): bulk_fit(f)[1] for f in (*a.values(), *b.values())} if fit == "bulk" else {}
+    get = {"ks": lambda f: f.delta, "l1": lambda f: f.l1_delta, "bulk": lambda f: _delta(bulk[id(f)], f.gamma)}[fit]
     vals = [1 / get(b[s]) - 1 / get(a[s]) for s in sorted(set(a) & set(b))]
     if any(math.isnan(v) for v in vals):  # bulk_fit gives nan where the ESD is too small to fit a bulk
         return Measurement.not_run("the ESD is too small to fit a bulk without its outliers")
+    kap = {"ks": lambda f: f.kappa, "bulk": lambda f: bulk[id(f)]}.get(fit)
+    cases = () if kap is None else bound_cases([[[(1, *_inv_delta(kap(b[s]), b[s].gamma)),
+                                                  (-1, *_inv_delta(kap(a[s]), a[s].gamma))]]
+                                                for s in sorted(set(a) & set(b))])[1]
     note = (f"delta {', '.join(_fmt(get(f)) for f in a.values())} at batch {big}, "
             f"{', '.join(_fmt(get(f)) for f in b.values())} at batch {small}"
             + (f"; {_outlier_text(res, model, [big, small])}" if fit == "bulk" else ""))
     setting = res.setup.setting(model) + {"ks": "", "bulk": "; the ESD without its outliers",
                                           "l1": "; fit: min-shifted histogram L1, kappa in [0.01, 10]"}[fit]
-    return Measurement(vals, cannot_test=cannot, note=note, setting=setting,
+    return Measurement(vals, cannot_test=cannot, note=note, setting=setting, bound_cases=cases,
                        runs_text=f"{len(vals)} seed(s) paired across the two batch sizes")
 
 def _falls_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
@@ -354,16 +393,19 @@ def _subset_gate(sub: SubsetsResult, protocol: str, batches) -> str:
     return (f"lowest train accuracy {low:.2f} < {TRAINED_ACC:g} at batch {', '.join(map(str, bad))} on the image subsets: "
             "the runs have not fitted their training set, and no row is judged on an untrained network")
 
-def _subset_falls(sub: SubsetsResult, protocol: str, big: int, small: int, part: str) -> tuple[list[float], str]:
+def _subset_falls(sub: SubsetsResult, protocol: str, big: int, small: int, part: str) -> tuple[list[float], str, tuple]:
     """Per subset, the seed mean of the paired difference of 1/delta at ``small`` minus at ``big`` (``part``: the
-    ``"whole"`` spectrum or the ``"bulk"`` without its outliers), and each run's delta in words."""
+    ``"whole"`` spectrum or the ``"bulk"`` without its outliers), each run's delta in words, and the same means in
+    every case of its fits at the top of the kappa search or MP (:func:`bound_cases`)."""
     a, b = sub.of(protocol, big), sub.of(protocol, small)
     get = (lambda r: r.fit.delta) if part == "whole" else (lambda r: r.bulk_delta)  # noqa: E731
-    vals, bits = [], []
+    kap = (lambda r: r.fit.kappa) if part == "whole" else (lambda r: r.bulk_kappa)  # noqa: E731
+    units, bits = [], []
     for blk in sorted(set(a) & set(b)):
         ra, rb = {r.seed: r for r in a[blk]}, {r.seed: r for r in b[blk]}
         seeds = sorted(set(ra) & set(rb))
-        vals.append(float(np.mean([1 / get(rb[s]) - 1 / get(ra[s]) for s in seeds])))
+        units.append([[(sign, *_inv_delta(kap(r), r.fit.gamma)) for sign, r in ((1, rb[s]), (-1, ra[s]))]
+                      for s in seeds])
         bits.append(f"subset {blk}: delta {', '.join(_fmt(get(ra[s])) for s in seeds)} at batch {big}, "
                     f"{', '.join(_fmt(get(rb[s])) for s in seeds)} at batch {small}"
                     + (f" (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"))
@@ -382,9 +424,9 @@ def _subset_falls(sub: SubsetsResult, protocol: str, big: int, small: int, part:
             fits += len(rs)
         if edge:
             bits.append(f"{edge} of {fits} bulk fits sit at the top of the kappa search or read MP, whose 1/delta "
-                        "differ by one fixed step: the bulk reading moves in such steps and cannot resolve a change "
-                        "of this size; read the other way, these fits turn the claim partly, never agrees")
-    return vals, "; ".join(bits)
+                        "differ by one fixed step: the bulk reading moves in such steps")
+    vals, cases = bound_cases(units)
+    return vals, "; ".join(bits), cases
 
 def _larger_setting_check(batch: BatchResult, part: str) -> str:
     """The reduction check of a subset trend part: the same reading on the chapter's runs on all ``n_train`` images,
@@ -470,12 +512,12 @@ def measure_subsets(batch: BatchResult, sub: SubsetsResult | None) -> dict[str, 
         else:
             parts = {}
             for part in ("whole", "bulk"):
-                vals, note = _subset_falls(sub, protocol, big, small, part)
+                vals, note, cases = _subset_falls(sub, protocol, big, small, part)
                 if any(not math.isfinite(v) for v in vals):
                     parts[f"{key}-{part}"] = Measurement.not_run("the ESD is too small to fit a bulk without its outliers")
                     continue
                 check = _larger_setting_check(batch, part) if key == "lenet-falls-images" else ""
-                parts[f"{key}-{part}"] = Measurement(vals, note=note, reduction_check=check,
+                parts[f"{key}-{part}"] = Measurement(vals, note=note, reduction_check=check, bound_cases=cases,
                                                      runs_text=f"{len(vals)} image subsets, paired across the two "
                                                                "batch sizes")
             crossed = ("the seeds are crossed with the subsets (a seed's start and batch order repeat on every "
@@ -548,6 +590,62 @@ def power_text(power: dict, spec, n_seeds: int, n: int, grid, reps: int) -> str:
     return (f"power of the per-seed test ({reps} refits, {n} eigenvalues, the gamma grid "
             f"{', '.join(f'{g:g}' for g in grid)}) on spectra matched to the first seed's: " + "; ".join(bits))
 
+NTK_READ_BEFORE_RULE = (0, 1, 2, 3, 4, 5)  # LeNet NTK training seeds read before the ntk-lenet rule was fixed
+
+def ntk_fresh_text(seeds) -> str:
+    """Which of the NTK training ``seeds`` were read before the claim's rule was fixed (2026-12-06).
+
+    Examples
+    --------
+    >>> ntk_fresh_text(range(6, 26))
+    'none of them read before the rule was fixed (on 2026-12-06, after seeds 0 to 5)'
+    >>> ntk_fresh_text([4, 5, 6])
+    'seeds 4, 5 of them read before the rule was fixed (on 2026-12-06)'
+    """
+    seen = sorted(set(seeds) & set(NTK_READ_BEFORE_RULE))
+    if not seen:
+        return (f"none of them read before the rule was fixed (on 2026-12-06, after seeds {NTK_READ_BEFORE_RULE[0]} "
+                f"to {NTK_READ_BEFORE_RULE[-1]})")
+    return f"seeds {', '.join(map(str, seen))} of them read before the rule was fixed (on 2026-12-06)"
+
+def gof_spread_text(tests, grid) -> str:
+    """What the per-seed goodness-of-fit ``tests`` (:class:`htlib.htmp.GoFResult`, one per seed) say beyond each
+    seed's p: how many lie closer to the law than every refit (p = 1) against what a calibrated test gives, how many
+    seeds one refit keeps from the level (a fresh draw of refits may reject them), and how many fits sit at the
+    gamma grid's lowest value.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as N
+    >>> t = [N(p=1.0, null=np.zeros(19), fit=N(gamma=0.05))] * 3 + [N(p=0.1, null=np.zeros(19), fit=N(gamma=0.1))]
+    >>> txt = gof_spread_text(t, (0.05, 0.1))  # 3 of 4 at p = 1; P(>= 3 of 4 at rate 1/20); one seed at p 0.1
+    >>> [x in txt for x in ("3 of 4", "0.00048", "0.36", "0.64")]
+    [True, True, True, True]
+    """
+    n = len(tests)
+    reps = int(tests[0].null.size)
+    top = sum(t.p >= 1.0 for t in tests)
+    near = [t for t in tests if GOF_ALPHA < t.p <= GOF_ALPHA + 1.0 / (reps + 1) + 1e-12]
+    low = sum(math.isclose(t.fit.gamma, min(grid)) for t in tests)
+    bits = []
+    if top:
+        tail = float(stats.binom.sf(top - 1, n, 1.0 / (reps + 1)))
+        bits.append(f"{top} of {n} seeds have p = 1 (the data closer to the fitted law than each of its {reps} refits), "
+                    f"which a calibrated test gives with probability {1 / (reps + 1):.2g} per seed and {top} or more of "
+                    f"{n} seeds with probability {tail:.2g}"
+                    + ("; so on these spectra the test is conservative (they lie closer to the law than its own "
+                       "beta-Laguerre samples do), and keeping the law on every seed is weak evidence that it "
+                       "describes them" if tail < 0.05 else ""))
+    if near:
+        flip = (1.0 - 1.0 / reps) ** reps
+        bits.append(f"{len(near)} seed(s) one refit from the level (p {GOF_ALPHA + 1.0 / (reps + 1):.2g}): a fresh set "
+                    f"of {reps} refits rejects such a seed with probability about {flip:.2g} (at the rate 1/{reps} its "
+                    f"refits show), so every seed stays kept on a redraw of the refits with probability about "
+                    f"{(1.0 - flip) ** len(near):.2g}")
+    if low:
+        bits.append(f"{low} of {n} fits at the gamma grid's lowest value {min(grid):g}")
+    return "; ".join(bits)
+
 def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Measurement]:
     """The NTK rows: the goodness-of-fit p-values of the inverse HTMP and inverse MP laws per LeNet training seed,
     with the test's power against named alternatives (``gof_power``, :func:`run_power`) where given; the other
@@ -575,7 +673,8 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
                     for k in keys})
         return out
     r, grid, setting, red = runs[0], runs[0].gammas or setup.ntk_gammas, setup.ntk_setting("lenet"), setup.ntk_reduction("lenet")
-    seeds = f"{len(runs)} training seed(s) ({', '.join(str(x.seed) for x in runs)})"
+    seeds = (f"{len(runs)} training seed(s) ({', '.join(str(x.seed) for x in runs)}; "
+             f"{ntk_fresh_text(x.seed for x in runs)})")
     same = [t for t, f in zip(r.rtols[1:], r.fits[1:]) if f.n == r.fit.n]
     note = (f"first seed: inverse HTMP kappa {_fmt(r.fit.kappa)}, gamma {r.fit.gamma:g}"
             + (f" ({_corner(r.fit, grid)})" if _corner(r.fit, grid) else "") + f"; {_gamma_law_text(r, grid)}"
@@ -583,13 +682,16 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
     # Per seed, whether the test passes the law (fits) or rejects it (mp), at GOF_ALPHA: a sign test over seeds
     spec = TABLE[key].parts[0]
     power = power_text(gof_power or {}, spec, len(runs), r.fit.n, grid, r.gof[0].reps)
+    spread = gof_spread_text([x.gof[0] for x in runs], grid)
     fits = Measurement([float(x.gof[0].p > GOF_ALPHA) for x in runs], runs_text=seeds,
                        note="; ".join([f"seed {x.seed}: {gof_words(x.gof[0])}" + (f" ({null_loss(x.gof[0])})"
                                                                                  if null_loss(x.gof[0]) else "")
-                                       for x in runs] + ([power] if power else [])))
+                                       for x in runs] + [b for b in (spread, power) if b]))
     mp = Measurement([float(x.gof[0].mp_p <= GOF_ALPHA) for x in runs], runs_text=seeds,
                      note="; ".join(f"seed {x.seed}: {gof_words(x.gof[0], 'mp')}" for x in runs))
+    fresh = not set(x.seed for x in runs) & set(NTK_READ_BEFORE_RULE)
     out[key] = Measurement(parts={f"{key}-fits": fits, f"{key}-mp": mp}, setting=setting, note=note,
+                           fresh=f"its {len(runs)} training seeds" if fresh else "",
                            reduction_check="" if red else (
                                f"no reduction: the LeNet NTK runs are at the paper's {setup.ntk_n:,} images, "
                                f"{setup.ntk_epochs} epochs, cosine annealing from {setup.ntk_lr:g} and batch "
