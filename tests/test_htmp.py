@@ -752,7 +752,7 @@ def test_the_trend_reads_the_whole_spectrum_and_its_bulk_is_a_variant():
     # t-interval of the three differences straddles 0
     g = 0.3
     k_of = lambda d: d * 2 * g / (1 - g)  # noqa: E731
-    d1000, d250, d100 = (32, 37.5, 58.3), (18.8, 23.1, 36.5), (17.6, 18.2, 19.4)
+    d1000, d250, d100 = (32, 37.5, 45), (18.8, 23.1, 36.5), (17.6, 18.2, 19.4)  # every fit inside the kappa search
     fits = [_fit("lenet", b, s, k_of(d)) for b, ds in ((1000, d1000), (250, d250), (100, d100)) for s, d in enumerate(ds)]
     res = _batch(fits)
     m = ch.measure(res, **_TABLES)
@@ -761,7 +761,8 @@ def test_the_trend_reads_the_whole_spectrum_and_its_bulk_is_a_variant():
     recs = _records(res)
     assert recs["lenet-falls-250-100"].verdict == "inconclusive"
     assert recs["lenet-falls-250-100"].variant_of == "lenet-falls-images"
-    # 1000 -> 100: differences 0.0256, 0.0283, 0.0344, an interval above 0; the record says the criterion was revised
+    # 1000 -> 100: differences 0.0256, 0.0283, 0.0293, an interval above 0; the record says the criterion was revised
+    # (delta 45 at gamma 0.3 is kappa 38.6, below the top of the search: an earlier 58.3 sat at it, kappa 50)
     r = recs["lenet-falls"]
     assert r.verdict == "agrees" and "chosen after the numbers were seen" in r.cause and r.revised_because
     assert recs["lenet-falls-bulk"].variant_of == "lenet-falls-images"

@@ -144,7 +144,7 @@ ABOVE_MINIMUM = {  # smallest settings above a declared minimum, and why the min
                                         "the smallest with a share of 0.1 for each of 10 classes",
 }
 
-NOT_A_COUNT = {"seed"}  # integer parameters that are no size or count: the smallest setting may leave them
+NOT_A_COUNT = {"seed", "ntk_first"}  # integer parameters that are no size or count (a seed, a seed offset): the smallest setting may leave them
 
 REFUSED_BELOW = {  # one step under a declared minimum, or past a cross-field rule, per chapter
     "mp_baseline": (("d", 6), ("gamma_rows", 4), ("sweep_rows", [5, 5]), ("gammas", [0.5])),
