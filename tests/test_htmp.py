@@ -992,3 +992,18 @@ def test_the_ntk_claim_reads_training_seeds_run_after_its_rule_was_fixed():
     assert "0, 1" in rd.ntk_fresh_text([0, 1, 7]) and "none" in rd.ntk_fresh_text(seeds)
     with pytest.raises(ParameterError, match="ntk_first"):
         Setup(ntk_first=-1)
+
+
+def test_a_seed_near_the_level_is_read_from_its_fresh_refits_and_the_others_from_the_claims_test():
+    from types import SimpleNamespace as N
+
+    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp.refits import REFIT_FIELDS
+
+    runs = [N(seed=s, gof=[N(p=p, null=np.zeros(19))]) for s, p in ((6, 1.0), (7, 0.1), (8, 0.15), (9, 0.05))]
+    fresh = {7: np.array([0.05, 0.02, 0.01, 4.0]), 8: np.array([0.3, 0.02, 0.01, 29.0])}
+    assert REFIT_FIELDS[0] == "p"
+    m = rd._refit_measurement(runs, fresh)
+    assert m.values == (1.0, 0.0, 1.0, 0.0)  # seed 7 rejected by its fresh refits; seed 9 by the claim's own test
+    assert "seed 7" in m.note and "seed 6" not in m.note
+    assert not rd._refit_measurement(runs, None).ran

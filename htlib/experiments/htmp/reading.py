@@ -18,6 +18,7 @@ from htlib.experiments.htmp.compute import (ALEX_IMAGES_PER_SECOND, BatchResult,
                                             alex_paper_hours, bulk_fit)
 from htlib.experiments.htmp.gof_power import FIELDS as POWER_FIELDS
 from htlib.experiments.htmp.gof_power import run_power  # noqa: F401 - the notebook's ch.run_power
+from htlib.experiments.htmp.refits import REFIT_FIELDS, run_refits  # noqa: F401 - the notebook's ch.run_refits
 from htlib.experiments.htmp import replicates
 from htlib.experiments.htmp.replicates import SubsetsResult, phase_runs, run_subsets  # noqa: F401 - ch.run_subsets
 
@@ -646,7 +647,22 @@ def gof_spread_text(tests, grid) -> str:
         bits.append(f"{low} of {n} fits at the gamma grid's lowest value {min(grid):g}")
     return "; ".join(bits)
 
-def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Measurement]:
+REFIT_REPS = 99  # the refits of a seed tested again where its 19 refits leave it within two of the level
+
+def _refit_measurement(runs, refits: dict | None) -> Measurement:
+    """The claim's per-seed keep indicator with the seeds near the level tested again (:func:`run_refits`)."""
+    if refits is None:
+        return Measurement.not_run("the tests with more refits (run_refits) were not passed", why="not_in_run",
+                                   what="the tests with more refits")
+    ip, ia = REFIT_FIELDS.index("p"), REFIT_FIELDS.index("as_far")
+    vals = [float((refits[x.seed][ip] if x.seed in refits else x.gof[0].p) > GOF_ALPHA) for x in runs]
+    bits = [f"seed {x.seed}: p {x.gof[0].p:.2g} from {x.gof[0].null.size} refits, {refits[x.seed][ip]:.2g} from "
+            f"{REFIT_REPS} fresh ones ({int(refits[x.seed][ia])} of them at least as far as the data)"
+            for x in runs if x.seed in refits]
+    return Measurement(vals, runs_text=f"{len(runs)} training seeds ({len(refits)} tested again)",
+                       note="; ".join(bits) or "no seed's p lies within two refits of the level")
+
+def measure_ntk(res: BatchResult, gof_power: dict | None = None, refits: dict | None = None) -> dict[str, Measurement]:
     """The NTK rows: the goodness-of-fit p-values of the inverse HTMP and inverse MP laws per LeNet training seed,
     with the test's power against named alternatives (``gof_power``, :func:`run_power`) where given; the other
     cut-offs at the first seed; logistic regression not tested (:data:`LOGISTIC_NTK`)."""
@@ -697,6 +713,8 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
                                f"{setup.ntk_epochs} epochs, cosine annealing from {setup.ntk_lr:g} and batch "
                                f"{setup.ntk_batch}; the setting's other deviations (data, momentum, output-traced "
                                "kernel, zero cut-off) are conventions the paper does not state"))
+    if f"{key}-refits" in TABLE:
+        out[f"{key}-refits"] = _refit_measurement(runs, refits)
     for i, rtol in enumerate(r.rtols[1:], 1):
         k = f"{key}-rtol{rtol:.0e}"  # a key holds no "."
         if k not in TABLE:
@@ -720,10 +738,12 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None) -> dict[str, Me
 
 def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappas, n_match: int = 0,
             phase_setting: str = "", phase_table: pd.DataFrame | None = None, phase_tables=None,
-            gof_power: dict | None = None, subsets: SubsetsResult | None = None) -> dict[str, Measurement]:
+            gof_power: dict | None = None, subsets: SubsetsResult | None = None,
+            ntk_refits: dict | None = None) -> dict[str, Measurement]:
     """One :class:`htlib.claims.Measurement` per :data:`TABLE` row, from the cached results and notebook tables; the
     phases row reads ``phase_tables`` (one per seed, :func:`phase_runs`) where given, else ``n_match`` of one seed;
-    the image-subset rows read ``subsets`` (:func:`run_subsets`)."""
+    the image-subset rows read ``subsets`` (:func:`run_subsets`); the NTK claim's refit variant reads ``ntk_refits``
+    (:func:`run_refits`)."""
     sup_cdf = [float(v) for v in sup_cdf]
     rises = sum(1 for a, b in zip(sup_cdf, sup_cdf[1:]) if not b < a)
     curve = f"{', '.join(f'{x:.3g}' for x in sup_cdf)} at kappa {', '.join(f'{k:g}' for k in mp_kappas)}"
@@ -754,7 +774,7 @@ def measure(batch: BatchResult, *, q_err: float, check_kappas, sup_cdf, mp_kappa
         if k.startswith(("minialexnet", "lenet")) and k not in out:
             out[k] = Measurement.not_run(f"{k.split('-')[0]} was not run")
     out.update(measure_subsets(batch, subsets))
-    out.update(measure_ntk(batch, gof_power))
+    out.update(measure_ntk(batch, gof_power, ntk_refits))
     return out
 
 def claims(batch: BatchResult, **tables) -> list[Claim]:
