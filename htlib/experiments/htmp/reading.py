@@ -656,9 +656,15 @@ def _refit_measurement(runs, refits: dict | None) -> Measurement:
                                    what="the tests with more refits")
     ip, ia = REFIT_FIELDS.index("p"), REFIT_FIELDS.index("as_far")
     vals = [float((refits[x.seed][ip] if x.seed in refits else x.gof[0].p) > GOF_ALPHA) for x in runs]
+    def true_p(k: int) -> str:  # the 95% Clopper-Pearson interval of the share of refits at least as far
+        ci = stats.binomtest(k, REFIT_REPS).proportion_ci(0.95, method="exact")
+        return f"{ci.low:.2g} and {ci.high:.2g}"
     bits = [f"seed {x.seed}: p {x.gof[0].p:.2g} from {x.gof[0].null.size} refits, {refits[x.seed][ip]:.2g} from "
-            f"{REFIT_REPS} fresh ones ({int(refits[x.seed][ia])} of them at least as far as the data)"
-            for x in runs if x.seed in refits]
+            f"{REFIT_REPS} fresh ones ({int(refits[x.seed][ia])} of them at least as far as the data: the test's true p "
+            f"between {true_p(int(refits[x.seed][ia]))}, 95%)" for x in runs if x.seed in refits]
+    if any(GOF_ALPHA * 0.5 < refits[s][ip] <= GOF_ALPHA * 2 for s in refits):
+        bits.append(f"a seed whose p stays near {GOF_ALPHA:g} on both draws is decided by the draw of its refits, not by "
+                    "its spectrum, and so is this reading")
     return Measurement(vals, runs_text=f"{len(runs)} training seeds ({len(refits)} tested again)",
                        note="; ".join(bits) or "no seed's p lies within two refits of the level")
 

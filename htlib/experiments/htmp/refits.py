@@ -1,7 +1,8 @@
 """The HTMP chapter's NTK goodness-of-fit tests run again with more refits, inside this module's result-cache key
 (apart from :mod:`htlib.experiments.htmp.compute` and :mod:`~htlib.experiments.htmp.gof_power`, whose runs they leave
-untouched): a seed whose test p lies within a refit or two of the level is decided by the Monte-Carlo draw of its 19
-refits as much as by its spectrum, and a fresh, larger set of refits shows which way it falls.
+untouched): a seed whose test p lies within a refit or two above the level is decided by the Monte-Carlo draw of its
+19 refits as much as by its spectrum; a fresh, larger set of refits shows how far its p moves, and where it still
+lies near the level, that the draw of the refits, not the spectrum, decides it.
 """
 
 from __future__ import annotations
