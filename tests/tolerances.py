@@ -413,6 +413,8 @@ _HTMP_VERDICTS_REDRAWN = (
     ("lenet-falls-images-250-100", "at batch 100 - at batch 250 per image subset"),
 )
 
+_HTMP_AVX2_BY_CELL = {c: (rel, ints, what, mv) for c, rel, ints, what, mv in _HTMP_MOVES}
+
 HTMP_TRAINED: dict[tuple[str, str], Tolerance] = {
     # Every cell of the chapter that moved, with its largest relative move beyond the last printed digit; the
     # family, quadrature, sampler, noise-table, phase and trajectory cells did not move and keep the closed-form
@@ -421,15 +423,15 @@ HTMP_TRAINED: dict[tuple[str, str], Tolerance] = {
     # p-value is compared through the count of seeds the test keeps (HTMP_NTK_REDRAWN).  A cell measured on both
     # machines takes the larger move.
     ("htmp", cell): measured(
-        max(moves.get(cell, (0.0,))[0], intel.get(cell, (0.0,))[0]),
-        " and ".join(m[cell][2] for m in (moves, intel) if cell in m),
-        "; ".join(f"{src}: {m[cell][3]}" for m, src in ((moves, _HTMP_SOURCE), (intel, _HTMP_INTEL_SOURCE)) if cell in m),
-        integers=moves.get(cell, (0, False))[1] or cell in intel, absolute=intel.get(cell, (0, 0.0))[1],
+        max(_HTMP_AVX2_BY_CELL.get(cell, (0.0,))[0], _HTMP_INTEL_MOVES.get(cell, (0.0,))[0]),
+        " and ".join(m[cell][2] for m in (_HTMP_AVX2_BY_CELL, _HTMP_INTEL_MOVES) if cell in m),
+        "; ".join(f"{src}: {m[cell][3]}" for m, src in ((_HTMP_AVX2_BY_CELL, _HTMP_SOURCE),
+                                                        (_HTMP_INTEL_MOVES, _HTMP_INTEL_SOURCE)) if cell in m),
+        integers=_HTMP_AVX2_BY_CELL.get(cell, (0, False))[1] or cell in _HTMP_INTEL_MOVES,
+        absolute=_HTMP_INTEL_MOVES.get(cell, (0, 0.0))[1],
         redrawn=(HTMP_NTK_REDRAWN if cell in _HTMP_NTK_CELLS else ()) + HTMP_SEED_FITS_REDRAWN,
         verdicts_redrawn=_HTMP_VERDICTS_REDRAWN if cell in _HTMP_NTK_CELLS else ())
-    for moves, intel in [({c: (rel, ints, what, mv) for c, rel, ints, what, mv in _HTMP_MOVES},
-                          {c: (rel, ab, what, mv) for c, (rel, ab, what, mv) in _HTMP_INTEL_MOVES.items()})]
-    for cell in dict.fromkeys([*moves, *intel])
+    for cell in dict.fromkeys([*_HTMP_AVX2_BY_CELL, *_HTMP_INTEL_MOVES])
 }
 """The HTMP chapter's trained cells (cell ids of the chapter since 7330f98)."""
 
