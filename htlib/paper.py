@@ -195,6 +195,7 @@ def _archived_run(path: Path, overrides: dict[str, Any], keys: list[str], out_di
 
     from htlib import archive
 
+    out_dir.mkdir(parents=True, exist_ok=True)  # the dry run's writability probe leaves no folder behind
     staging = Path(tempfile.mkdtemp(prefix="archive-", dir=out_dir))
     saved = {k: os.environ.get(k) for k in ("HTLIB_ARCHIVE", "HTLIB_ARCHIVE_DIR")}
     os.environ.update(HTLIB_ARCHIVE=",".join(keys), HTLIB_ARCHIVE_DIR=str(staging))  # the kernel inherits them

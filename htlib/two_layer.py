@@ -79,6 +79,9 @@ class TwoLayerConfig:
         Metrics at steps ``0, k, 2k, ...`` and the last; the steps whose ``W_t`` is kept; whether step 0 is recorded.
     record_esd
         Record the full ESD and the power-law exponents (else empty arrays and NaN).
+    stop_alpha_hill
+        Stop after the first recorded step whose PL_Alpha_Hill is below this (``None``: every step runs): a run
+        that asks only when its ESD first reaches a level need not train past it.  Needs ``record_esd``.
 
     Examples
     --------
@@ -113,6 +116,7 @@ class TwoLayerConfig:
     keep_weights: tuple[int, ...] = ()
     record_initial: bool = True
     record_esd: bool = True
+    stop_alpha_hill: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("n", "d", "h", "n_test"):
@@ -135,6 +139,10 @@ class TwoLayerConfig:
         for name in ("weight_norm", "bias_correction", "record_initial", "record_esd"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.stop_alpha_hill is not None:
+            check_float("stop_alpha_hill", self.stop_alpha_hill, low=0.0)
+            if not self.record_esd:
+                raise ValueError("stop_alpha_hill needs record_esd=True: the stop reads the recorded PL_Alpha_Hill")
         if not isinstance(self.keep_weights, tuple):
             raise ValueError(f"keep_weights must be a tuple of ints, got {self.keep_weights!r}")
         for t in self.keep_weights:
@@ -1045,8 +1053,9 @@ def train(config: TwoLayerConfig) -> Trajectory:
     """Run ``config.steps`` full-batch updates of W (a frozen) and record the metrics.
 
     GD / FB-Adam on the closed-form gradient; at the recorded steps the ridge readout is refitted and every metric
-    recorded.  When W or a metric becomes non-finite the run stops there (``diverged_at``).  Deterministic under
-    ``config.seed``; module-level, so ``htlib.sweep.run_sweep`` caches it.
+    recorded.  When W or a metric becomes non-finite the run stops there (``diverged_at``); with
+    ``config.stop_alpha_hill`` it also stops after the first recorded step whose PL_Alpha_Hill is below that level.
+    Deterministic under ``config.seed``; module-level, so ``htlib.sweep.run_sweep`` caches it.
 
     Parameters
     ----------
@@ -1067,6 +1076,11 @@ def train(config: TwoLayerConfig) -> Trajectory:
     ([0, 1, 2, 3], None)
     >>> bool(np.all(np.diff(traj.update_loss) < 0))    # small GD steps lower the loss they minimise
     True
+    >>> full = train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=6, eta=0.5, dtype="float64"))
+    >>> first = int(np.argmax(full.alpha_hill < 2.6))        # the first recorded step below 2.6
+    >>> cut = train(TwoLayerConfig(n=40, d=20, h=30, n_test=10, steps=6, eta=0.5, dtype="float64", stop_alpha_hill=2.6))
+    >>> cut.steps.tolist() == full.steps[:first + 1].tolist(), bool(np.all(cut.alpha_hill == full.alpha_hill[:first + 1]))
+    (True, True)
     """
     data = make_data(config)
     W, a = init_weights(config)
@@ -1092,6 +1106,8 @@ def train(config: TwoLayerConfig) -> Trajectory:
             rows.append((t, row))
         if t in keep:
             weights[t] = W.detach().cpu().numpy().copy()
+        if t in record_at and config.stop_alpha_hill is not None and row["alpha_hill"] < config.stop_alpha_hill:
+            return False  # the level is reached: the run stops here, not diverged
         return True
 
     with torch.no_grad():

@@ -108,7 +108,7 @@ def test_make_paper_stamps_and_files_the_record_only_after_the_chapter_finished(
 
     monkeypatch.setattr(run, "run_chapter", chapter)
     call = lambda: paper._archived_run(Path("book/spike_to_heavy_tail.ipynb"), {"slow_budget": 30000},  # noqa: E731
-                                       ["steps"], tmp_path, ["--archive", "steps"])
+                                       ["steps"], tmp_path / "runs", ["--archive", "steps"])  # not made yet
     if fails:
         with pytest.raises(run.RunFailed):
             call()
@@ -118,5 +118,5 @@ def test_make_paper_stamps_and_files_the_record_only_after_the_chapter_finished(
         got = archive.read(MODULE, "steps", book_archive)
         assert got.measurement == ARCHIVED and got.provenance["parameters"] == {"slow_budget": 30000}
         assert got.provenance["command"] == "make paper ARGS='--archive steps'"
-    assert not list(tmp_path.glob("archive-*"))  # the staging folder is gone either way
+    assert not list(tmp_path.glob("runs/archive-*"))  # the staging folder is gone either way
     assert "HTLIB_ARCHIVE" not in __import__("os").environ

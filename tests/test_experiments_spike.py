@@ -26,6 +26,17 @@ SETUP = spike.Setup(executor="serial", n=64, d=16, h=24, seed=0, block=16, steps
 FIXTURES = Path(__file__).parent / "fixtures" / "paper003_spectra.npz"
 
 
+def test_the_slow_run_is_trained_at_the_first_slow_seeds_and_stops_at_the_heavy_tail_level():
+    few = dataclasses.replace(SETUP, slow_seeds=2)
+    with_slow = [seed for seed in few.seed_list if ("slow", 0.1) in spike.chapter_configs(few, seed)]
+    assert with_slow == [0, 1]
+    assert spike.chapter_configs(few, 0)[("slow", 0.1)].stop_alpha_hill == spike.compute.HILL_HEAVY
+    assert all(c.stop_alpha_hill is None for k, c in spike.chapter_configs(few, 0).items() if k[0] != "slow")
+    every = dataclasses.replace(SETUP, slow_seeds=5)
+    assert [seed for seed in every.seed_list
+            if ("slow", 0.1) in spike.chapter_configs(every, seed)] == [0, 1, 2]
+
+
 def test_chapter_configs_cover_every_figure_once():
     cfgs = spike.chapter_configs(SETUP)
     assert list(cfgs)[:2] == [("ht", 0.5), ("slow", 0.1)]  # the long runs first

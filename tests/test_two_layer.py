@@ -351,12 +351,34 @@ def test_run_sweep_cache_never_mixes_configs(tmp_path, monkeypatch):
         ("optimizer", "sgd"), ("eta", 0.0), ("eta", float("inf")), ("steps", -1),
         ("steplr_gamma", 1.5), ("steplr_gamma", 0.0), ("seed", -3), ("device", "tpu"),
         ("dtype", "float16"), ("record_every", 0), ("keep_weights", (5,)), ("keep_weights", [0]),
-        ("weight_norm", 1), ("bias_correction", "yes"),
+        ("weight_norm", 1), ("bias_correction", "yes"), ("stop_alpha_hill", -1.0), ("stop_alpha_hill", "2"),
     ],
 )
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         TwoLayerConfig(**{field: value})
+
+
+def test_stop_alpha_hill_needs_the_esd():
+    with pytest.raises(ValueError, match="stop_alpha_hill needs record_esd"):
+        TwoLayerConfig(stop_alpha_hill=2.0, record_esd=False)
+
+
+def test_stop_alpha_hill_ends_the_run_at_the_first_record_below_and_changes_nothing_before():
+    """The stopped run is the unstopped run cut after its first recorded PL_Alpha_Hill below the level (read off
+    the full run, not off the stop's own code); a level never reached runs every step."""
+    full = train(small(eta=0.5, steps=8, record_every=2, keep_weights=(0, 8)))
+    hill = full.alpha_hill
+    level = float((hill[1] + hill[0]) / 2) if hill[1] < hill[0] else float(hill.min()) + 1e-6
+    first = int(np.flatnonzero(hill < level)[0])
+    assert 0 < first < len(hill) - 1, "the stand-in run must cross the level inside its recording"
+    cut = train(small(eta=0.5, steps=8, record_every=2, keep_weights=(0, 8), stop_alpha_hill=level))
+    assert cut.steps.tolist() == full.steps[:first + 1].tolist() and cut.diverged_at is None
+    for name in ("train_loss", "test_loss", "alpha_hill", "alpha_ks", "lambda_max"):
+        np.testing.assert_array_equal(cut.metric(name), full.metric(name)[:first + 1])
+    assert set(cut.weights) == {0}  # step 8 is never reached
+    never = train(small(eta=0.5, steps=8, record_every=2, stop_alpha_hill=float(hill.min()) / 2))
+    np.testing.assert_array_equal(never.alpha_hill, hill)
 
 
 def test_recorded_steps():
