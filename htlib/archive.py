@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 from htlib.cache import atomic_write, source_hash
 from htlib.claims import Measurement
+from htlib.sweep import tally
 
 _REPO = Path(__file__).resolve().parent.parent
 
@@ -62,12 +63,16 @@ class Archived:
     provenance : dict
         ``parameters`` (the chapter's parameters that differed from its defaults), ``command``, ``date`` (UTC,
         ISO 8601), ``machine`` and ``wall_s`` (the chapter's wall time in seconds).
+    runs : dict or None
+        ``computed`` and ``from_cache``: the sweep configs the chapter's kernel computed and read from the result
+        cache (:func:`htlib.sweep.tally`); ``None`` in a file written before it was recorded.
     """
 
     key: str
     measurement: Measurement
     code_hash: str
     provenance: Mapping[str, Any]
+    runs: Mapping[str, int] | None = None
 
     @property
     def day(self) -> str:
@@ -82,13 +87,20 @@ class Archived:
         ...              "date": "2026-12-06T16:00:00Z", "machine": "x86_64, 2 cores", "wall_s": 5400.0})
         >>> a.describe()
         'archived run of 2026-12-06, not re-executed by CI: seeds = 3; 90 min wall on x86_64, 2 cores (make paper)'
+        >>> dataclasses.replace(a, runs={"computed": 2, "from_cache": 40}).describe().split("; ")[-1]
+        'it computed 2 of its 42 runs, the other 40 came from the result cache of an earlier run'
         """
         p = self.provenance
         params = ", ".join(f"{k} = {v!r}" for k, v in p["parameters"].items()) or "the chapter's defaults"
         wall = float(p["wall_s"])
         took = f"{wall / 60:.0f} min" if wall < 3 * 3600 else f"{wall / 3600:.1f} h"
-        return (f"archived run of {self.day}, not re-executed by CI: {params}; {took} wall on {p['machine']} "
+        text = (f"archived run of {self.day}, not re-executed by CI: {params}; {took} wall on {p['machine']} "
                 f"({p['command']})")
+        cached, computed = (self.runs or {}).get("from_cache", 0), (self.runs or {}).get("computed", 0)
+        if cached:  # a resumed run: its wall time is only that of what it computed
+            text += (f"; it computed {computed} of its {computed + cached} runs, the other {cached} came from the "
+                     "result cache of an earlier run")
+        return text
 
 
 def archive_dir() -> Path:
@@ -182,7 +194,11 @@ def read(module: str, key: str, folder: Path | None = None) -> Archived | None:
         measurement = _from_json(data["measurement"])
     except (KeyError, TypeError, ValueError) as err:
         raise ArchiveError(f"{path}: its measurement cannot be rebuilt ({err})") from None
-    return Archived(key, measurement, str(data.get("code_hash", "")), provenance)
+    runs = data.get("runs")
+    if runs is not None and not (isinstance(runs, dict) and all(isinstance(runs.get(k), int) and runs[k] >= 0
+                                                                   for k in ("computed", "from_cache"))):
+        raise ArchiveError(f"{path}: 'runs' must hold counts 'computed' and 'from_cache', got {runs!r}")
+    return Archived(key, measurement, str(data.get("code_hash", "")), provenance, runs)
 
 
 def merge(measurements: Mapping[str, Measurement], module: str, folder: Path | None = None) -> dict[str, Measurement]:
@@ -231,7 +247,7 @@ def write(measurement: Measurement, module: str, key: str, code_hash: str, folde
     path = _path(module, key, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"format": FORMAT, "chapter": _chapter(module), "key": key, "code_hash": code_hash,
-            "measurement": _to_json(measurement)}
+            "measurement": _to_json(measurement), "runs": tally()}
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return path
 

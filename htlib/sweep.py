@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from htlib import cache
 
-__all__ = ["run_sweep", "process_executor", "limit_threads", "progress_enabled", "executor_kind", "executor_for",
+__all__ = ["run_sweep", "tally", "process_executor", "limit_threads", "progress_enabled", "executor_kind", "executor_for",
            "dask_workers", "SchedulerLost", "NoWorkers", "NO_WORKER_GRACE_S"]
 
 SCHEDULER_POLL_S = 10.0
@@ -104,6 +104,24 @@ def process_executor(max_workers: int | None = None, *, threads_per_worker: int 
                                   initializer=_worker_init, initargs=(threads_per_worker, os.getpid()))
 
 
+_TALLY = {"computed": 0, "from_cache": 0}
+
+
+def tally() -> dict[str, int]:
+    """How many configs this process's sweeps have computed, and how many they read from the result cache.
+
+    An archived measurement records it (:mod:`htlib.archive`): the wall time of a run resumed from the cache covers
+    only what that run computed.
+
+    Examples
+    --------
+    >>> from htlib.sweep import tally
+    >>> sorted(tally())
+    ['computed', 'from_cache']
+    """
+    return dict(_TALLY)
+
+
 def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.Executor | None = None,
               use_cache: bool = True, progress: bool = True, desc: str = "runs",
               no_worker_grace_s: float | None = None) -> list[Any]:
@@ -145,6 +163,7 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
     keys = [cache.config_key(name, c) for c in configs] if use_cache else [None] * len(configs)
     results: list[Any] = [cache.MISSING if key is None else cache.load(key) for key in keys]
     todo = [i for i, r in enumerate(results) if r is cache.MISSING]
+    _TALLY["from_cache"] += len(configs) - len(todo)
     show = progress and progress_enabled()
     # A rerun (htlib.run) names a file for the bars: it relays them to its terminal, and the page stays clean.
     relay = os.environ.get("HTLIB_PROGRESS_FILE", "").strip() if show else ""
@@ -162,6 +181,7 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
             return
         if keys[i] is not None:
             cache.store(keys[i], results[i])
+        _TALLY["computed"] += 1
         bar.update(1)
 
     def lost(client: Any, idle: float | None = None) -> SchedulerLost:

@@ -59,7 +59,7 @@ def test_a_file_from_older_code_decides_nothing(tmp_path):
     assert judge(SPEC, merged["steps"]).verdict == "not tested"
 
 
-@pytest.mark.parametrize("damage", ["unstamped", "format", "key", "json", "field"])
+@pytest.mark.parametrize("damage", ["unstamped", "format", "key", "json", "field", "runs"])
 def test_a_file_that_is_not_a_complete_record_is_refused(tmp_path, damage):
     path = _archive(tmp_path, stamped=damage != "unstamped")
     data = json.loads(path.read_text())
@@ -69,6 +69,8 @@ def test_a_file_that_is_not_a_complete_record_is_refused(tmp_path, damage):
         data["key"] = "other"
     elif damage == "field":
         data["measurement"]["weights"] = [1, 2]
+    elif damage == "runs":
+        data["runs"] = {"computed": -1, "from_cache": 3}
     path.write_text("{" if damage == "json" else json.dumps(data))
     with pytest.raises(archive.ArchiveError):
         archive.merge({"steps": Measurement.not_run("too slow")}, MODULE, tmp_path)
@@ -85,6 +87,28 @@ def test_the_kernel_writes_what_it_is_asked_and_refuses_an_unknown_row(tmp_path,
     monkeypatch.setenv("HTLIB_ARCHIVE", "steps")
     with pytest.raises(ValueError, match="nothing to archive"):
         archive.merge({"steps": Measurement.not_run("too slow")}, MODULE, tmp_path)
+
+
+def test_a_resumed_run_says_how_many_of_its_runs_came_from_the_cache(tmp_path, monkeypatch):
+    """The kernel records its sweeps' counts (htlib.sweep.tally): a run resumed from the result cache says that its
+    wall time covers only what it computed; a file written before the counts were kept reads as before."""
+    from htlib import sweep
+
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sweep, "_TALLY", {"computed": 0, "from_cache": 0})
+    sweep.run_sweep(abs, [-1.0, -2.0], progress=False)  # computed and stored
+    sweep.run_sweep(abs, [-1.0, -2.0, -3.0], progress=False)  # two from the cache, one computed
+    assert sweep.tally() == {"computed": 3, "from_cache": 2}
+    _archive(tmp_path)
+    got = archive.read(MODULE, "steps", tmp_path)
+    assert got.runs == {"computed": 3, "from_cache": 2}
+    assert "it computed 3 of its 5 runs, the other 2 came from the result cache" in got.describe()
+    path = tmp_path / "spike" / "steps.json"
+    data = json.loads(path.read_text())
+    del data["runs"]
+    path.write_text(json.dumps(data))
+    old = archive.read(MODULE, "steps", tmp_path)
+    assert old.runs is None and "result cache" not in old.describe()
 
 
 def test_make_paper_refuses_a_bad_archive_request_before_any_compute(capsys):
