@@ -26,10 +26,11 @@ import json
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from htlib.cache import atomic_write, source_hash
+from htlib.cache import _PACKAGE_DIR, _result_files, atomic_write, source_hash
 from htlib.claims import Measurement
 from htlib.sweep import tally
 
@@ -42,6 +43,9 @@ ARCHIVE_DIR = Path(__file__).resolve().parent.parent / "book" / "archive"
 FORMAT = 1
 """The file layout's version; a file of another version is refused, never guessed at."""
 _PROVENANCE = ("parameters", "command", "date", "machine", "wall_s")
+_LOADED = time.time()
+"""When this process imported the archive (with the chapter's code): the hash a record is bound to is read from the
+files at the end of the run, so a file edited after this makes the run's numbers another code's and is refused."""
 
 
 class ArchiveError(ValueError):
@@ -244,6 +248,10 @@ def write(measurement: Measurement, module: str, key: str, code_hash: str, folde
     if not measurement.ran:
         raise ValueError(f"row {key!r} did not run at these parameters ({measurement.not_run_reason}); there is "
                          "nothing to archive")
+    if edited := [p.name for p in _result_files(_PACKAGE_DIR, module) if p.stat().st_mtime > _LOADED]:
+        raise ArchiveError(f"the code of {module} was edited while this run was going ({', '.join(edited)}): its "
+                           "numbers come from the code loaded before, which the code hash would not name; nothing is "
+                           "archived, run make paper again")
     path = _path(module, key, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"format": FORMAT, "chapter": _chapter(module), "key": key, "code_hash": code_hash,
@@ -258,7 +266,8 @@ def stamp(path: Path, *, parameters: Mapping[str, Any], command: str, wall_s: fl
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     date = date or datetime.datetime.now(datetime.timezone.utc)
     data["provenance"] = {"parameters": dict(parameters), "command": command, "machine": machine(),
-                          "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"), "wall_s": round(float(wall_s), 1)}
+                          "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"), "wall_s": round(float(wall_s), 1),
+                          "commit": version()}  # the checkout at the end of the run (-dirty: uncommitted edits)
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return Path(path)
 

@@ -30,7 +30,8 @@ def test_a_stamped_file_rebuilds_the_measurement_exactly(tmp_path):
     _archive(tmp_path)
     got = archive.read(MODULE, "steps", tmp_path)
     assert got.measurement == ARCHIVED
-    assert set(got.provenance) == {"parameters", "command", "date", "machine", "wall_s"}
+    assert set(got.provenance) == {"parameters", "command", "date", "machine", "wall_s", "commit"}
+    assert got.provenance["commit"] == archive.version()
     assert got.provenance["parameters"] == {"slow_budget": 30000} and got.provenance["wall_s"] == 7260.0
 
 
@@ -109,6 +110,18 @@ def test_a_resumed_run_says_how_many_of_its_runs_came_from_the_cache(tmp_path, m
     path.write_text(json.dumps(data))
     old = archive.read(MODULE, "steps", tmp_path)
     assert old.runs is None and "result cache" not in old.describe()
+
+
+def test_code_edited_while_the_run_went_on_is_never_archived(tmp_path, monkeypatch):
+    """The code hash is read from the files when the record is written, at the end of the run: a file of the
+    chapter's runs or measures edited after the kernel loaded them would bind its numbers to code that did not
+    compute them, so nothing is written."""
+    monkeypatch.setattr(archive, "_LOADED", 0.0)  # as if every file had been edited after the kernel started
+    with pytest.raises(archive.ArchiveError, match="edited while this run was going"):
+        _archive(tmp_path)
+    assert not (tmp_path / "spike").exists()
+    monkeypatch.setattr(archive, "_LOADED", __import__("time").time() + 60.0)
+    assert _archive(tmp_path).is_file()
 
 
 def test_make_paper_refuses_a_bad_archive_request_before_any_compute(capsys):
