@@ -108,8 +108,9 @@ lab: venv
 
 # Every chapter at the papers' own settings into runs/paper/, then the scoreboard of that run (hours;
 # not part of CI; resumable through the result cache).  ARGS='--only htmp --cifar-dir /data/cifar-10-batches-py'.
+# Under the book's pinned arithmetic, so that its runs, cached beside the chapters', come from the same branch.
 paper: venv
-	$(PY) -m htlib.paper $(ARGS)
+	$(ARITH) $(PY) -m htlib.paper $(ARGS)
 
 paper-dry-run: venv
 	$(PY) -m htlib.paper --dry-run $(ARGS)
