@@ -421,3 +421,48 @@ def test_eta1_size_texts_and_rows_show_what_the_rows_judge():
     rows = spike.reading.eta1_size_rows(sizes, s)
     assert len(rows) == 8 and rows[0][:2] == (64, 0)
     assert rows[0][4] == pytest.approx(-0.3) and rows[0][5] == pytest.approx(-0.01) and rows[0][6] == 3
+
+
+def _slow_runs(paths, every=500, budget=30_000):
+    """``{seed: {("slow", 0.1): _Run}}`` with PL_Alpha_Hill ``paths[seed]`` recorded every ``every`` steps."""
+    return {seed: {("slow", 0.1): _Run([0.0] * len(h), h, np.arange(len(h)) * every)} for seed, h in enumerate(paths)}
+
+
+@pytest.fixture
+def hill_only(monkeypatch):
+    """The slow run read by PL_Alpha_Hill alone (the stand-in runs hold no ESD)."""
+    def readings(tr, **_):
+        return {"Hill": spike.reading.first_step(tr.steps, tr.alpha_hill < spike.compute.HILL_HEAVY,
+                                                 int(tr.steps[-1]))}
+    monkeypatch.setattr(spike.reading, "readings", readings)
+
+
+def test_slow_row_a_seed_that_never_crosses_is_a_lower_bound_the_verdict_must_survive(hill_only):
+    s = SETUP.replace(slow_budget=30_000, slow_record_every=500)
+    plateau = np.r_[2.45, np.linspace(2.3, 2.14, 60)]  # never below 2 in 30,000 steps
+    m = spike.reading._slow(_slow_runs([plateau] * 3), s)
+    assert m.values == (30_001.0,) * 3  # budget + 1, the rule fixed with the row
+    assert m.bound_cases == ((300_010.0,) * 3,)  # and at ten times that
+    assert _judge("steps-01", replace_deviations(m)) == "disagrees"
+    crossing = plateau.copy()
+    crossing[30:] = 1.9  # seed 2 crosses at step 15,000
+    m = spike.reading._slow(_slow_runs([plateau, plateau, crossing]), s)
+    assert m.values == (30_001.0, 30_001.0, 15_000.0)
+    assert set(m.bound_cases) == {(30_001.0, 30_001.0, 14_501.0), (300_010.0, 300_010.0, 15_000.0)}
+    assert _judge("steps-01", replace_deviations(m)) == "inconclusive"
+
+
+def test_slow_row_agrees_only_where_every_crossing_bracket_lies_in_the_band(hill_only):
+    s = SETUP.replace(slow_budget=30_000, slow_record_every=500)
+    early = np.r_[2.45, 2.3, 2.2, 2.1, 2.05, 2.02, 2.01, 1.9, np.full(53, 1.8)]  # first below 2 at 3,500, after 3,000
+    m = spike.reading._slow(_slow_runs([early] * 3), s)
+    assert m.values == (3_500.0,) * 3 and m.bound_cases == ((3_001.0,) * 3,)
+    assert _judge("steps-01", dataclasses.replace(m, bound_cases=(), deviations=())) == "agrees"  # the record alone
+    assert _judge("steps-01", replace_deviations(m)) == "inconclusive"  # its bracket reaches below 10^4 / 3
+    later = np.r_[early[:1], np.full(10, 2.2), early[1:51]]  # the same path 5,000 steps later: 8,500 after 8,000
+    assert _judge("steps-01", replace_deviations(spike.reading._slow(_slow_runs([later] * 3), s))) == "agrees"
+
+
+def replace_deviations(m):
+    """``m`` read at the paper's protocol (no deviation named), as the chapter's own records are at its defaults."""
+    return dataclasses.replace(m, deviations=())
