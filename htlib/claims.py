@@ -218,8 +218,8 @@ def _floats(name: str, x) -> tuple[float, ...]:
 class Measurement:
     """What a chapter read for one :class:`Spec`: a value per run (or a fit and its bootstrap ``draws``), or why
     it was not run or ``cannot_test``.  Non-finite values are refused unless ``cannot_test`` says why.  Where some
-    runs' fits sit at a search bound, ``bound_cases`` holds the values the runs could take instead (one tuple per
-    case), and a mean or sign statistic decides only where every case gives its verdict."""
+    runs' fits sit at a search bound (``bounded``: or what else bounds them), ``bound_cases`` holds the values the runs
+    could take instead (one tuple per case), and a mean or sign statistic decides only where every case agrees."""
     values: tuple[float, ...] = ()
     draws: tuple[float, ...] = ()
     ran: bool = True
@@ -234,6 +234,7 @@ class Measurement:
     why: str = ""  # with not_run_reason or cannot_test: a code of records.REASONS, filled from why_numbers
     why_numbers: Mapping[str, object] = dataclasses.field(default_factory=dict)
     bound_cases: tuple[tuple[float, ...], ...] = ()
+    bounded: str = "its fits at a search bound"  # what gives the values of ``bound_cases``, as the cause names it
     fresh: str = ""  # a post-hoc row's runs, where every one was made after its criterion was fixed
 
     def __post_init__(self) -> None:
@@ -409,9 +410,9 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
         verdict, cause, measured, uncertainty, reading = _read(spec, m, spec.level)
         if m.bound_cases:
             got = [_read(spec, dataclasses.replace(m, values=c, bound_cases=()), spec.level)[0] for c in m.bound_cases]
-            cause += (f"; the same in each of the {len(got)} cases that its fits at a search bound could take"
-                      if set(got) == {verdict} else f"; but its fits at a search bound decide it: of the {len(got)} "
-                      "cases they could take, " + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
+            cause += (f"; the same in each of the {len(got)} cases that {m.bounded} could take" if set(got) == {verdict}
+                      else f"; but {m.bounded} decide it: of the {len(got)} cases they could take, "
+                      + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
             verdict = reading["verdict"] = verdict if set(got) == {verdict} else "inconclusive"
         setting = m.setting.strip() or spec.setting
         if (verdict == "disagrees" and not _at_paper(spec, m) and spec.kind == "claim"
@@ -595,6 +596,5 @@ _NOTEBOOK_NAMES = {
 def __getattr__(name: str):
     for module, names in _NOTEBOOK_NAMES.items():
         if name in names:
-            import importlib
-            return getattr(importlib.import_module(f"htlib.{module}"), name)
+            return getattr(__import__(f"htlib.{module}", fromlist=[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

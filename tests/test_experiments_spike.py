@@ -68,7 +68,7 @@ def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_th
 
 def test_the_claims_table_holds_every_level_once():
     table = spike.TABLE
-    assert len(table) == 39 and all(k == s.key for k, s in table.items())
+    assert len(table) == 41 and all(k == s.key for k, s in table.items())
     assert table["steps-1"].level == pytest.approx((10 / 3, 30.0))  # two-sided: within 3x of 10
     assert table["steps-01"].level == pytest.approx((1e4 / 3, 3e4))
     for key, s in table.items():
@@ -430,37 +430,53 @@ def _slow_runs(paths, every=500, budget=30_000):
 
 @pytest.fixture
 def hill_only(monkeypatch):
-    """The slow run read by PL_Alpha_Hill alone (the stand-in runs hold no ESD)."""
+    """The slow run read by PL_Alpha_Hill, its label and KS readings never heavy (the stand-in runs hold no ESD)."""
     def readings(tr, **_):
+        never = spike.reading.first_step(tr.steps, [False] * len(tr.steps), int(tr.config.steps))
         return {"Hill": spike.reading.first_step(tr.steps, tr.alpha_hill < spike.compute.HILL_HEAVY,
-                                                 int(tr.steps[-1]))}
+                                                 int(tr.config.steps)), "label": never, "KS": never}
     monkeypatch.setattr(spike.reading, "readings", readings)
 
 
 def test_slow_row_a_seed_that_never_crosses_is_a_lower_bound_the_verdict_must_survive(hill_only):
     s = SETUP.replace(slow_budget=30_000, slow_record_every=500)
     plateau = np.r_[2.45, np.linspace(2.3, 2.14, 60)]  # never below 2 in 30,000 steps
-    m = spike.reading._slow(_slow_runs([plateau] * 3), s)
+    m = spike.reading._slow(_slow_runs([plateau] * 3), s)["steps-01"]
     assert m.values == (30_001.0,) * 3  # budget + 1, the rule fixed with the row
-    assert m.bound_cases == ((300_010.0,) * 3,)  # and at ten times that
+    assert m.bound_cases == ((300_010.0,) * 3,)  # and every censored seed at ten times that
     assert _judge("steps-01", replace_deviations(m)) == "disagrees"
     crossing = plateau.copy()
-    crossing[30:] = 1.9  # seed 2 crosses at step 15,000
-    m = spike.reading._slow(_slow_runs([plateau, plateau, crossing]), s)
+    crossing[30:] = 1.9  # seed 2 crosses at step 15,000, after 14,500
+    runs = _slow_runs([plateau, plateau, crossing])
+    runs[2][("slow", 0.1)] = _Run([0.0] * 31, crossing[:31], np.arange(31) * 500)  # and stops there
+    runs[2][("slow", 0.1)].config.steps = 30_000
+    rows = spike.reading._slow(runs, s)
+    m = rows["steps-01"]
     assert m.values == (30_001.0, 30_001.0, 15_000.0)
-    assert set(m.bound_cases) == {(30_001.0, 30_001.0, 14_501.0), (300_010.0, 300_010.0, 15_000.0)}
+    assert set(m.bound_cases) == {(30_001.0, 30_001.0, 14_501.0), (300_010.0, 300_010.0, 14_501.0),
+                                  (300_010.0, 300_010.0, 15_000.0)}
     assert _judge("steps-01", replace_deviations(m)) == "inconclusive"
+    # the other readings see the stopped run only up to its Hill crossing: not counted as 30,001 there
+    label = rows["steps-01-label"]
+    assert "at seed 2" in label.cannot_test and "15000" in label.cannot_test and "30000" not in label.cannot_test
+    assert _judge("steps-01-label", replace_deviations(label)) == "inconclusive"
 
 
-def test_slow_row_agrees_only_where_every_crossing_bracket_lies_in_the_band(hill_only):
+def test_slow_row_agrees_only_where_every_corner_of_the_record_brackets_lies_in_the_band(hill_only):
     s = SETUP.replace(slow_budget=30_000, slow_record_every=500)
     early = np.r_[2.45, 2.3, 2.2, 2.1, 2.05, 2.02, 2.01, 1.9, np.full(53, 1.8)]  # first below 2 at 3,500, after 3,000
-    m = spike.reading._slow(_slow_runs([early] * 3), s)
-    assert m.values == (3_500.0,) * 3 and m.bound_cases == ((3_001.0,) * 3,)
+    m = spike.reading._slow(_slow_runs([early] * 3), s)["steps-01"]
+    assert m.values == (3_500.0,) * 3 and len(m.bound_cases) == 2 ** 3 - 1
     assert _judge("steps-01", dataclasses.replace(m, bound_cases=(), deviations=())) == "agrees"  # the record alone
-    assert _judge("steps-01", replace_deviations(m)) == "inconclusive"  # its bracket reaches below 10^4 / 3
+    assert _judge("steps-01", replace_deviations(m)) == "inconclusive"  # its brackets reach below 10^4 / 3
     later = np.r_[early[:1], np.full(10, 2.2), early[1:51]]  # the same path 5,000 steps later: 8,500 after 8,000
-    assert _judge("steps-01", replace_deviations(spike.reading._slow(_slow_runs([later] * 3), s))) == "agrees"
+    assert _judge("steps-01", replace_deviations(spike.reading._slow(_slow_runs([later] * 3), s)["steps-01"])) == "agrees"
+    # corners mixed across seeds decide: at the 3,900 record after 3,400 each corner alone is inside, a mix is not
+    fs = {k: spike.FirstStep(3_900, 3_400, 30_000) for k in range(3)}
+    cases = spike.reading._corners(fs)
+    assert (3_401.0, 3_401.0, 3_900.0) in cases and len(cases) == 8
+    verdicts = {c: _judge("steps-01", Measurement(c, deviations=())) for c in cases}
+    assert verdicts[(3_900.0,) * 3] == "agrees" and "inconclusive" in verdicts.values()
 
 
 def replace_deviations(m):
