@@ -410,7 +410,7 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
         verdict, cause, measured, uncertainty, reading = _read(spec, m, spec.level)
         if m.bound_cases:
             got = [_read(spec, dataclasses.replace(m, values=c, bound_cases=()), spec.level)[0] for c in m.bound_cases]
-            cause += (f"; the same in each of the {len(got)} cases that {m.bounded} could take" if set(got) == {verdict}
+            cause += (f"; the same in {'the one case' if len(got) == 1 else f'each of the {len(got)} cases'} that {m.bounded} could take" if set(got) == {verdict}
                       else f"; but {m.bounded} decide it: of the {len(got)} cases they could take, "
                       + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
             verdict = reading["verdict"] = verdict if set(got) == {verdict} else "inconclusive"

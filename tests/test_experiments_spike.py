@@ -92,7 +92,8 @@ def test_every_run_is_trained_at_every_seed():
         SETUP.replace(seeds=0)
 
 
-def test_claims_on_tiny_runs_at_one_seed(monkeypatch):
+def test_claims_on_tiny_runs_at_one_seed(monkeypatch, tmp_path):
+    monkeypatch.setenv("HTLIB_ARCHIVE_DIR", str(tmp_path))  # these runs' own records, not the book's archived ones
     setup = SETUP.replace(seeds=1)
     runs = _tiny_runs(setup)
     rd = spike.readings(runs[0][("slow", 0.1)], h=setup.h, d=setup.d, rules=spectra.PHASE_RULES)

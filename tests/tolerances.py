@@ -122,8 +122,11 @@ htmp                  pinned 08:28-09:18 (2,985 s, load 4.7)  5 of 22 code cells
                                                               NTK table (c61a1707) failed on that flag
                                                               alone: passes now.  ci, mkl-compatible:
                                                               not run (50 min each at this load)
-one_step_adam         pinned, started 09:01                   stopped at 09:09 to leave the CPU to htmp:
-                                                              not measured
+one_step_adam         pinned 2026-12-07 19:27-19:33 (388 s,    all cells pass, both: only values near
+                      load 3.0), mkl-compatible 19:33-19:45    zero moved by more than a printed unit,
+                      (719 s, load 3.2); a fresh clone of      inside their atol (cell 16: 3.2e-8 ->
+                      c6d98fd, beside one training process     1.5e-8; cell 7: -1.38e-9 -> -9.59e-10);
+                                                              cell 18 -5.45e-05 -> -5.44e-05
 spike_to_heavy_tail,  not measured on this processor          (a cold run costs 5-14 min on two idle
 generalization                                                cores; the CPU went to the rows above)
 ====================  ======================================  ==========================================
