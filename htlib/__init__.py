@@ -8,9 +8,10 @@ Three layers (the tooling in two parts); each may import only from the rows bene
             |
             v
     EXPERIMENTS            htlib.experiments.<chapter>: mp_baseline, phases, one_step, spike,
-                           generalization, htmp, linear_hessian; each a package of two modules:
-                           compute (Setup, PAPER, run_*, typed results: the result-cache key) and
-                           reading (claims, levels, tables, figures, glue: outside the key)
+                           generalization, htmp, linear_hessian; each a package of three stages:
+                           compute (Setup, PAPER, run_*, typed results: the result-cache key),
+                           measures (the claims table, a Measurement per row, the verdicts) and
+                           reading (the page's tables, figures, glue), both outside the key
             |
             v
     BOOK TOOLING, support  cache, sweep, claims, records, scoreboard, archive, plotting, params

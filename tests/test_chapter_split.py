@@ -1,4 +1,5 @@
-"""Each chapter computes in ``compute.py`` and judges in ``reading.py``; the result cache keys on the first alone.
+"""Each chapter computes in ``compute.py``, measures in ``measures.py`` and writes its page in ``reading.py``; the
+result cache keys on the first alone.
 
 So a level, a gate or a sentence of a claim can change without recomputing a run (issue 35), while an edit to
 what computes still invalidates the chapter's results.  Checked three ways: the files the key covers, the key's
@@ -30,11 +31,12 @@ def test_every_chapter_is_split():
                                "spike"])
     for ch in CHAPTERS:
         assert (PKG / "experiments" / ch / "reading.py").is_file()
+        assert (PKG / "experiments" / ch / "measures.py").is_file()
         assert not (PKG / "experiments" / f"{ch}.py").exists(), f"{ch}.py beside the package {ch}/"
 
 
 RUN_MODULES = sorted(f"{p.parent.name}.{p.stem}" for ch in CHAPTERS for p in (PKG / "experiments" / ch).glob("*.py")
-                     if p.stem not in ("__init__", "reading", "bounds"))
+                     if p.stem not in ("__init__", "measures", "reading", "bounds"))
 """Every module of a chapter that can hold runs: compute.py and the modules of runs kept beside it."""
 
 
@@ -45,20 +47,34 @@ def test_no_run_module_keys_on_reading_bounds_or_the_package_face(module):
     files = {p.relative_to(PKG).as_posix() for p in cache._result_files(PKG, f"htlib.experiments.{module}")}
     chapter = module.split(".")[0]
     assert f"experiments/{module.replace('.', '/')}.py" in files
-    assert not any(f.endswith((f"{chapter}/reading.py", f"{chapter}/bounds.py", f"{chapter}/__init__.py",
-                               "_facade.py")) for f in files), files
+    assert not any(f.endswith((f"{chapter}/reading.py", f"{chapter}/measures.py", f"{chapter}/bounds.py",
+                               f"{chapter}/__init__.py", "_facade.py")) for f in files), files
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_the_key_covers_compute_and_never_reading(chapter):
     files = {p.relative_to(PKG).as_posix() for p in cache._result_files(PKG, f"htlib.experiments.{chapter}.compute")}
     assert f"experiments/{chapter}/compute.py" in files
-    assert not any(f.endswith(("reading.py", "claims.toml", f"{chapter}/__init__.py")) for f in files), files
+    assert not any(f.endswith(("reading.py", "measures.py", "claims.toml", f"{chapter}/__init__.py"))
+                   for f in files), files
     # the chapter is complete through its face: Setup and PAPER from compute, the claims from reading
     import importlib
 
     ch = importlib.import_module(f"htlib.experiments.{chapter}")
     assert ch.Setup.__module__ == f"htlib.experiments.{chapter}.compute" and isinstance(ch.PAPER, ch.Setup)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_measures_read_the_runs_and_never_the_page(chapter):
+    """Data flows runs -> measures -> judge -> page: the measures import no page module, the runs no measure, and
+    the chapter's claims are judged in its measures (so an archived measurement is bound to their code)."""
+    measures = {p.relative_to(PKG).as_posix() for p in cache._result_files(PKG, f"htlib.experiments.{chapter}.measures")}
+    assert f"experiments/{chapter}/compute.py" in measures
+    assert not any(f.endswith(("reading.py", "scoreboard.py")) for f in measures), measures
+    import importlib
+
+    m = importlib.import_module(f"htlib.experiments.{chapter}.measures")
+    assert m.claims.__module__ == m.__name__ and m.measure.__module__ == m.__name__
 
 
 def _copy(tmp_path: Path) -> Path:

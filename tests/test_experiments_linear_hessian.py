@@ -123,7 +123,7 @@ def test_every_row_of_the_table_is_measured_and_judged():
     # the table's rows and the measurements' keys must match exactly (judge_table refuses a gap either way)
     names = {"measure_fig12", "measure_fig3", "measure_fig4", "measure_fig5", "measure_fig6", "measure_fig7",
              "measure_fig8", "measure_count", "measure_trajectory"}
-    assert names <= set(dir(lh.reading)) and len(lh.TABLE) == 34
+    assert names <= set(dir(lh.measures)) and len(lh.TABLE) == 34
     assert {s.kind for s in lh.TABLE.values()} == {"claim", "check", "variant"}
     # the five identities of paper 004, the forced runs (two-layer Fig. 3, held Fig. 4) and the near-identities on exact
     # minimizers of whitened data (Fig. 6 crossover and right, Fig. 8) are checks, never counted
@@ -697,7 +697,7 @@ def test_trajectory_row_agrees_only_when_the_gap_falls_to_an_approximation_on_en
     def verdict(*runs_gaps):
         runs = tuple(_gap_run(g, epochs) for g in runs_gaps)
         traj = lh.Trajectory({"fig1": runs, "fig4": runs}, tuple(range(len(runs))))
-        m = lh.reading.measure_trajectory(setup, traj)["fig4_trajectory"]
+        m = lh.measures.measure_trajectory(setup, traj)["fig4_trajectory"]
         return judge(lh.TABLE["fig4_trajectory"], m).verdict
     # a sign test over runs on both parts: 6 of 6 falling to below 0.01 decides (p = 1/64), 5 of 6 does not
     assert verdict(*[down] * 6) == "agrees"

@@ -58,7 +58,7 @@ def test_first_step_brackets_and_exact_counts():
 @pytest.mark.parametrize("first, budget, value", [(4, 30, 4.0), (None, 30, 31.0), (None, 5, None)])
 def test_a_first_step_past_its_budget_is_censored_only_when_the_budget_passes_the_band(first, budget, value):
     fs = spike.FirstStep(first, None if first is None else first - 1, budget)
-    m = spike.reading._first(fs, (10 / 3, 30.0))
+    m = spike.measures._first(fs, (10 / 3, 30.0))
     assert isinstance(m, Measurement)
     if value is None:  # the run ends inside the band: it cannot tell where the count lies
         assert m.cannot_test and not m.values
@@ -118,7 +118,7 @@ def test_claims_on_tiny_runs_at_one_seed(monkeypatch, tmp_path):
     assert by_key["steps-1"].threshold == pytest.approx([10 / 3, 30])
     assert all(c.setting.startswith("h x d = 24 x 16") for c in claims if c.kind == "claim")  # the reduced size is named
     assert not any(c.reduction_check for c in claims)  # a failure at the reduced size may be the size's
-    monkeypatch.setattr(spike.reading, "PAPER", setup)  # these runs at the paper's protocol: a failure is a failure
+    monkeypatch.setattr(spike.measures, "PAPER", setup)  # these runs at the paper's protocol: a failure is a failure
     assert all("nothing is reduced" in m.reduction_check for m in spike.measure(runs, setup).values())
 
 
@@ -180,7 +180,7 @@ def test_review_case_2_reads_every_learning_rate_in_its_range_after_the_chapters
             ("slow", 0.1): _Run([1.0, 0.95], [2.45, 2.4], [0, 6])}
     rep = lambda e: type("R", (), {"phase": "x", "tail_alpha": float("nan"), "alpha": 9.0})()  # noqa: E731
     heavy = lambda key: [{0.1: heavy_slow, 1.0: heavy_fast}[key[1]]]  # noqa: E731
-    parts = spike.reading._review(runs, s, rep, heavy)["review-2"].parts
+    parts = spike.measures._review(runs, s, rep, heavy)["review-2"].parts
     assert set(parts) == {"review-2-gen", "review-2-ht"} and parts["review-2-ht"].values == part
     assert "10^4" in parts["review-2-ht"].note  # the reply's longer time scale is named beside the verdict
 
@@ -195,12 +195,12 @@ def test_alignment_against_eta_compares_the_smallest_and_largest_traced_learning
     s = SETUP.replace(etas_adam_track=(0.5, 0.2, 1.0), etas_gd_track=(50.0, 100.0))
     known = {("adam", 0.2): _overlaps(0.6, 0.7), ("adam", 0.5): _overlaps(0.95, 0.9), ("adam", 1.0): _overlaps(0.99, 0.8),
              ("gd", 50.0): _overlaps(0.3, 0.2), ("gd", 100.0): _overlaps(0.9, 0.85)}
-    out = spike.reading._alignment({}, s, known)
+    out = spike.measures._alignment({}, s, known)
     parts = out["align-eta"].parts
     assert parts["align-eta-adam"].values == pytest.approx((0.8 - 0.6,))  # the smaller of the U and V tops, 1 vs 0.2
     assert parts["align-eta-gd"].values == pytest.approx((0.85 - 0.2,))
     assert out["align-eta-steps"].values == (0.0,)  # 0.9 at eta = 0.5 falls to 0.8 at eta = 1
-    single = spike.reading._alignment({}, s.replace(etas_gd_track=(50.0,)), known)
+    single = spike.measures._alignment({}, s.replace(etas_gd_track=(50.0,)), known)
     assert single["align-eta"].parts["align-eta-gd"].cannot_test and single["align-eta-steps"].cannot_test
 
 
@@ -209,20 +209,20 @@ def test_review_eta1_reads_the_drop_the_smaller_rates_and_the_share_of_falling_s
     runs = {("adam", 1.0): _Run([1.0, 0.9, 0.95, 0.8], [2.45, 2.1, 1.9, 1.8]),
             ("adam", 0.001): _Run([1.0, 1.01], [2.45, 2.45], [0, 3]), ("adam", 0.1): _Run([1.0, 0.97], [2.45, 2.44], [0, 3]),
             ("adam", 0.5): _Run([1.0, 0.5], [2.45, 1.9], [0, 3])}  # heavy-tailed by PL_Alpha_Hill: not a comparison
-    p = spike.reading._review_eta1(runs, s, "review-eta1").parts
+    p = spike.measures._review_eta1(runs, s, "review-eta1").parts
     assert p["review-eta1-hill"].values == (1.8,)
     assert p["review-eta1-drop"].values == pytest.approx((-0.2,))
     assert p["review-eta1-smaller"].values == pytest.approx((-0.2 + 0.03,))
     assert p["review-eta1-gradual"].values == pytest.approx((2 / 3,))
     runs[("adam", 1.0)] = _Run([1.0, 0.9, 0.8], [2.45, 2.0, 1.8], [0, 2, 4])
-    assert spike.reading._review_eta1(runs, s, "review-eta1").parts["review-eta1-gradual"].cannot_test
+    assert spike.measures._review_eta1(runs, s, "review-eta1").parts["review-eta1-gradual"].cannot_test
 
 
 def test_the_slow_run_time_is_extrapolated_from_the_measured_rates():
-    t = spike.reading.SLOW_TIMING
+    t = spike.measures.SLOW_TIMING
     setup = spike.PAPER.replace(seeds=3, workers=2)  # two rounds of the two workers
     per_seed = setup.slow_budget * t["s_per_step"] + (setup.slow_budget // setup.slow_record_every + 1) * t["s_per_record"]
-    text = spike.reading.slow_run_time(setup)
+    text = spike.measures.slow_run_time(setup)
     assert f"{per_seed / 3600:.1f} h per seed" in text and f"{2 * per_seed / 3600:.1f} h for 3 seeds" in text
     assert f"{1e4 * t['s_per_step'] / 60:.0f} min" in text
 
@@ -360,8 +360,8 @@ def _sizes(change_big: float, change_small: float, *, seeds=(0, 1, 2, 3), n=64):
 def test_eta1_rows_at_both_sizes_pool_their_seeds_and_decide_a_clear_margin(big, small, verdicts):
     from htlib.claims import judge
     s = SETUP.replace(seeds=2)
-    out = spike.reading._eta1_sizes(_sizes(big, small), s, {})
-    assert set(out) == {"review-eta1", "review-eta1-n8000", spike.reading.ETA1_OTHER_READOUT}
+    out = spike.measures._eta1_sizes(_sizes(big, small), s, {})
+    assert set(out) == {"review-eta1", "review-eta1-n8000", spike.measures.ETA1_OTHER_READOUT}
     for key, m in out.items():
         assert "10 seeds" not in m.setting and "4 seeds (0-3)" in m.setting and "4000 points" in m.setting
         for part, m_part in m.parts.items():
@@ -378,7 +378,7 @@ def test_eta1_rows_at_both_sizes_pool_their_seeds_and_decide_a_clear_margin(big,
                                                            for spec in spike.TABLE[key].parts))} == verdicts
         assert c.verdict == ("agrees" if big < 0 else "partly")
     assert "§5.3's n = 256" in out["review-eta1-n8000"].setting
-    missing = spike.reading._eta1_sizes(None, s, {})
+    missing = spike.measures._eta1_sizes(None, s, {})
     assert all(not m.ran for m in missing.values())
 
 
@@ -388,8 +388,8 @@ def test_the_other_readout_variant_reads_the_same_runs_under_the_other_conventio
     s = SETUP.replace(seeds=2)
     runs = {size: {seed: {0.5: _Run([1.0, 0.9, 0.8, 0.7], [2.45, 2.2, 2.0, 1.8], test_sqrt_d=[1.0, 1.1, 1.2, 1.3]),
                           0.001: _Run([1.0, 1.0], [2.45, 2.44], [0, 3])} for seed in (0, 1, 2)} for size in (64, 256)}
-    out = spike.reading._eta1_sizes(spike.sizes.SizeRuns(runs), s, {})
-    key = spike.reading.ETA1_OTHER_READOUT
+    out = spike.measures._eta1_sizes(spike.sizes.SizeRuns(runs), s, {})
+    key = spike.measures.ETA1_OTHER_READOUT
     assert out[key].parts[f"{key}-drop"].values == pytest.approx((0.3, 0.3, 0.3))
     assert out["review-eta1"].parts["review-eta1-drop"].values == pytest.approx((-0.3, -0.3, -0.3))
     assert "sqrt(d)" in out[key].setting and "n = 256" not in out[key].setting
@@ -414,8 +414,8 @@ def test_eta1_size_texts_and_rows_show_what_the_rows_judge():
     s = SETUP.replace(seeds=2)
     sizes = _sizes(-0.3, -0.01)
     texts = spike.reading.eta1_size_texts(sizes, s)
-    judged = spike.reading._eta1_sizes(sizes, s, {})
-    for i, key in enumerate(spike.reading.ETA1_SIZES):
+    judged = spike.measures._eta1_sizes(sizes, s, {})
+    for i, key in enumerate(spike.measures.ETA1_SIZES):
         iv = t_interval(judged[key].parts[f"{key}-drop"].values)
         assert texts[f"eta1_drop{i}"] == f"{iv.estimate:+.1%} [{iv.low:+.1%}, {iv.high:+.1%}]"
     assert texts["eta1_n0"] == "64" and texts["eta1_n1"] == "256" and texts["eta1_etas1"] == "0.001"
@@ -433,16 +433,16 @@ def _slow_runs(paths, every=500, budget=30_000):
 def hill_only(monkeypatch):
     """The slow run read by PL_Alpha_Hill, its label and KS readings never heavy (the stand-in runs hold no ESD)."""
     def readings(tr, **_):
-        never = spike.reading.first_step(tr.steps, [False] * len(tr.steps), int(tr.config.steps))
-        return {"Hill": spike.reading.first_step(tr.steps, tr.alpha_hill < spike.compute.HILL_HEAVY,
+        never = spike.measures.first_step(tr.steps, [False] * len(tr.steps), int(tr.config.steps))
+        return {"Hill": spike.measures.first_step(tr.steps, tr.alpha_hill < spike.compute.HILL_HEAVY,
                                                  int(tr.config.steps)), "label": never, "KS": never}
-    monkeypatch.setattr(spike.reading, "readings", readings)
+    monkeypatch.setattr(spike.measures, "readings", readings)
 
 
 def test_slow_row_a_seed_that_never_crosses_is_a_lower_bound_the_verdict_must_survive(hill_only):
     s = SETUP.replace(slow_budget=30_000, slow_record_every=500)
     plateau = np.r_[2.45, np.linspace(2.3, 2.14, 60)]  # never below 2 in 30,000 steps
-    m = spike.reading._slow(_slow_runs([plateau] * 3), s)["steps-01"]
+    m = spike.measures._slow(_slow_runs([plateau] * 3), s)["steps-01"]
     assert m.values == (30_001.0,) * 3  # budget + 1, the rule fixed with the row
     assert m.bound_cases == ((300_010.0,) * 3,)  # and every censored seed at ten times that
     assert _judge("steps-01", replace_deviations(m)) == "disagrees"
@@ -451,7 +451,7 @@ def test_slow_row_a_seed_that_never_crosses_is_a_lower_bound_the_verdict_must_su
     runs = _slow_runs([plateau, plateau, crossing])
     runs[2][("slow", 0.1)] = _Run([0.0] * 31, crossing[:31], np.arange(31) * 500)  # and stops there
     runs[2][("slow", 0.1)].config.steps = 30_000
-    rows = spike.reading._slow(runs, s)
+    rows = spike.measures._slow(runs, s)
     m = rows["steps-01"]
     assert m.values == (30_001.0, 30_001.0, 15_000.0)
     assert set(m.bound_cases) == {(30_001.0, 30_001.0, 14_501.0), (300_010.0, 300_010.0, 14_501.0),
@@ -466,15 +466,15 @@ def test_slow_row_a_seed_that_never_crosses_is_a_lower_bound_the_verdict_must_su
 def test_slow_row_agrees_only_where_every_corner_of_the_record_brackets_lies_in_the_band(hill_only):
     s = SETUP.replace(slow_budget=30_000, slow_record_every=500)
     early = np.r_[2.45, 2.3, 2.2, 2.1, 2.05, 2.02, 2.01, 1.9, np.full(53, 1.8)]  # first below 2 at 3,500, after 3,000
-    m = spike.reading._slow(_slow_runs([early] * 3), s)["steps-01"]
+    m = spike.measures._slow(_slow_runs([early] * 3), s)["steps-01"]
     assert m.values == (3_500.0,) * 3 and len(m.bound_cases) == 2 ** 3 - 1
     assert _judge("steps-01", dataclasses.replace(m, bound_cases=(), deviations=())) == "agrees"  # the record alone
     assert _judge("steps-01", replace_deviations(m)) == "inconclusive"  # its brackets reach below 10^4 / 3
     later = np.r_[early[:1], np.full(10, 2.2), early[1:51]]  # the same path 5,000 steps later: 8,500 after 8,000
-    assert _judge("steps-01", replace_deviations(spike.reading._slow(_slow_runs([later] * 3), s)["steps-01"])) == "agrees"
+    assert _judge("steps-01", replace_deviations(spike.measures._slow(_slow_runs([later] * 3), s)["steps-01"])) == "agrees"
     # corners mixed across seeds decide: at the 3,900 record after 3,400 each corner alone is inside, a mix is not
     fs = {k: spike.FirstStep(3_900, 3_400, 30_000) for k in range(3)}
-    cases = spike.reading._corners(fs)
+    cases = spike.measures._corners(fs)
     assert (3_401.0, 3_401.0, 3_900.0) in cases and len(cases) == 8
     verdicts = {c: _judge("steps-01", Measurement(c, deviations=())) for c in cases}
     assert verdicts[(3_900.0,) * 3] == "agrees" and "inconclusive" in verdicts.values()

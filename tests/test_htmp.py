@@ -790,7 +790,7 @@ def test_a_fall_carried_by_outliers_agrees_on_the_whole_spectrum_and_not_on_the_
         fits = [ch.fit_layer(W, model="lenet", batch_size=b, seed=s, train_acc=1.0, test_acc=0.97,
                              weight_change=0.5, steps=10) for W, (b, s) in zip(Ws, runs)]
         kappas = [k for f in fits for k in (f.kappa, ch.bulk_fit(f)[1])]
-        inside = all(math.isfinite(k) and ch.reading._at_bound(k, 0.3) == "" for k in kappas)  # inside the search
+        inside = all(math.isfinite(k) and ch.measures._at_bound(k, 0.3) == "" for k in kappas)  # inside the search
         clear = all(f.ks < 0.9 * f.mp_ks for f in fits)  # HTMP fits clearly better than MP: no tie sets a kappa
         outliers = all(ch.bulk_fit(f)[0] >= 10 for f in fits if f.batch_size == 100)  # the scaled rows, at least
         recs = _records(_batch(fits))
@@ -830,7 +830,7 @@ def _ntk(ps, mps, *, acc=1.0, zeros=(0, 21)):
 
 
 def test_the_ntk_claim_is_a_goodness_of_fit_test_with_inverse_mp_rejected():
-    from htlib.experiments.htmp.reading import LOGISTIC_NTK, null_loss
+    from htlib.experiments.htmp.measures import LOGISTIC_NTK, null_loss
 
     base = _lenet()
     kept = tuple(np.linspace(0.1, 0.95, 20))  # p spread like a calibrated test's under its law, none rejected
@@ -878,7 +878,7 @@ def test_more_seeds_only_sharpen_the_ntk_verdict():
     rng = np.random.default_rng(0)
 
     def rate(draw, n):
-        return np.mean([judge(spec, Measurement((draw(n) > ch.reading.GOF_ALPHA).astype(float))).verdict == "agrees"
+        return np.mean([judge(spec, Measurement((draw(n) > ch.measures.GOF_ALPHA).astype(float))).verdict == "agrees"
                         for _ in range(200)])
 
     uniform = lambda n: rng.integers(1, 21, n) / 20  # noqa: E731
@@ -960,7 +960,7 @@ def test_inverse_fit_recovers_the_law_and_its_density_integrates_to_one():
 
 
 def test_a_fit_at_the_top_of_the_kappa_search_or_mp_could_read_the_other():
-    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp import measures as rd
     from htlib.experiments.htmp.compute import _delta
     top = 1 / _delta(50.0, 0.3)
     assert rd._inv_delta(math.inf, 0.3) == (0.0, top)  # MP could be the top of the search
@@ -970,7 +970,7 @@ def test_a_fit_at_the_top_of_the_kappa_search_or_mp_could_read_the_other():
 
 
 def test_bound_cases_enumerate_every_case_or_both_extremes_and_a_sample():
-    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp import measures as rd
     unit = [[(1, 0.02, 0.0), (-1, 0.0, 0.017)], [(1, 0.03, None), (-1, 0.01, None)]]  # two seeds
     vals, cases = rd.bound_cases([unit])
     assert vals == [pytest.approx(0.02)]
@@ -981,7 +981,7 @@ def test_bound_cases_enumerate_every_case_or_both_extremes_and_a_sample():
 
 
 def test_the_ntk_claim_reads_training_seeds_run_after_its_rule_was_fixed():
-    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp import measures as rd
     from htlib.experiments.htmp.compute import Setup
     from htlib.params import ParameterError
     s = Setup()
@@ -997,7 +997,7 @@ def test_the_ntk_claim_reads_training_seeds_run_after_its_rule_was_fixed():
 def test_a_seed_near_the_level_is_read_from_its_fresh_refits_and_the_others_from_the_claims_test():
     from types import SimpleNamespace as N
 
-    from htlib.experiments.htmp import reading as rd
+    from htlib.experiments.htmp import measures as rd
     from htlib.experiments.htmp.refits import REFIT_FIELDS
 
     runs = [N(seed=s, gof=[N(p=p, null=np.zeros(19))]) for s, p in ((6, 1.0), (7, 0.1), (8, 0.15), (9, 0.05))]

@@ -45,7 +45,7 @@ def oc(keep: float, n: int, *, share=None, margin=None) -> tuple[float, float]:
 def test_the_row_is_a_binomial_test_against_the_tests_own_size():
     row = _row()
     assert row.statistic == "sign" and row.op == ">" and row.level == 0.5
-    assert row.share == pytest.approx(1 - ch.reading.GOF_ALPHA)  # a true law is kept on 95% of seeds
+    assert row.share == pytest.approx(1 - ch.measures.GOF_ALPHA)  # a true law is kept on 95% of seeds
     assert 0.8 < row.margin_share < row.share  # a law rejected on 20% of seeds lies below the margin
 
 
@@ -77,4 +77,4 @@ def test_the_old_rule_against_one_half_fails_both_properties():
 
 def test_the_chapters_helper_reads_the_same_numbers():
     for keep, n in ((0.95, 6), (0.8, 40), (0.95, 80)):
-        assert ch.reading.rule_oc(_row(), keep, n) == pytest.approx(oc(keep, n), abs=1e-12)
+        assert ch.measures.rule_oc(_row(), keep, n) == pytest.approx(oc(keep, n), abs=1e-12)

@@ -171,15 +171,15 @@ def test_a_larger_setting_without_a_rise_decides_the_bulk_part(monkeypatch):
     field here), the reduction check is made and the claim reads "partly": the whole rises, the bulk does not."""
     from htlib.experiments import htmp as ch
 
-    monkeypatch.setattr(ch.reading, "bulk_fit", lambda f: (3, f.l1_kappa))
+    monkeypatch.setattr(ch.measures, "bulk_fit", lambda f: (3, f.l1_kappa))
     fits = [_fit("lenet", b, s, K_OF(d), l1=K_OF(bd)) for b, ds, bds in ((1000, (30, 31, 29), (40, 41, 39)),
                                                                          (250, (20, 21, 19), (45, 46, 44)),
                                                                          (100, (12, 13, 11), (50, 51, 52)))
             for s, (d, bd) in enumerate(zip(ds, bds))]
     batch = _batch(fits)
-    check = ch.reading._larger_setting_check(batch, "bulk")
+    check = ch.measures._larger_setting_check(batch, "bulk")
     assert "lenet-falls-bulk" in check and "not above 0" in check
-    assert ch.reading._larger_setting_check(batch, "whole") == ""  # the whole rises at 4,000 images
+    assert ch.measures._larger_setting_check(batch, "whole") == ""  # the whole rises at 4,000 images
     recs = {c.key: c for c in ch.claims(batch, **_TABLES, subsets=_sub(WHOLE, BULK))}
     assert recs["lenet-falls-images"].verdict == "partly"
     # both rising on the subsets: agrees
@@ -213,7 +213,7 @@ def test_untrained_subset_runs_and_missing_runs_test_nothing():
     recs = {c.key: c for c in ch.claims(_batch(_lenet()), **_TABLES, subsets=_sub(WHOLE, BULK, acc=0.5))}
     assert recs["lenet-falls-images"].verdict == "not tested" and "0.50" in recs["lenet-falls-images"].cause
     recs = {c.key: c for c in ch.claims(_batch(_lenet()), **_TABLES)}
-    assert all(recs[k].verdict == "not tested" for k in ch.reading.SUBSET_KEYS)
+    assert all(recs[k].verdict == "not tested" for k in ch.measures.SUBSET_KEYS)
 
 
 def test_the_phases_row_reads_one_count_per_seed():
@@ -240,7 +240,7 @@ def test_bulk_fits_at_the_top_of_the_search_or_mp_leave_the_bulk_part_to_every_c
     bulk = {1000: lambda b, r: top if r else math.inf, 250: lambda b, r: 40.0, 100: lambda b, r: math.inf if r else top}
     m = ch.measure(_batch(_lenet()), **_TABLES, subsets=_sub(WHOLE, bulk))["lenet-falls-images"]
     part = m.parts["lenet-falls-images-bulk"]
-    assert len(part.bound_cases) == ch.reading.MAX_BOUND_CASES  # 18 fits: 2**18 cases, both extremes and a sample
+    assert len(part.bound_cases) == ch.measures.MAX_BOUND_CASES  # 18 fits: 2**18 cases, both extremes and a sample
     assert all(len(c) == 3 for c in part.bound_cases)  # one value per subset
     recs = {c.key: c for c in ch.claims(_batch(_lenet()), **_TABLES, subsets=_sub(WHOLE, bulk))}
     bulk_reading = [r for r in recs["lenet-falls-images"].readings if r["part"] == "lenet-falls-images-bulk"][0]

@@ -1,4 +1,4 @@
-"""The one-name face of a chapter package: ``ch.X`` finds ``X`` in the chapter's ``compute`` or ``reading``."""
+"""The one-name face of a chapter package: ``ch.X`` finds ``X`` in the chapter's ``compute``, ``measures`` or ``reading``."""
 
 from __future__ import annotations
 

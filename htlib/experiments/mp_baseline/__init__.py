@@ -1,7 +1,7 @@
 """The Marchenko-Pastur baseline chapter (``book/mp_baseline.ipynb``):
-its ``compute`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
+its ``compute``, ``measures`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
 
 from htlib.experiments._facade import chapter_getattr
-from htlib.experiments.mp_baseline import compute, reading
+from htlib.experiments.mp_baseline import compute, measures, reading
 
-__getattr__, __dir__ = chapter_getattr(compute, reading)
+__getattr__, __dir__ = chapter_getattr(compute, measures, reading)

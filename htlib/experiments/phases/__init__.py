@@ -1,7 +1,7 @@
 """The phases chapter (``book/phases.ipynb``):
-its ``compute`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
+its ``compute``, ``measures`` and ``reading`` modules under one name, ``ch`` (:mod:`htlib.experiments`)."""
 
 from htlib.experiments._facade import chapter_getattr
-from htlib.experiments.phases import bounds, compute, reading  # noqa: F401 - bounds: the Setup's further limits
+from htlib.experiments.phases import bounds, compute, measures, reading  # noqa: F401 - bounds: the Setup's further limits
 
-__getattr__, __dir__ = chapter_getattr(compute, reading)
+__getattr__, __dir__ = chapter_getattr(compute, measures, reading)
