@@ -261,13 +261,15 @@ def write(measurement: Measurement, module: str, key: str, code_hash: str, folde
 
 
 def stamp(path: Path, *, parameters: Mapping[str, Any], command: str, wall_s: float,
-          date: datetime.datetime | None = None) -> Path:
-    """Complete the provenance of an archive file the chapter's kernel wrote (``make paper``, after the chapter)."""
+          date: datetime.datetime | None = None, commit: str | None = None) -> Path:
+    """Complete the provenance of an archive file the chapter's kernel wrote (``make paper``, after the chapter).
+    ``commit``: the checkout the run started from (default: :func:`version` now; a run that archives several rows
+    passes the one it read before writing any, else the later files would name the first as an uncommitted edit)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     date = date or datetime.datetime.now(datetime.timezone.utc)
     data["provenance"] = {"parameters": dict(parameters), "command": command, "machine": machine(),
                           "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"), "wall_s": round(float(wall_s), 1),
-                          "commit": version()}  # the checkout at the end of the run (-dirty: uncommitted edits)
+                          "commit": commit or version()}  # -dirty: uncommitted edits
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return Path(path)
 

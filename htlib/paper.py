@@ -199,7 +199,7 @@ def _archived_run(path: Path, overrides: dict[str, Any], keys: list[str], out_di
     staging = Path(tempfile.mkdtemp(prefix="archive-", dir=out_dir))
     saved = {k: os.environ.get(k) for k in ("HTLIB_ARCHIVE", "HTLIB_ARCHIVE_DIR")}
     os.environ.update(HTLIB_ARCHIVE=",".join(keys), HTLIB_ARCHIVE_DIR=str(staging))  # the kernel inherits them
-    start = time.monotonic()
+    start, commit = time.monotonic(), archive.version()  # the checkout before this run writes into book/archive
     try:
         run.run_chapter(path, overrides, output_dir=out_dir, progress=True)
         wall = time.monotonic() - start
@@ -209,7 +209,7 @@ def _archived_run(path: Path, overrides: dict[str, Any], keys: list[str], out_di
         command = "make paper ARGS='" + " ".join(sys.argv[1:] if argv is None else argv) + "'"
         shown = {k: v for k, v in overrides.items() if k != "executor"}
         for f in written:
-            archive.stamp(f, parameters=shown, command=command, wall_s=wall)
+            archive.stamp(f, parameters=shown, command=command, wall_s=wall, commit=commit)
             target = archive.ARCHIVE_DIR / f.relative_to(staging)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(f, target)

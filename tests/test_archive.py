@@ -13,7 +13,7 @@ from htlib import archive, paper, run
 from htlib.cache import source_hash
 from htlib.claims import Measurement, Spec, judge
 
-MODULE = "htlib.experiments.spike.reading"  # a real chapter module: its code hash is the one a chapter computes
+MODULE = "htlib.experiments.spike.measures"  # a real chapter module: its code hash is the one a chapter computes
 SPEC = Spec("steps", "003", "§5", "it takes long", "first step", "in", (3000.0, 30000.0), "mean")
 ARCHIVED = Measurement([5200.0, 6100.0, 4800.0], setting="paper", deviations=(),
                        parts={"p": Measurement([1.0, 2.0, 3.0])}, runs_text="3 seeds")
@@ -33,6 +33,14 @@ def test_a_stamped_file_rebuilds_the_measurement_exactly(tmp_path):
     assert set(got.provenance) == {"parameters", "command", "date", "machine", "wall_s", "commit"}
     assert got.provenance["commit"] == archive.version()
     assert got.provenance["parameters"] == {"slow_budget": 30000} and got.provenance["wall_s"] == 7260.0
+
+
+def test_every_file_of_one_run_names_the_checkout_the_run_started_from(tmp_path):
+    """make paper reads the commit before its first write into book/archive, so the files it writes after the first
+    do not call that write an uncommitted edit."""
+    path = _archive(tmp_path, stamped=False)
+    archive.stamp(path, parameters={}, command="make paper ARGS='...'", wall_s=1.0, commit="0123abc")
+    assert archive.read(MODULE, "steps", tmp_path).provenance["commit"] == "0123abc"
 
 
 def test_the_archive_fills_a_row_the_run_did_not_reach_and_the_judge_reads_it(tmp_path):
