@@ -35,9 +35,7 @@ def combine_verdicts(verdicts: Sequence[str]) -> str:
     >>> combine_verdicts(["agrees", "disagrees"]), combine_verdicts(["agrees", "inconclusive"])
     ('partly', 'inconclusive')
     """
-    v = set(verdicts)
-    if v in ({"agrees"}, {"disagrees"}):
-        return v.pop()
+    if (v := set(verdicts)) in ({"agrees"}, {"disagrees"}): return v.pop()
     return "partly" if {"agrees", "disagrees"} <= v else "inconclusive"
 
 # The judge: Spec rows (each level written once) and a Measurement per key, through one list of gates.
@@ -217,7 +215,7 @@ def _floats(name: str, x) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class Measurement:
     """What a chapter read for one :class:`Spec`: a value per run (or a fit and its bootstrap ``draws``), or why
-    it was not run or ``cannot_test``.  Non-finite values are refused unless ``cannot_test`` says why.  Where some
+    it was not run or ``cannot_test``.  A non-finite value (a diverged run, a failed fit) is kept: the judge's gate.  Where some
     runs' fits sit at a search bound (``bounded``: or what else bounds them), ``bound_cases`` holds the values the runs
     could take instead (one tuple per case), and a mean or sign statistic decides only where every case agrees."""
     values: tuple[float, ...] = ()
@@ -267,10 +265,8 @@ class Measurement:
         if self.ran and not self.cannot_test.strip() and not self.parts:
             if not self.values:
                 raise ValueError("values must not be empty for a measurement that ran (else set cannot_test or ran=False)")
-            for name in ("values", "draws"):
-                if bad := [i for i, v in enumerate(getattr(self, name)) if not math.isfinite(v)]:
-                    raise ValueError(f"{name} holds non-finite entries at {bad} (a diverged run or a failed fit?): "
-                                     "set cannot_test naming it, or drop them and say so in note")
+            if bad := [i for i, v in enumerate(self.draws) if not math.isfinite(v)]:  # runs' are the judge's gate
+                raise ValueError(f"draws holds non-finite entries at {bad}: drop the failed refits, say so in note")
 
     @classmethod
     def not_run(cls, reason: str, why: str = "", **why_numbers) -> "Measurement":
@@ -372,7 +368,8 @@ def _read(spec: Spec, m: Measurement, level) -> tuple[str, str, str, str, dict]:
 
 GATES: dict[str, str] = {
     "not_run": "not run", "cannot_test": "the setting cannot test it", "too_few_runs": "too few independent runs",
-    "too_few_draws": "too few bootstrap refits", "reduced": "a failure at a reduced setting that no measurement rules out"}
+    "too_few_draws": "too few bootstrap refits", "reduced": "a failure at a reduced setting that no measurement rules out",
+    "nonfinite": "runs with no finite value"}
 """The judge's gates, by the code a reading carries in ``gate`` (its ``reason`` holds the chapter's numbers)."""
 
 def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]:
@@ -386,6 +383,8 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
     n, gate, code = len(m.values), "", ""
     if m.cannot_test.strip():
         gate, code = f"the setting cannot test it: {m.cannot_test.strip()}", "cannot_test"
+    elif bad := sum(not math.isfinite(v) for v in m.values):  # dropping them would choose the runs by their outcome
+        gate, code = f"{bad} of {n} runs give no finite value (a diverged run or a failed fit), none left out", "nonfinite"
     elif spec.statistic in ("mean", "sign") and n < spec.min_runs:
         gate, code = (f"too few independent runs: {n} ({_runs(spec, m)}) where the criterion needs at least "
                       f"{spec.min_runs}"), "too_few_runs"
@@ -404,7 +403,8 @@ def _assess(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[dict]]
         except ValueError:  # nothing finite to show
             measured, uncertainty, reading = "no usable value", _runs(spec, m), _reading(spec, spec.level, "")
         reading.update(verdict=verdict, gate=code, reason=m.cannot_test.strip() if code == "cannot_test" else "",
-                       **(m._why() if code == "cannot_test" else {}))
+                       **(m._why() if code == "cannot_test" else {"why": "nonfinite", "why_numbers": {"k": bad, "n": n}}
+                          if code == "nonfinite" else {}))
         readings = [reading]
     else:
         verdict, cause, measured, uncertainty, reading = _read(spec, m, spec.level)
@@ -466,8 +466,7 @@ def _assess_parts(spec: Spec, m: Measurement) -> tuple[str, str, str, str, list[
 def _at_paper(spec: Spec, m: Measurement) -> bool:
     """At the paper's setting: no parameter differs from the paper's, where the chapter compared them
     (``m.deviations``), else the setting its comparison wrote."""
-    if m.deviations is not None:
-        return not m.deviations
+    if m.deviations is not None: return not m.deviations
     return (m.setting.strip() or spec.setting).strip() == PAPER_SETTING
 
 def judge(spec: Spec, measurement: Measurement) -> Claim:

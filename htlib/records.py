@@ -67,6 +67,7 @@ REASONS: dict[str, str] = {
     "not_at_minimum": "gradient descent cannot sit at these minimizers",
     "flat_loss": "the loss moves only {ratio}-fold",
     "spike_in_band": "a spike alone lands in the band",
+    "nonfinite": "{k} of {n} runs give no finite value",
 }
 
 _OPS = {"<": lambda x, t: x < t, "<=": lambda x, t: x <= t, ">": lambda x, t: x > t, ">=": lambda x, t: x >= t,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -503,3 +504,30 @@ def test_a_record_title_typesets_its_math():
     board = sb.Scoreboard({Path("ch.ipynb"): [_claim(claim="a spike appears at eta = 1 above lambda_+")]})
     title = board.record_markdown(Path("ch.ipynb"), board.claims_by_notebook[Path("ch.ipynb")][0]).splitlines()[0]
     assert "$\\eta$" in title and "$\\lambda_{+}$" in title and " lambda_+" not in title
+
+
+@pytest.mark.parametrize("statistic, op, level", [("mean", ">", 1.1), ("sign", ">", 0.5), ("value", "<", 10.0)])
+def test_a_run_with_no_finite_value_gates_the_row_once_for_every_chapter(statistic, op, level):
+    """A diverged run or a failed fit is never left out (that would choose the runs by their outcome): whichever the
+    statistic, one such run makes the row inconclusive with the gate's code and numbers, however many runs agree."""
+    from htlib.claims import Measurement, Spec, judge
+
+    spec = Spec("x", "003", "§4", "a claim", "m", op, level, statistic)
+    good = [2.0] * (1 if statistic == "value" else 40)
+    assert judge(spec, Measurement(good)).verdict == "agrees"
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        values = [bad] if statistic == "value" else [*good, bad]
+        c = judge(spec, Measurement(values))
+        assert c.verdict == "inconclusive" and c.readings[0]["gate"] == "nonfinite"
+        assert c.readings[0]["why"] == "nonfinite" and c.readings[0]["why_numbers"] == {"k": 1, "n": len(values)}
+    with pytest.raises(ValueError, match="draws"):
+        Measurement([1.0], draws=[1.0, float("nan")])
+
+
+def test_the_chapters_keep_a_diverged_seed_for_the_judge():
+    """The per-seed readers of two chapters that once dropped or worded a diverged seed themselves now pass it on."""
+    from htlib.experiments.generalization import measures as gen
+    from htlib.experiments.one_step import measures as one
+
+    for m in (gen._runs([1.0, float("nan"), 2.0]), one._runs([1.0, float("nan"), 2.0])):
+        assert len(m.values) == 3 and not m.cannot_test and math.isnan(m.values[1])

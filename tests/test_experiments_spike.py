@@ -483,3 +483,17 @@ def test_slow_row_agrees_only_where_every_corner_of_the_record_brackets_lies_in_
 def replace_deviations(m):
     """``m`` read at the paper's protocol (no deviation named), as the chapter's own records are at its defaults."""
     return dataclasses.replace(m, deviations=())
+
+
+def test_the_cached_measures_are_a_fresh_measure_and_a_rerun_refits_nothing(tmp_path, monkeypatch):
+    """measured(setup) is measure() of the chapter's runs at setup, read back from the result cache the second time
+    without one fit; claims_of(setup) judges it as claims() judges a fresh measure."""
+    monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HTLIB_ARCHIVE_DIR", str(tmp_path / "archive"))  # no archived row stands in for a measured one
+    s = SETUP.replace(seeds=1)
+    runs, sizes = spike.run_training(s), spike.run_sizes(s)
+    fresh, judged = spike.measure(runs, s, sizes), spike.claims(runs, s, sizes)
+    assert repr(spike.measures.measured(s)) == repr(fresh)  # repr: a nan value equals itself
+    monkeypatch.setattr(spike.measures, "measure", lambda *a, **k: pytest.fail("a cached measure refitted"))
+    assert repr(spike.measures.measured(s)) == repr(fresh)
+    assert repr(spike.measures.claims_of(s)) == repr(judged)

@@ -65,13 +65,9 @@ def update_overlap_outlier(traj: Trajectory, t: int | None = None) -> tuple[floa
     return float(np.diag(O_u).max()), float(np.diag(O_v).max())
 
 def _runs(values, **kw) -> Measurement:
+    """The per-seed values of one statistic (a diverged run's is kept: the judge's gate of non-finite runs)."""
     v = np.asarray(values, dtype=float).ravel()
-    ok = np.isfinite(v)
-    if not ok.any():
-        return Measurement(cannot_test=f"no finite value over {v.size} seeds (diverged runs or failed fits)", **kw)
-    bad = int(v.size - ok.sum())
-    note = "; ".join(x for x in (kw.pop("note", ""), f"{bad} non-finite seed value(s) left out" if bad else "") if x)
-    return Measurement(v[ok], runs_text=f"{int(ok.sum())} seeds", note=note, **kw)
+    return Measurement(v, runs_text=f"{v.size} seeds", **kw)
 
 def _missing(what: str) -> Measurement:
     return Measurement.not_run(f"{what} is not in this setting; the paper's setting runs it", why="not_in_run",

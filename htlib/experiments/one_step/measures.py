@@ -55,11 +55,9 @@ def _variant_setting(setup: Setup, key: str) -> str:
     base = setup.deviations(GRID_FIELDS)
     return TABLE[key].setting + ("" if base == PAPER_SETTING else f"; {base}")
 
-def _runs(values, *, note: str = "", what: str = "") -> Measurement:
-    """The per-seed values of one statistic; a diverged run makes the setting unable to test it."""
+def _runs(values, *, note: str = "") -> Measurement:
+    """The per-seed values of one statistic (a diverged run's is kept: the judge's gate of non-finite runs)."""
     v = np.asarray(values, dtype=float)
-    if bad := int(np.sum(~np.isfinite(v))):
-        return Measurement(values=v, cannot_test=f"{bad} of {v.size} runs diverged {what} (Fig. 3 table)")
     return Measurement(values=v, runs_text=f"{v.size} seeds", note=note)
 
 def _parts(key: str, setting: str, **parts: Measurement) -> Measurement:
@@ -73,14 +71,14 @@ def _at_below(fig3: Fig3Result, rule: str, o: str, readout: str) -> tuple[Measur
                                       why="not_in_run", what=f"eta = {p:g}")
         return missing, missing
     j, stat = etas.index(p), fig3.statistic(rule, o, readout)
-    below = (_runs(stat[j - 1], note=f"eta = {etas[j - 1]:g}", what=f"at eta = {etas[j - 1]:g}") if j else
+    below = (_runs(stat[j - 1], note=f"eta = {etas[j - 1]:g}") if j else
              Measurement.not_run(f"no grid eta lies below the paper's {p:g}"))
-    return _runs(stat[j], what=f"at eta = {p:g}"), below
+    return _runs(stat[j]), below
 
 def _worst(v: np.ndarray, idx: list[int], etas, pick, what: str) -> Measurement:
     """The per-seed values at the grid eta of ``idx`` whose seed mean ``pick`` (np.argmax or np.argmin) selects."""
     j = idx[int(pick(np.nanmean(v[idx], axis=1)))]
-    return _runs(v[j], note=f"at eta = {etas[j]:g}, {what}", what=f"at eta = {etas[j]:g}")
+    return _runs(v[j], note=f"at eta = {etas[j]:g}, {what}")
 
 def measure_fig2(fig2: Fig2Result, setup: Setup) -> dict[str, Measurement]:
     """Fig. 2(d): the number of log-ESD modes of each seed at :data:`BIMODAL_ETA`."""

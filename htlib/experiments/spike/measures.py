@@ -13,12 +13,13 @@ from typing import Mapping
 import numpy as np
 
 from htlib import archive, dynamics, spectra
+from htlib.cache import cached_call
 from htlib.plotting import plain_number
 from htlib.dynamics import tail_shape
 from htlib.claims import Measurement, judge_table, read_table
 from htlib.records import Claim
-from htlib.experiments.spike.compute import HILL_HEAVY, PAPER, Setup
-from htlib.experiments.spike.sizes import BIG_FACTOR, N_TEST, SizeRuns
+from htlib.experiments.spike.compute import HILL_HEAVY, PAPER, Setup, run_training
+from htlib.experiments.spike.sizes import BIG_FACTOR, N_TEST, SizeRuns, run_sizes
 from htlib.two_layer import Trajectory
 
 TABLE = read_table(Path(__file__).with_name("claims.toml"))
@@ -552,3 +553,17 @@ def claims(runs: Mapping[int, Mapping[tuple, Trajectory]], setup, sizes: SizeRun
     10^4 steps) is read from its archived run where one exists (:mod:`htlib.archive`); the review's eta = 1 rows at
     both sizes from ``sizes`` (:func:`~htlib.experiments.spike.sizes.run_sizes`)."""
     return judge_table(TABLE, archive.merge(measure(runs, setup, sizes), __name__))
+
+def measured(setup: Setup) -> dict[str, Measurement]:
+    """:func:`measure` of the chapter's own runs at ``setup`` (:func:`~htlib.experiments.spike.compute.run_training`
+    and :func:`~htlib.experiments.spike.sizes.run_sizes`), through the result cache: keyed on ``setup`` and on the
+    code of this module and of every htlib module it imports (the runs' among them), so a rerun refits nothing and
+    an edited measure or run measures again.  A level or a sentence lives outside the key (``claims.toml``)."""
+    return cached_call(_measured, setup)
+
+def _measured(setup: Setup) -> dict[str, Measurement]:
+    return measure(run_training(setup), setup, run_sizes(setup))
+
+def claims_of(setup: Setup) -> list[Claim]:
+    """:func:`claims` of the chapter's own runs at ``setup``, from their cached measures (:func:`measured`)."""
+    return judge_table(TABLE, archive.merge(measured(setup), __name__))
