@@ -150,3 +150,14 @@ def test_a_cached_run_survives_a_level_edit_and_not_a_run_edit(tmp_path):
     src.write_text(src.read_text().replace(
         "    return PhaseResult(eigs=raw / cfg.h,", "    _edited = None\n    return PhaseResult(eigs=raw / cfg.h,", 1))
     assert entries() == first + 1
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_search_for_a_row_key_finds_the_code_that_measures_it(chapter):
+    """Every row of a chapter's claims table is named by a literal string in its measures.py (a key built in a loop,
+    such as f"{model}-{b}", would leave a search for "lenet-250" with no code to find)."""
+    import importlib
+
+    m = importlib.import_module(f"htlib.experiments.{chapter}.measures")
+    src = Path(m.__file__).read_text(encoding="utf-8")
+    assert not [k for k in m.TABLE if f'"{k}"' not in src]

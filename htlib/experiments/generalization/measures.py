@@ -83,8 +83,16 @@ def _setting(setup: Setup, fields: Sequence[str], readout: str = "d") -> str:
     dev = setup.deviations(fields)
     return dev if readout == "d" else READOUT_NAMES[readout] + ("" if dev == PAPER_SETTING else f"; {dev}")
 
-def _suffix(readout: str) -> str:
-    return "" if readout == "d" else f"_{readout}"
+ROW_KEYS: dict[tuple[str, str], str] = {  # (reading, readout) -> row key; ``_sqrt_d``: the written readout
+    ("gd_contrast", "d"): "gd_contrast", ("gd_contrast", "sqrt_d"): "gd_contrast_sqrt_d",
+    ("adam_corr", "d"): "adam_corr", ("adam_corr", "sqrt_d"): "adam_corr_sqrt_d",
+    ("benign", "d"): "benign", ("benign", "sqrt_d"): "benign_sqrt_d",
+    ("sample_loss", "d"): "sample_loss", ("sample_loss", "sqrt_d"): "sample_loss_sqrt_d",
+    ("ridge", "d"): "ridge", ("ridge", "sqrt_d"): "ridge_sqrt_d",
+    ("noise", "d"): "noise", ("noise", "sqrt_d"): "noise_sqrt_d",
+    ("steplr", "d"): "steplr", ("steplr", "sqrt_d"): "steplr_sqrt_d",
+}
+"""The rows read under both readouts, by literal key (a search for a row finds its reading)."""
 
 def _at(values: np.ndarray, etas: np.ndarray, eta: float):
     i = np.flatnonzero(np.isclose(etas, eta))
@@ -124,12 +132,12 @@ def measure_fig7(res: Fig7Result, setup: Setup) -> dict[str, Measurement]:
     g, out = res.grid, {}
     for s in READOUT_SCALES:
         setting = _setting(setup, FIG7_FIELDS, s)
-        out[f"gd_contrast{_suffix(s)}"] = _gd_contrast(f"gd_contrast{_suffix(s)}", g, s, setting)
+        out[ROW_KEYS["gd_contrast", s]] = _gd_contrast(ROW_KEYS["gd_contrast", s], g, s, setting)
         y = g.get(f"train_loss@{s}", "adam")
-        out[f"adam_corr{_suffix(s)}"] = _compound(f"adam_corr{_suffix(s)}", {
+        out[ROW_KEYS["adam_corr", s]] = _compound(ROW_KEYS["adam_corr", s], {
             k: _runs(within_seed_rho(g.get(m, "adam"), y))
             for k, m in (("kta", f"kta@{s}"), ("hill", "alpha_hill"), ("ks", "alpha_ks"))}, setting)
-        out[f"benign{_suffix(s)}"] = _benign(f"benign{_suffix(s)}", g, s, setting)
+        out[ROW_KEYS["benign", s]] = _benign(ROW_KEYS["benign", s], g, s, setting)
     keep = (g.etas >= FLAT_BAND[0]) & (g.etas <= FLAT_BAND[1])
     if keep.sum() < 2:
         out["hill_flat"] = Measurement.not_run(f"fewer than 2 grid etas in [{FLAT_BAND[0]:g}, {FLAT_BAND[1]:g}]")
@@ -281,17 +289,17 @@ def _sample_hill(res: Fig8Result, setup: Setup, grid: RunGrid | None) -> Measure
 def _fig8_readout(res: Fig8Result, setup: Setup, s: str, more: MoreSeeds | None = None) -> dict[str, Measurement]:
     """The Fig. 8 rows read under the readout ``s``: sample size, ridge constant (from ``more``; Fig. 8's own test
     sets in the first measurement's variant), label noise (its overlap ratios from ``more`` where given), StepLR."""
-    x, out = _suffix(s), {}
+    out: dict[str, Measurement] = {}
     by_n = res.sample_panel() or res.panel("by_n")
     if setup.n not in by_n:
-        out[f"sample_loss{x}"] = Measurement.not_run("ns must contain n")
+        out[ROW_KEYS["sample_loss", s]] = Measurement.not_run("ns must contain n")
     else:
         parts = {f"{m}_big": _runs(_rel_drop(by_n[setup.n], f"{m}_loss@{s}")) for m in ("train", "test")}
         for n in SMALLER_NS:
             for m in ("train", "test"):
                 parts[f"{m}_{n}"] = (_runs(_rel_drop(by_n[n], f"{m}_loss@{s}")) if n in by_n and n < setup.n
                                      else _missing(f"n = {n} below the chapter's n"))
-        out[f"sample_loss{x}"] = _compound(f"sample_loss{x}", parts,
+        out[ROW_KEYS["sample_loss", s]] = _compound(ROW_KEYS["sample_loss", s], parts,
                                            _setting(setup, FIG8_FIELDS + ("fig8a_seeds", "n", "rho_e", "lam", "ns"), s))
     ridge_setting = _setting(setup, FIG8_FIELDS + ("n", "rho_e", "lams"), s)
     first = {lam: np.array([[c[lam][f"train_loss@{s}"][-1], c[lam][f"test_loss@{s}"][-1]] for c in res.ridge])
@@ -302,7 +310,7 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str, more: MoreSeeds | None 
             m, setting=TABLE["ridge_first"].setting,
             reduction_check="none needed: the paper's setting, its 200 test points and Fig. 8's own seeds")
     if more is None:
-        out[f"ridge{x}"] = Measurement.not_run("the ridge readings on larger test sets (extra.run_more_seeds) are not "
+        out[ROW_KEYS["ridge", s]] = Measurement.not_run("the ridge readings on larger test sets (extra.run_more_seeds) are not "
                                                "given to this reading; the chapter's claims cell reads them")
     else:
         last = {lam: np.array([r[s][lam] for r in more.ridge]) for lam in more.ridge[0][s]}
@@ -313,7 +321,7 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str, more: MoreSeeds | None 
         note = (f"test losses on {more.n_test} test points per seed; seeds {seeds[0]}-{seeds[-1]}; seeds 0-{k - 1} read "
                 f"Fig. 8's base runs (their train losses " + ("identical to Fig. 8(b)'s)" if gap == 0 else
                                                              f"within {gap:.2g} of Fig. 8(b)'s)"))
-        out[f"ridge{x}"] = _ridge(f"ridge{x}", last, ridge_setting, note)
+        out[ROW_KEYS["ridge", s]] = _ridge(ROW_KEYS["ridge", s], last, ridge_setting, note)
     by_rho, parts = res.panel_cd("by_rho"), {}
     for tag, (a, b) in NOISE_STEPS.items():
         for m in ("train", "test"):
@@ -337,14 +345,14 @@ def _fig8_readout(res: Fig8Result, setup: Setup, s: str, more: MoreSeeds | None 
         parts.update({"ou": _runs(lo[:, 0] / hi[:, 0]), "ov": _runs(lo[:, 1] / hi[:, 1])})
     else:
         parts.update({k: _missing(f"rho_e = {RHO_LOW:g} or {RHO_HIGH:g}") for k in ("ou", "ov")})
-    out[f"noise{x}"] = _compound(f"noise{x}", parts, _setting(setup, FIG8_FIELDS + ("n", "rhos"), s))
+    out[ROW_KEYS["noise", s]] = _compound(ROW_KEYS["noise", s], parts, _setting(setup, FIG8_FIELDS + ("n", "rhos"), s))
     by_g = res.panel_cd("by_steplr_gamma")
     if not set(STEPLR_FAST + STEPLR_SLOW) <= set(by_g):
-        out[f"steplr{x}"] = Measurement.not_run("steplr_gammas must contain 0.2, 0.4, 0.6 and 0.8")
+        out[ROW_KEYS["steplr", s]] = Measurement.not_run("steplr_gammas must contain 0.2, 0.4, 0.6 and 0.8")
     else:
         rise = {g: np.array([loss_rise(t, s) for t in by_g[g]]) for g in STEPLR_FAST + STEPLR_SLOW}
         margin = np.min([rise[g] for g in STEPLR_SLOW], axis=0) - np.max([rise[g] for g in STEPLR_FAST], axis=0)
-        out[f"steplr{x}"] = _runs(margin, note="seed-mean rise " + ", ".join(f"{rise[g].mean():.3g} at gamma = {g:g}"
+        out[ROW_KEYS["steplr", s]] = _runs(margin, note="seed-mean rise " + ", ".join(f"{rise[g].mean():.3g} at gamma = {g:g}"
                                                                            for g in rise),
                                   setting=_setting(setup, FIG8_FIELDS + ("n", "rho_e", "steplr_gammas"), s))
     return out

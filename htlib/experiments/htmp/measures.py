@@ -234,12 +234,27 @@ def paper_test(res: BatchResult, model: str, b: int) -> dict | None:
             f"{len(runs)} runs beyond every draw")
     return dict(ks=kss, null=null, beyond=beyond, runs=len(runs), rejected=beyond == len(runs), text=text)
 
+KAPPA_ROWS: dict[tuple[str, int], dict[str, str]] = {  # (model, batch) of PAPER_KAPPA -> its rows, by reading
+    ("minialexnet", 1000): {"delta": "minialexnet-1000"}, ("minialexnet", 800): {"delta": "minialexnet-800"},
+    ("minialexnet", 250): {"delta": "minialexnet-250", "l1": "minialexnet-250-l1", "kappa": "minialexnet-250-kappa"},
+    ("minialexnet", 100): {"delta": "minialexnet-100", "l1": "minialexnet-100-l1", "kappa": "minialexnet-100-kappa"},
+    ("lenet", 250): {"delta": "lenet-250", "l1": "lenet-250-l1"}, ("lenet", 100): {"delta": "lenet-100", "l1": "lenet-100-l1"}}
+"""The paper's kappa per model and batch size: ``delta`` its delta against the KS fit's (1/delta where the paper has MP),
+``l1`` against the min-shifted histogram-L1 fit's, ``kappa`` kappa itself (variants)."""
+
+FALLS_ROWS: dict[str, tuple[str, tuple[int, int], str]] = {  # row key: (model, (larger, smaller batch), fit)
+    "minialexnet-falls": ("minialexnet", (1000, 100), "ks"), "minialexnet-falls-bulk": ("minialexnet", (1000, 100), "bulk"),
+    "minialexnet-falls-l1": ("minialexnet", (1000, 100), "l1"), "lenet-falls": ("lenet", (1000, 100), "ks"),
+    "lenet-falls-bulk": ("lenet", (1000, 100), "bulk"), "lenet-falls-l1": ("lenet", (1000, 100), "l1"),
+    "lenet-falls-250-100": ("lenet", (250, 100), "ks")}
+"""The trend rows on the chapter's own runs: 1/delta at the smaller batch minus at the larger, per fit."""
+
 def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
     """The paper's kappa per batch size for ``model`` (delta, or 1/delta where the paper has MP) and its variants."""
     setup, out = res.setup, {}
     for b, kp in ((b, kp) for (m, b), kp in PAPER_KAPPA.items() if m == model):
-        key = f"{model}-{b}"
-        keys = [k for k in (key, f"{key}-l1", f"{key}-kappa") if k in TABLE]
+        rows = KAPPA_ROWS[model, b]
+        key, keys = rows["delta"], list(rows.values())
         runs = list(_seeds(res, model, b).values())
         if model == "minialexnet" and not setup.alex_train:
             out.update({k: _alex_not_run(setup) for k in keys})
@@ -281,9 +296,9 @@ def _kappa_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
                      "paper's need no heavy tail at all")
         for k, fit, vals, extra in (  # the paper's over the measured: 0, not inf, where the fit returns MP
                 (key, "ks", [1 / f.delta if math.isinf(kp) else dp / f.delta for f in runs], ""),
-                (f"{key}-l1", "l1", [dp / f.l1_delta for f in runs], "; fit: min-shifted histogram L1, kappa in [0.01, 10]"),
-                (f"{key}-kappa", "ks", [kp / f.kappa for f in runs], "; kappa, not delta, compared")):
-            if k in TABLE:
+                (rows.get("l1"), "l1", [dp / f.l1_delta for f in runs], "; fit: min-shifted histogram L1, kappa in [0.01, 10]"),
+                (rows.get("kappa"), "ks", [kp / f.kappa for f in runs], "; kappa, not delta, compared")):
+            if k is not None:
                 kap = [f.kappa if fit == "ks" else f.l1_kappa for f in runs]  # a fit giving the same on noise cannot speak
                 cannot = "" if math.isinf(kp) else _noise_overlap(res, model, fit, [(min(kap), max(kap))])
                 out[k] = Measurement(vals, cannot_test=cannot, runs_text=f"{len(runs)} seed(s)", note=note,
@@ -347,22 +362,20 @@ def _falls_measurement(res: BatchResult, model: str, big: int, small: int, fit: 
 def _falls_measurements(res: BatchResult, model: str) -> dict[str, Measurement]:
     """The trend rows of ``model`` (1/delta at batch 100 minus at 1000, and 250 -> 100) and their variants."""
     setup, out, batches = res.setup, {}, sorted({f.batch_size for f in res.of(model)})
-    for key, (big, small) in ((f"{model}-falls", (1000, 100)), (f"{model}-falls-250-100", (250, 100))):
-        for suffix, fit in (("", "ks"), ("-bulk", "bulk"), ("-l1", "l1")):
-            k = key + suffix
-            if k not in TABLE:
-                continue
-            if model == "minialexnet" and not setup.alex_train:
-                out[k] = _alex_not_run(setup)
-            elif not {big, small} <= set(batches):
-                out[k] = Measurement.not_run(f"batches {big} and {small} of {model} are not both in this run's "
-                                             "batch_sizes", why="not_in_run", what=f"batch {big} or {small}")
-            elif gate := _trained_gate(res, model, batches[::-1]):
-                out[k] = Measurement.not_run(gate)
-            else:
-                kr = [(min(v), max(v)) for v in ([f.l1_kappa for f in _seeds(res, model, x).values()] for x in (big, small))]
-                out[k] = _falls_measurement(res, model, big, small, fit,
-                                            _noise_overlap(res, model, "l1", kr) if fit == "l1" else "")
+    for k, (m, (big, small), fit) in FALLS_ROWS.items():
+        if m != model:
+            continue
+        if model == "minialexnet" and not setup.alex_train:
+            out[k] = _alex_not_run(setup)
+        elif not {big, small} <= set(batches):
+            out[k] = Measurement.not_run(f"batches {big} and {small} of {model} are not both in this run's "
+                                         "batch_sizes", why="not_in_run", what=f"batch {big} or {small}")
+        elif gate := _trained_gate(res, model, batches[::-1]):
+            out[k] = Measurement.not_run(gate)
+        else:
+            kr = [(min(v), max(v)) for v in ([f.l1_kappa for f in _seeds(res, model, x).values()] for x in (big, small))]
+            out[k] = _falls_measurement(res, model, big, small, fit,
+                                        _noise_overlap(res, model, "l1", kr) if fit == "l1" else "")
     return out
 
 SUBSET_KEYS = ("lenet-falls-images", "lenet-falls-images-250-100", "lenet-falls-protocol", "lenet-250-images",
@@ -509,10 +522,8 @@ def measure_subsets(batch: BatchResult, sub: SubsetsResult | None) -> dict[str, 
             out[key] = Measurement(parts=parts, setting=subset_setting(sub.setup, protocol),
                                    note="; ".join([crossed, history] if key == "lenet-falls-images" else [crossed]))
     for b in (250, 100):
-        for protocol, suffix in (("book", "images"), ("public", "protocol")):
-            key = f"lenet-{b}-{suffix}"
-            if key not in TABLE:
-                continue
+        for protocol, key in ((("book", "lenet-250-images"), ("public", "lenet-250-protocol")) if b == 250 else
+                              (("book", "lenet-100-images"), ("public", "lenet-100-protocol"))):
             if not sub.of(protocol, b):
                 out[key] = Measurement.not_run(f"batch {b} is not among the subset runs", why="not_in_run",
                                                what=f"batch {b}")
@@ -648,6 +659,9 @@ def _refit_measurement(runs, refits: dict | None) -> Measurement:
     return Measurement(vals, runs_text=f"{len(runs)} training seeds ({len(refits)} tested again)",
                        note="; ".join(bits) or "no seed's p lies within two refits of the level")
 
+NTK_RTOL_ROWS: dict[float, str] = {1e-4: "ntk-lenet-rtol1e-04"}
+"""The NTK claim read at another zero cut-off of the kernel's eigenvalues (a variant): cut-off -> row key."""
+
 def measure_ntk(res: BatchResult, gof_power: dict | None = None, refits: dict | None = None) -> dict[str, Measurement]:
     """The NTK rows: the goodness-of-fit p-values of the inverse HTMP and inverse MP laws per LeNet training seed,
     with the test's power against named alternatives (``gof_power``, :func:`run_power`) where given; the other
@@ -699,11 +713,10 @@ def measure_ntk(res: BatchResult, gof_power: dict | None = None, refits: dict | 
                                f"{setup.ntk_epochs} epochs, cosine annealing from {setup.ntk_lr:g} and batch "
                                f"{setup.ntk_batch}; the setting's other deviations (data, momentum, output-traced "
                                "kernel, zero cut-off) are conventions the paper does not state"))
-    if f"{key}-refits" in TABLE:
-        out[f"{key}-refits"] = _refit_measurement(runs, refits)
+    out["ntk-lenet-refits"] = _refit_measurement(runs, refits)
     for i, rtol in enumerate(r.rtols[1:], 1):
-        k = f"{key}-rtol{rtol:.0e}"  # a key holds no "."
-        if k not in TABLE:
+        k = NTK_RTOL_ROWS.get(float(f"{rtol:.0e}"))
+        if k is None:
             continue
         g = r.gof[i] if i < len(r.gof) else None
         if r.fits[i].n == r.fit.n:

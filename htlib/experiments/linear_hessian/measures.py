@@ -106,20 +106,22 @@ def measure_fig12(setup: Setup, fig12: Fig12) -> dict[str, Measurement]:
                 f"loss (paper: halved on a 0.1% plateau over 100 epochs, {PAPER_EPOCHS} epochs)")
     out, one = {}, f"1 run (seed {setup.seed})"
     if "converged" in fig12.runs:
-        rows = [("converged", "", setup.deviations(row, hess, schedule, trained=False)),
-                ("rowspace", "_paper_schedule", setup.deviations(row, hess, "the paper's schedule (halving)"))]
+        rows = [("converged", ("fig1", "fig2"), setup.deviations(row, hess, schedule, trained=False)),
+                ("rowspace", ("fig1_paper_schedule", "fig2_paper_schedule"),
+                 setup.deviations(row, hess, "the paper's schedule (halving)"))]
     else:
-        rows = [("rowspace", "", setup.deviations(row, hess))]
-        out.update({f"{k}_paper_schedule": Measurement.not_run(f"converged_epochs is 0, so the paper-schedule run is "
-                                                               f"the one {k} is judged on") for k in ("fig1", "fig2")})
-    for name, tag, setting in rows:
+        rows = [("rowspace", ("fig1", "fig2"), setup.deviations(row, hess))]
+        out.update({key: Measurement.not_run(f"converged_epochs is 0, so the paper-schedule run is the one {k} is "
+                                             "judged on") for key, k in (("fig1_paper_schedule", "fig1"),
+                                                                          ("fig2_paper_schedule", "fig2"))})
+    for name, (key1, key2), setting in rows:
         e, kw = fig12.end(name), {"setting": setting, "runs_text": one,
                                   "cannot_test": _not_minimum([fig12.runs[name]], "Figs. 1-2 convergence table")}
         run = (f"loss {e['loss0']:.3g} -> {e['loss']:.3g} (OLS {e['ols']:.3g}); GGN vs LOBPCG {e['gap_ggn']:.1g} "
                "at the end")
-        out[f"fig1{tag}"] = _approach(f"fig1{tag}", e["gap0"], e["gap"], **kw,
+        out[key1] = _approach(key1, e["gap0"], e["gap"], **kw,
                                       note=f"gap {e['gap0']:.2g} at epoch 0, {e['gap']:.2g} at the end; {run}")
-        out[f"fig2{tag}"] = Measurement([abs(e["lam"] / e["sum"] - 1)], **kw,
+        out[key2] = Measurement([abs(e["lam"] / e["sum"] - 1)], **kw,
                                         note=f"{run}; LOBPCG {e['lam']:.4g}, sum {e['sum']:.4g}, max {e['max']:.4g}")
     blank = (f"W1's weight on the directions X does not span ({eR['blank']:.1%} of ||W1||_F^2, never trained) enters "
              "the closed form but not the Hessian")
@@ -223,10 +225,11 @@ def measure_fig5(setup: Setup, fig5: Fig5) -> dict[str, Measurement]:
     out = {"fig5_lower": Measurement(lower, setting=reading_b, runs_text=f"{lower.size} feature sets (the path on all "
                                                                         f"images, {lower.size - 1} imbalanced subsets)")}
     min_width = TABLE["fig5_lower"].level - 1  # the tolerance of (i): a narrower interval has no readable position
-    for r, tag, setting in (("B", "_seen", reading_b), ("A", "_a", TABLE["fig5_upper_a"].setting)):
+    for r, upper, key, setting in (("B", "fig5_upper", "fig5_floats_seen", reading_b),
+                                   ("A", "fig5_upper_a", "fig5_floats_a", TABLE["fig5_upper_a"].setting)):
         up = np.r_[tab[f"{r}: up/lam"].iloc[-1], imb.loc["whitened", f"{r}: up/lam"].to_numpy()]
-        out[f"fig5_upper{'' if tag == '_seen' else tag}"] = Measurement([up.max()], setting=setting)
-        pos, width, key = tab[f"{r}: position"].to_numpy(), tab[f"{r}: width/lam"].iloc[0], f"fig5_floats{tag}"
+        out[upper] = Measurement([up.max()], setting=setting)
+        pos, width = tab[f"{r}: position"].to_numpy(), tab[f"{r}: width/lam"].iloc[0]
         narrow = (f"on raw pixels the interval is only {width:.1e} lambda wide, narrower than the {min_width:.0%} "
                   f"that the tightness test (i) allows, so the truth's position in it cannot be read (Fig. 5 table)")
         out[key] = Measurement(setting=f"{setting}; {path}", parts={
@@ -400,14 +403,13 @@ def measure_trajectory(setup: Setup, traj: Trajectory) -> dict[str, Measurement]
     row = _whitening_settings(setup, rank)[1]
     epochs = traj.epochs("fig1")
     out = {}
-    for fig in ("fig1", "fig4"):
+    for fig, key in (("fig1", "fig1_trajectory"), ("fig4", "fig4_trajectory")):
         g, tau = traj.gaps(fig), traj.taus(fig)
         ggn = np.array([np.max(np.abs(r["closed_I"] - r["ggn"]).max(1) / r["ggn"][:, 0]) for r in traj.runs[fig]])
         falls = int(np.sum(np.all(np.diff(g, axis=1) < 0, axis=1)))
         runs = f"{len(tau)} fresh runs (seeds {traj.seeds[0]} to {traj.seeds[-1]})"
-        out[f"{fig}_trajectory"] = Measurement(
-            parts={f"{fig}_trajectory-falls": Measurement(tau, runs_text=runs),
-                   f"{fig}_trajectory-end": Measurement(g[:, -1], runs_text=runs)},
+        out[key] = Measurement(
+            parts={f"{key}-falls": Measurement(tau, runs_text=runs), f"{key}-end": Measurement(g[:, -1], runs_text=runs)},
             setting=setup.deviations(row, f"the paper's schedule; LOBPCG at epochs {', '.join(map(str, epochs))}"),
             note=(f"median gap {np.median(g[:, 0]):.2g} at epoch 0 and {np.median(g[:, -1]):.2g} at epoch {epochs[-1]:,}; "
                   f"the gap falls at every step in {falls} of {len(tau)} runs; tau from {tau.min():.2g} to "
@@ -429,8 +431,8 @@ def measure_count(count: Count) -> dict[str, Measurement]:
 def measure(setup, fig12, fig3, fig4, fig5, fig6, fig7, fig8, count, fig3_starts=None,
             fig7_raw=None, trajectory=None) -> dict[str, Measurement]:
     traj = (measure_trajectory(setup, trajectory) if trajectory is not None else
-            {f"{k}_trajectory": Measurement.not_run("the trajectory runs were not passed to the reading")
-             for k in ("fig1", "fig4")})
+            {k: Measurement.not_run("the trajectory runs were not passed to the reading")
+             for k in ("fig1_trajectory", "fig4_trajectory")})
     return {**traj, **measure_fig12(setup, fig12), **measure_fig3(setup, fig3, fig3_starts), **measure_fig4(setup, fig4),
             **measure_fig5(setup, fig5), **measure_fig6(setup, fig6), **measure_fig7(setup, fig7, fig6, fig7_raw),
             **measure_fig8(setup, fig8), **measure_count(count)}

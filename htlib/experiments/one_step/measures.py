@@ -92,19 +92,28 @@ def measure_fig2(fig2: Fig2Result, setup: Setup) -> dict[str, Measurement]:
     return {"bimodal": Measurement(values=[m.count for m in modes], runs_text=f"{len(modes)} seeds", note=note,
                                    setting=setup.deviations(("n", "d", "h", "rho_e", "bias_correction")))}
 
+THRESHOLD_ROWS: dict[str, tuple[str, str, str]] = {  # row key: (rule, optimizer, readout) read at the paper's eta
+    "spike_gd": ("spike", "gd", "d"), "spike_adam": ("spike", "adam", "d"), "sim_gd": ("sim", "gd", "d"),
+    "sim_adam": ("sim", "adam", "d"), "kta_gd": ("kta", "gd", "d"), "kta_adam": ("kta", "adam", "d"),
+    "loss_gd": ("loss", "gd", "d"), "kta_gd_sqrt_d": ("kta", "gd", "sqrt_d"),
+    "kta_adam_sqrt_d": ("kta", "adam", "sqrt_d"), "loss_gd_sqrt_d": ("loss", "gd", "sqrt_d")}
+"""The learning-rate threshold rows of Fig. 3 (the readout changes neither W1's spectrum nor its alignment, so the
+spike and sim rules have no ``_sqrt_d`` variant)."""
+
+SWEET_ROWS: dict[str, tuple[str, str]] = {"sweet1": ("sweet1", "d"), "sweet2": ("sweet2", "d"),
+                                          "sweet1_sqrt_d": ("sweet1", "sqrt_d"), "sweet2_sqrt_d": ("sweet2", "sqrt_d")}
+"""The review's sweet-spot rows: row key -> (range of :data:`SWEET_SPOT`, readout)."""
+
 def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
     """Fig. 3 and the review's cases, under both readouts (``_sqrt_d``: the written one, a variant)."""
     out: dict[str, Measurement] = {}
     etas = list(map(float, fig3.grid.etas))
+    for key, (rule, o, s) in THRESHOLD_ROWS.items():
+        at, below = _at_below(fig3, rule, o, s)
+        out[key] = _parts(key, _readout_setting(setup, s), at=at, below=below)
     for s in READOUT_SCALES:
-        sfx, setting = ("" if s == "d" else "_sqrt_d"), _readout_setting(setup, s)
-        for rule, o in (("spike", "gd"), ("spike", "adam"), ("sim", "gd"), ("sim", "adam"), ("kta", "gd"),
-                        ("kta", "adam"), ("loss", "gd")):
-            if s != "d" and rule in ("spike", "sim"):
-                continue  # the readout changes neither W1's spectrum nor its alignment
-            at, below = _at_below(fig3, rule, o, s)
-            out[f"{rule}_{o}{sfx}"] = _parts(f"{rule}_{o}{sfx}", setting, at=at, below=below)
-        key, idx = f"adam_loss{sfx}", [j for j, e in enumerate(etas) if e > 1.0]
+        setting = _readout_setting(setup, s)
+        key, idx = {"d": "adam_loss", "sqrt_d": "adam_loss_sqrt_d"}[s], [j for j, e in enumerate(etas) if e > 1.0]
         if idx and 1.0 in etas:
             tr, te = fig3.relative("train_loss", "adam", s), fig3.relative("test_loss", "adam", s)
             out[key] = _parts(key, setting, train=_worst(tr, idx, etas, np.argmax, "the largest seed mean"),
@@ -113,13 +122,16 @@ def measure_fig3(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
             out[key] = Measurement.not_run("the grid needs eta = 1 and an eta > 1; the paper's has them")
         v = fig3.grid.get(f"kta@{s}", "adam")
         peaks = np.log10(np.asarray(etas)[np.nanargmax(v, axis=0)])
-        out[f"kta_rev{sfx}"] = _parts(f"kta_rev{sfx}", setting, peak=_runs(peaks),
-                                      reversal=_runs(v[-1] / np.nanmax(v, axis=0), note=f"eta_max = {etas[-1]:g}"))
+        key = {"d": "kta_rev", "sqrt_d": "kta_rev_sqrt_d"}[s]
+        out[key] = _parts(key, setting, peak=_runs(peaks),
+                          reversal=_runs(v[-1] / np.nanmax(v, axis=0), note=f"eta_max = {etas[-1]:g}"))
         if s == "d":
             out.update(measure_onsets(fig3, setup))
-        for case, (lo, hi) in SWEET_SPOT.items():
+        for key, (case, s_row) in SWEET_ROWS.items():
+            if s_row != s:
+                continue
+            lo, hi = SWEET_SPOT[case]
             idx = [j for j, e in enumerate(etas) if (lo <= e < hi if case == "sweet1" else lo <= e <= hi)]
-            key = f"{case}{sfx}"
             if not idx:
                 out[key] = Measurement.not_run("no grid eta lies in the range; the paper's grid has one")
                 continue
@@ -155,9 +167,9 @@ def measure_onsets(fig3: Fig3Result, setup: Setup) -> dict[str, Measurement]:
                 without = replace(_runs(test[j - 1], note=f"eta = {etas[j - 1]:g}"), cannot_test=no_spike)
                 out["spike_gen_first"] = _parts("spike_gen_first", _variant_setting(setup, "spike_gen_first"),
                                                 **{"with": _runs(test[j]), "without": without})
-        for rule in ("kta", "loss"):
+        for key, rule in (("kta_gd_onset", "kta"), ("loss_gd_onset", "loss")):
             at, below = _at_below(fig3, rule, "gd", "d")
-            out[f"{rule}_gd_onset"] = _parts(f"{rule}_gd_onset", _readout_setting(setup, "d"), at=at, below=below)
+            out[key] = _parts(key, _readout_setting(setup, "d"), at=at, below=below)
     q = PAPER_ETAS["adam"]
     out["sweet2_onset"] = (replace(_runs(fig3.statistic("loss", "adam", "d")[etas.index(q)]),
                                    setting=_readout_setting(setup, "d")) if q in etas else

@@ -165,6 +165,10 @@ def measure(runs: Mapping[int, Mapping[tuple, Trajectory]], setup, sizes: SizeRu
                        deviations=tuple(changed))
             for k, m in out.items()}
 
+FIG1_ROWS: dict[str, tuple[str, str, str, str]] = {  # optimizer -> its Fig. 1 rows: the label and KS, the label
+    "gd": ("fig1-gd", "fig1-gd-first", "fig1-gd-shape", "fig1-gd-strict"),  # alone, the tail's shape, the strict rule
+    "adam": ("fig1-adam", "fig1-adam-first", "fig1-adam-shape", "fig1-adam-strict")}
+
 def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurement]:
     s, rules, h, d = setup, setup.rules(), setup.h, setup.d
     rep = lambda e: dynamics.esd_report(e, h=h, d=d, rules=rules)  # noqa: E731
@@ -214,30 +218,31 @@ def _measure_seed(runs: Mapping[tuple, Trajectory], setup) -> dict[str, Measurem
     out["fig5b-hill"] = _one(h_gd - h_adam, "PL_Alpha_Hill is undefined", f"{h_gd:.3g} - {h_adam:.3g}")
     out["fig5b-ks"] = _one(t_gd.alpha - t_adam.alpha, "PL_Alpha_KS is undefined", f"{t_gd.alpha:.3g} - {t_adam.alpha:.3g}")
     # App. A.
-    for opt in ("gd", "adam"):
+    for opt, key in (("gd", "appA-gd"), ("adam", "appA-adam")):
         fit = spectra.fit_power_law(runs[("appA", opt)].esd[-1])
-        out[f"appA-{opt}"] = _one(fit.alpha, "the power-law fit failed (App. A table)",
-                                  f"fit standard error {plain_number(fit.sigma, fmt='.2g', undefined='no fit')}")
+        out[key] = _one(fit.alpha, "the power-law fit failed (App. A table)",
+                        f"fit standard error {plain_number(fit.sigma, fmt='.2g', undefined='no fit')}")
     # Fig. 1: the label with and without lambda_1, the tail's shape and the stricter option.
     tails = []
     for tag, tr in (("gd", gd), ("adam", runs[("adam", s.eta_adam_fig1)])):
+        key, first, shape, strict = FIG1_ROWS[tag]
         r, sh = rep(tr.esd[-1]), tail_shape(tr.esd[-1], h=h, d=d, rules=rules)
         tails.append(r.tail_alpha)
         hill = float(tr.alpha_hill[-1])
-        out[f"fig1-{tag}"] = Measurement(parts={
-            f"fig1-{tag}-label": _one(
+        out[key] = Measurement(parts={
+            f"{key}-label": _one(
                 sh.heavy, "", f"{r.phase}: tail of {r.tail_size} to "
                 f"{plain_number(r.tail_reach, fmt='.3g', undefined='no tail')} lambda_+, tail alpha "
                 f"{_alpha(r.tail_alpha)}; without lambda_1 {sh.label_without_top}, to "
                 f"{plain_number(sh.reach_without_top, fmt='.3g', undefined='no tail without the top')} lambda_+, "
                 f"tail alpha {_alpha(sh.alpha_without_top)}"),
-            f"fig1-{tag}-ks": _one(bool(np.isfinite(r.alpha) and r.alpha < rules.heavy_alpha), "",
-                                   f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} eigenvalues; PL_Alpha_Hill {hill:.3g}")})
-        out[f"fig1-{tag}-first"] = out[f"fig1-{tag}"].parts[f"fig1-{tag}-label"]  # the label alone
-        out[f"fig1-{tag}-shape"] = _one(sh.ratio, "the likelihood ratio is undefined on this tail (tail-shape table)",
-                                        f"R = {sh.ratio:.3g}, p = {sh.pvalue:.2g} on {sh.n_tail} eigenvalues: {sh.shape}")
-        out[f"fig1-{tag}-strict"] = _one(r.heavy_tailed_strict, "", f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} "
-                                         f"eigenvalues, p(top) {r.spike_pvalue:.2g}")
+            f"{key}-ks": _one(bool(np.isfinite(r.alpha) and r.alpha < rules.heavy_alpha), "",
+                              f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} eigenvalues; PL_Alpha_Hill {hill:.3g}")})
+        out[first] = out[key].parts[f"{key}-label"]  # the label alone
+        out[shape] = _one(sh.ratio, "the likelihood ratio is undefined on this tail (tail-shape table)",
+                          f"R = {sh.ratio:.3g}, p = {sh.pvalue:.2g} on {sh.n_tail} eigenvalues: {sh.shape}")
+        out[strict] = _one(r.heavy_tailed_strict, "", f"PL_Alpha_KS {r.alpha:.3g} on {r.n_tail} "
+                           f"eigenvalues, p(top) {r.spike_pvalue:.2g}")
     out["fig1-mild"] = _one(min(tails), no_tail)
     # §6: the traced runs.
     keys = [("adam", e) for e in s.etas_adam_track] + [("gd", e) for e in s.etas_gd_track]
