@@ -278,8 +278,14 @@ def version(root: str | Path = _REPO) -> str:
     """``git describe`` of the checkout the book is built from ("unknown" outside a git checkout): the footer of every
     page and the claims dataset name it."""
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=root,
+        out = subprocess.run(["git", "describe", "--always", "--tags"], cwd=root,
                              capture_output=True, text=True, timeout=10)
+        # git status compares contents where a file's time changed (describe --dirty reads a rewritten, unchanged
+        # file as an edit)
+        edits = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+    if out.returncode != 0 or not out.stdout.strip():
+        return "unknown"
+    return out.stdout.strip() + ("-dirty" if edits.returncode == 0 and edits.stdout.strip() else "")

@@ -105,10 +105,22 @@ def process_executor(max_workers: int | None = None, *, threads_per_worker: int 
 
 
 _TALLY = {"computed": 0, "from_cache": 0}
+_SEEN: dict[str, str] = {}  # a config's key -> how this process first got it ("computed" or "from_cache")
+
+
+def _count(key: str | None, how: str) -> None:
+    """Count a config once however many sweeps read it (a sweep that rereads runs it made or read counts none)."""
+    if key is None:
+        _TALLY[how] += 1
+    elif key not in _SEEN or (how == "computed" and _SEEN[key] == "from_cache"):
+        if key in _SEEN:
+            _TALLY[_SEEN[key]] -= 1
+        _SEEN[key] = how
+        _TALLY[how] += 1
 
 
 def tally() -> dict[str, int]:
-    """How many configs this process's sweeps have computed, and how many they read from the result cache.
+    """How many distinct configs this process's sweeps have computed, and how many they read from the result cache.
 
     An archived measurement records it (:mod:`htlib.archive`): the wall time of a run resumed from the cache covers
     only what that run computed.
@@ -163,7 +175,9 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
     keys = [cache.config_key(name, c) for c in configs] if use_cache else [None] * len(configs)
     results: list[Any] = [cache.MISSING if key is None else cache.load(key) for key in keys]
     todo = [i for i, r in enumerate(results) if r is cache.MISSING]
-    _TALLY["from_cache"] += len(configs) - len(todo)
+    for i, key in enumerate(keys):
+        if results[i] is not cache.MISSING:
+            _count(key, "from_cache")
     show = progress and progress_enabled()
     # A rerun (htlib.run) names a file for the bars: it relays them to its terminal, and the page stays clean.
     relay = os.environ.get("HTLIB_PROGRESS_FILE", "").strip() if show else ""
@@ -181,7 +195,7 @@ def run_sweep(fn: Callable[[Any], Any], configs: Sequence[Any], *, executor: cf.
             return
         if keys[i] is not None:
             cache.store(keys[i], results[i])
-        _TALLY["computed"] += 1
+        _count(keys[i], "computed")
         bar.update(1)
 
     def lost(client: Any, idle: float | None = None) -> SchedulerLost:

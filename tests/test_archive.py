@@ -105,13 +105,17 @@ def test_a_resumed_run_says_how_many_of_its_runs_came_from_the_cache(tmp_path, m
 
     monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(sweep, "_TALLY", {"computed": 0, "from_cache": 0})
-    sweep.run_sweep(abs, [-1.0, -2.0], progress=False)  # computed and stored
+    monkeypatch.setattr(sweep, "_SEEN", {})
+    sweep.run_sweep(abs, [-1.0, -2.0], progress=False)  # computed and stored by an earlier process
+    monkeypatch.setattr(sweep, "_TALLY", {"computed": 0, "from_cache": 0})
+    monkeypatch.setattr(sweep, "_SEEN", {})
     sweep.run_sweep(abs, [-1.0, -2.0, -3.0], progress=False)  # two from the cache, one computed
-    assert sweep.tally() == {"computed": 3, "from_cache": 2}
+    sweep.run_sweep(abs, [-3.0, -2.0], progress=False)  # read again by this process: counted once
+    assert sweep.tally() == {"computed": 1, "from_cache": 2}
     _archive(tmp_path)
     got = archive.read(MODULE, "steps", tmp_path)
-    assert got.runs == {"computed": 3, "from_cache": 2}
-    assert "it computed 3 of its 5 runs, the other 2 came from the result cache" in got.describe()
+    assert got.runs == {"computed": 1, "from_cache": 2}
+    assert "it computed 1 of its 3 runs, the other 2 came from the result cache" in got.describe()
     path = tmp_path / "spike" / "steps.json"
     data = json.loads(path.read_text())
     del data["runs"]
