@@ -1,7 +1,7 @@
 """What the spike-to-heavy-tail chapter measures in its cached runs: one :class:`~htlib.claims.Measurement` per row of
 its claims table (``claims.toml``, read into :data:`TABLE`) from :func:`measure`, judged by :func:`claims`. Every
 fit and test the chapter's claims read happens here; the page (:mod:`htlib.experiments.spike.reading`) only words
-and draws. Outside the result-cache key."""
+and draws. Outside the runs' result-cache key; the refits are cached under a key of their own (:func:`measured`)."""
 
 from __future__ import annotations
 
