@@ -215,9 +215,9 @@ def _floats(name: str, x) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class Measurement:
     """What a chapter read for one :class:`Spec`: a value per run (or a fit and its bootstrap ``draws``), or why
-    it was not run or ``cannot_test``.  A non-finite value (a diverged run, a failed fit) is kept: the judge's gate.  Where some
-    runs' fits sit at a search bound (``bounded``: or what else bounds them), ``bound_cases`` holds the values the runs
-    could take instead (one tuple per case), and a mean or sign statistic decides only where every case agrees."""
+    it was not run or ``cannot_test``.  A non-finite value (a diverged run, a failed fit) is kept: the judge gates it.
+    Where some runs' fits sit at a search bound (``bounded``: or what else bounds them), ``bound_cases`` holds the values
+    the runs could take instead (one tuple per case), and a mean or sign statistic decides only where every case agrees."""
     values: tuple[float, ...] = ()
     draws: tuple[float, ...] = ()
     ran: bool = True

@@ -105,18 +105,15 @@ def process_executor(max_workers: int | None = None, *, threads_per_worker: int 
 
 
 _TALLY = {"computed": 0, "from_cache": 0}
-_SEEN: dict[str, str] = {}  # a config's key -> how this process first got it ("computed" or "from_cache")
+_SEEN: set[str] = set()  # the keys of the configs this process's sweeps have counted
 
 
 def _count(key: str | None, how: str) -> None:
     """Count a config once however many sweeps read it (a sweep that rereads runs it made or read counts none)."""
-    if key is None:
+    if key is None or key not in _SEEN:
         _TALLY[how] += 1
-    elif key not in _SEEN or (how == "computed" and _SEEN[key] == "from_cache"):
-        if key in _SEEN:
-            _TALLY[_SEEN[key]] -= 1
-        _SEEN[key] = how
-        _TALLY[how] += 1
+        if key is not None:
+            _SEEN.add(key)
 
 
 def tally() -> dict[str, int]:

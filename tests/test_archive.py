@@ -105,10 +105,10 @@ def test_a_resumed_run_says_how_many_of_its_runs_came_from_the_cache(tmp_path, m
 
     monkeypatch.setenv("HTLIB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(sweep, "_TALLY", {"computed": 0, "from_cache": 0})
-    monkeypatch.setattr(sweep, "_SEEN", {})
+    monkeypatch.setattr(sweep, "_SEEN", set())
     sweep.run_sweep(abs, [-1.0, -2.0], progress=False)  # computed and stored by an earlier process
     monkeypatch.setattr(sweep, "_TALLY", {"computed": 0, "from_cache": 0})
-    monkeypatch.setattr(sweep, "_SEEN", {})
+    monkeypatch.setattr(sweep, "_SEEN", set())
     sweep.run_sweep(abs, [-1.0, -2.0, -3.0], progress=False)  # two from the cache, one computed
     sweep.run_sweep(abs, [-3.0, -2.0], progress=False)  # read again by this process: counted once
     assert sweep.tally() == {"computed": 1, "from_cache": 2}
